@@ -1,0 +1,505 @@
+"""The input contract: typed events and the validation that turns one raw row (a dict decoded from JSONL or
+Parquet) into an event or an `EventError` naming what is wrong.
+
+Pure: no I/O. Both engines validate through `parse_event`, so a row is rejected for the same reason
+whichever engine reads it. docs/events.md documents the same contract for users.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime as _dt
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from state import consumer_protocol
+
+# The newest request versions the simulator models (Kafka 4.x's classic group APIs).
+NEWEST_API_VERSION = {
+    "JOIN_GROUP": 9,
+    "SYNC_GROUP": 5,
+    "HEARTBEAT": 4,
+    "LEAVE_GROUP": 5,
+    "OFFSET_COMMIT": 9,
+    "OFFSET_FETCH": 9,
+}
+
+API_NAMES = {
+    "JOIN_GROUP": "JoinGroup",
+    "SYNC_GROUP": "SyncGroup",
+    "HEARTBEAT": "Heartbeat",
+    "LEAVE_GROUP": "LeaveGroup",
+    "OFFSET_COMMIT": "OffsetCommit",
+    "OFFSET_FETCH": "OffsetFetch",
+}
+
+FAULT_KINDS = ("write_failure", "move")
+
+# Types the contract reserves for the synthetic client model; rejected with a clear reason until it exists.
+CLIENT_DIRECTIVES = (
+    "CLIENT_START", "CLIENT_STOP", "CLIENT_CRASH", "CLIENT_PAUSE", "SUBSCRIBE", "TOPIC_METADATA",
+)
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+class EventError(ValueError):
+    """A row that does not satisfy the input contract; the message is the reject reason."""
+
+
+@dataclass(frozen=True, slots=True)
+class Protocol:
+    name: str
+    metadata: bytes
+    # The consumer-protocol topics, parsed once; None when the metadata is not a consumer Subscription.
+    topics: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionList:
+    topic: str
+    partitions: tuple[int, ...]
+
+
+def group_partitions(partitions) -> tuple[PartitionList, ...]:
+    """Flat (topic, partition) pairs as PartitionLists, one per topic in first-appearance order."""
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in partitions:
+        by_topic.setdefault(topic, []).append(partition)
+    return tuple(PartitionList(t, tuple(ps)) for t, ps in by_topic.items())
+
+
+@dataclass(frozen=True, slots=True)
+class MemberAssignment:
+    member_id: str
+    assignment: bytes
+    partitions: tuple[PartitionList, ...] | None = None  # decoded consumer Assignment, None if opaque
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveIdentity:
+    member_id: str
+    group_instance_id: str | None
+    reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class CommitPartition:
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int
+    metadata: str | None
+    commit_timestamp: int  # v1 only; -1 = use the coordinator's clock
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """Fields every event carries. `seq` orders events of equal `ts`; `line` is the row's position in its
+    source and breaks the remaining ties, so the order is total and independent of how rows are batched."""
+
+    ts: int
+    group_id: str
+    type: str
+    seq: int
+    source: str = ""
+    line: int = 0
+    request_id: str | None = None
+    client_id: str = ""
+    api_version: int = 0
+
+    @property
+    def sort_key(self) -> tuple[int, int, str, int]:
+        return (self.ts, self.seq, self.source, self.line)
+
+
+@dataclass(frozen=True, slots=True)
+class JoinGroup(Event):
+    member_id: str = ""
+    group_instance_id: str | None = None
+    protocol_type: str = ""
+    protocols: tuple[Protocol, ...] = ()
+    session_timeout_ms: int = 0
+    rebalance_timeout_ms: int = 0
+    client_host: str = ""
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SyncGroup(Event):
+    member_id: str = ""
+    group_instance_id: str | None = None
+    generation_id: int = -1
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    assignments: tuple[MemberAssignment, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat(Event):
+    member_id: str = ""
+    group_instance_id: str | None = None
+    generation_id: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveGroup(Event):
+    members: tuple[LeaveIdentity, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommit(Event):
+    member_id: str = ""
+    group_instance_id: str | None = None
+    generation_id: int = -1
+    retention_time_ms: int = -1
+    offsets: tuple[CommitPartition, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetFetch(Event):
+    partitions: tuple[PartitionList, ...] | None = None  # None = all committed partitions
+    require_stable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorFault(Event):
+    """`write_failure`: the next `count` appends of this group's records fail with `error`.
+    `move`: the coordinator unloads the group now and loads it again from its records after
+    `load_delay_ms`; requests in between get COORDINATOR_LOAD_IN_PROGRESS."""
+
+    fault: str = "write_failure"
+    count: int = 1
+    error: str = "NOT_ENOUGH_REPLICAS"
+    load_delay_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class EndOfRun(Event):
+    """Made by the engines, never read from input: the run ends at `ts` for this group. Rows that are only
+    written once their outcome is known (a generation still completing) are written then."""
+
+
+_REQUIRED = object()
+
+
+EVENT_CLASSES: dict[str, type[Event]] = {
+    "JOIN_GROUP": JoinGroup,
+    "SYNC_GROUP": SyncGroup,
+    "HEARTBEAT": Heartbeat,
+    "LEAVE_GROUP": LeaveGroup,
+    "OFFSET_COMMIT": OffsetCommit,
+    "OFFSET_FETCH": OffsetFetch,
+    "COORDINATOR_FAULT": CoordinatorFault,
+}
+
+# Append errors a COORDINATOR_FAULT may inject (what a failed __consumer_offsets append raises).
+INJECTABLE_WRITE_ERRORS = (
+    "NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND", "REQUEST_TIMED_OUT",
+    "UNKNOWN_TOPIC_OR_PARTITION", "NOT_LEADER_OR_FOLLOWER", "KAFKA_STORAGE_ERROR",
+    "MESSAGE_TOO_LARGE", "RECORD_LIST_TOO_LARGE", "INVALID_FETCH_SIZE", "UNKNOWN_SERVER_ERROR",
+)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Field readers: each names the offending field in its error, so a reject reason points at the fix.
+
+def _missing(value: Any) -> bool:
+    if value is None:
+        return True
+    try:
+        return value != value  # NaN from a Parquet null in a float column
+    except Exception:  # noqa: BLE001 - arrays and other objects are not "missing"
+        return False
+
+
+def _int(raw: Mapping, name: str, default: Any = _REQUIRED, lo: int = INT64_MIN, hi: int = INT64_MAX) -> int:
+    value = raw.get(name)
+    if _missing(value):
+        if default is _REQUIRED:
+            raise EventError(f"missing required field '{name}'")
+        return default
+    return _as_int(value, name, lo, hi)
+
+
+def _as_int(value: Any, name: str, lo: int = INT64_MIN, hi: int = INT64_MAX) -> int:
+    if isinstance(value, bool):
+        raise EventError(f"field '{name}' must be an integer, got a boolean")
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise EventError(f"field '{name}' must be an integer, got {value!r}")
+        value = int(value)
+    elif not isinstance(value, int):
+        try:
+            import numbers
+
+            if isinstance(value, numbers.Integral):
+                value = int(value)
+            else:
+                raise TypeError
+        except TypeError:
+            raise EventError(f"field '{name}' must be an integer, got {type(value).__name__} {value!r}") from None
+    if not lo <= value <= hi:
+        raise EventError(f"field '{name}' = {value} is out of range [{lo}, {hi}]")
+    return value
+
+
+def _str(raw: Mapping, name: str, default: Any = _REQUIRED) -> Any:
+    value = raw.get(name)
+    if _missing(value):
+        if default is _REQUIRED:
+            raise EventError(f"missing required field '{name}'")
+        return default
+    if not isinstance(value, str):
+        raise EventError(f"field '{name}' must be a string, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _opt_str(raw: Mapping, name: str) -> str | None:
+    return _str(raw, name, default=None)
+
+
+def _bool(raw: Mapping, name: str, default: bool) -> bool:
+    value = raw.get(name)
+    if _missing(value):
+        return default
+    if not isinstance(value, bool):
+        try:
+            import numpy as np  # Parquet booleans may arrive as numpy.bool_
+
+            if isinstance(value, np.bool_):
+                return bool(value)
+        except ImportError:  # pragma: no cover - numpy ships with pandas
+            pass
+        raise EventError(f"field '{name}' must be a boolean, got {value!r}")
+    return value
+
+
+def _list(raw: Mapping, name: str, default: Any = _REQUIRED) -> list:
+    value = raw.get(name)
+    if value is None:
+        if default is _REQUIRED:
+            raise EventError(f"missing required field '{name}'")
+        return default
+    if isinstance(value, (str, bytes, Mapping)):
+        raise EventError(f"field '{name}' must be a list, got {type(value).__name__}")
+    try:
+        return list(value)
+    except TypeError:
+        raise EventError(f"field '{name}' must be a list, got {type(value).__name__}") from None
+
+
+def _obj(value: Any, name: str) -> Mapping:
+    if not isinstance(value, Mapping):
+        raise EventError(f"each entry of '{name}' must be an object, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _bytes(value: Any, name: str) -> bytes:
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value)
+    if isinstance(value, str):
+        try:
+            return base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            raise EventError(f"field '{name}' must be base64 bytes") from None
+    raise EventError(f"field '{name}' must be base64 bytes, got {type(value).__name__}")
+
+
+def parse_ts(value: Any, name: str = "ts") -> int:
+    """Epoch milliseconds, or ISO-8601 text with a zone (JSONL)."""
+    if _missing(value):
+        raise EventError(f"missing required field '{name}'")
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lstrip("-").isdigit():
+            return _as_int(int(text), name, 0)
+        try:
+            moment = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise EventError(f"field '{name}' must be epoch milliseconds or ISO-8601 with a zone, got {value!r}") from None
+        if moment.tzinfo is None:
+            raise EventError(f"field '{name}' has no time zone: {value!r} (add Z or +00:00)")
+        return int(round(moment.timestamp() * 1000))
+    if isinstance(value, _dt.datetime):
+        if value.tzinfo is None:
+            raise EventError(f"field '{name}' has no time zone")
+        return int(round(value.timestamp() * 1000))
+    return _as_int(value, name, 0)
+
+
+def _partition_lists(entries: list, name: str) -> tuple[PartitionList, ...]:
+    out = []
+    for entry in entries:
+        entry = _obj(entry, name)
+        topic = _str(entry, "topic")
+        parts = tuple(_as_int(p, f"{name}.partitions", 0, INT32_MAX) for p in _list(entry, "partitions"))
+        out.append(PartitionList(topic, parts))
+    return tuple(out)
+
+
+def _protocol(entry: Mapping, protocol_type: str) -> Protocol:
+    entry = _obj(entry, "protocols")
+    name = _str(entry, "name")
+    if entry.get("metadata") is not None:
+        metadata = _bytes(entry["metadata"], "protocols.metadata")
+        topics = None
+        if protocol_type == consumer_protocol.PROTOCOL_TYPE:
+            try:
+                topics = tuple(sorted(set(consumer_protocol.decode_subscription(metadata).topics)))
+            except ValueError:
+                topics = None  # opaque to the coordinator, as for a client with a broken serializer
+        return Protocol(name, metadata, topics)
+    topics = tuple(_str({"t": t}, "t") for t in _list(entry, "topics", []))
+    owned = _partition_lists(_list(entry, "owned_partitions", []), "protocols.owned_partitions")
+    user_data = entry.get("user_data")
+    generation = _int(entry, "generation_id", -1, INT32_MIN, INT32_MAX)
+    rack = _opt_str(entry, "rack")
+    version = _int(entry, "version", consumer_protocol.HIGHEST_VERSION, 0, consumer_protocol.HIGHEST_VERSION)
+    subscription = consumer_protocol.Subscription(
+        topics=topics,
+        user_data=None if user_data is None else _bytes(user_data, "protocols.user_data"),
+        owned_partitions=[(p.topic, q) for p in owned for q in p.partitions],
+        generation_id=generation,
+        rack_id=rack,
+    )
+    metadata = consumer_protocol.encode_subscription(subscription, version)
+    return Protocol(name, metadata, tuple(sorted(set(topics))))
+
+
+def _assignment(entry: Mapping) -> MemberAssignment:
+    entry = _obj(entry, "assignments")
+    member_id = _str(entry, "member_id")
+    if entry.get("assignment") is not None:
+        data = _bytes(entry["assignment"], "assignments.assignment")
+        try:
+            parts = group_partitions(consumer_protocol.decode_assignment(data).partitions)
+        except ValueError:
+            parts = None
+        return MemberAssignment(member_id, data, parts)
+    parts = _partition_lists(_list(entry, "partitions", []), "assignments.partitions")
+    user_data = entry.get("user_data")
+    data = consumer_protocol.encode_assignment(consumer_protocol.Assignment(
+        partitions=[(p.topic, q) for p in parts for q in p.partitions],
+        user_data=None if user_data is None else _bytes(user_data, "assignments.user_data"),
+    ))
+    return MemberAssignment(member_id, data, parts)
+
+
+def _commit_partition(entry: Any) -> CommitPartition:
+    entry = _obj(entry, "offsets")
+    return CommitPartition(
+        topic=_str(entry, "topic"),
+        partition=_int(entry, "partition", lo=0, hi=INT32_MAX),
+        offset=_int(entry, "offset"),
+        leader_epoch=_int(entry, "leader_epoch", -1, INT32_MIN, INT32_MAX),
+        metadata=_opt_str(entry, "metadata"),
+        commit_timestamp=_int(entry, "commit_timestamp", -1),
+    )
+
+
+def parse_event(raw: Mapping, source: str = "", line: int = 0) -> Event:
+    """Validate one raw row. `line` is the row's index in its source; it stands in for a missing `seq`."""
+    if not isinstance(raw, Mapping):
+        raise EventError(f"a row must be a JSON object, got {type(raw).__name__}")
+    ts = parse_ts(raw.get("ts"))
+    group_id = raw.get("group_id")
+    if _missing(group_id):
+        raise EventError("missing required field 'group_id'")
+    if not isinstance(group_id, str):
+        raise EventError(f"field 'group_id' must be a string, got {type(group_id).__name__} {group_id!r}")
+    etype = _str(raw, "type")
+    if etype in CLIENT_DIRECTIVES:
+        raise EventError(f"type {etype} (synthetic client directive) is not supported by this release")
+    cls = EVENT_CLASSES.get(etype)
+    if cls is None:
+        raise EventError(f"unknown type {etype!r}; expected one of {', '.join(EVENT_CLASSES)}")
+    newest = NEWEST_API_VERSION.get(etype, 0)
+    header = dict(
+        ts=ts,
+        group_id=group_id,
+        type=etype,
+        seq=_int(raw, "seq", line),
+        source=source,
+        line=line,
+        request_id=None if _missing(raw.get("request_id")) else str(raw.get("request_id")),
+        client_id=_str(raw, "client_id", ""),
+        api_version=_int(raw, "api_version", newest, 0, newest),
+    )
+    if etype == "JOIN_GROUP":
+        protocol_type = _str(raw, "protocol_type", "")
+        session = _int(raw, "session_timeout_ms", lo=INT32_MIN, hi=INT32_MAX)
+        rebalance = _int(raw, "rebalance_timeout_ms", -1, INT32_MIN, INT32_MAX)
+        return JoinGroup(
+            **header,
+            member_id=_str(raw, "member_id", ""),
+            group_instance_id=_opt_str(raw, "group_instance_id") if header["api_version"] >= 5 else None,
+            protocol_type=protocol_type,
+            protocols=tuple(_protocol(p, protocol_type) for p in _list(raw, "protocols")),
+            session_timeout_ms=session,
+            # v0 has no rebalance timeout: the session timeout stands in for it (KIP-62).
+            rebalance_timeout_ms=session if header["api_version"] == 0 or rebalance == -1 else rebalance,
+            client_host=_str(raw, "client_host", ""),
+            reason=_opt_str(raw, "reason"),
+        )
+    if etype == "SYNC_GROUP":
+        return SyncGroup(
+            **header,
+            member_id=_str(raw, "member_id"),
+            group_instance_id=_opt_str(raw, "group_instance_id") if header["api_version"] >= 3 else None,
+            generation_id=_int(raw, "generation_id", lo=INT32_MIN, hi=INT32_MAX),
+            protocol_type=_opt_str(raw, "protocol_type") if header["api_version"] >= 5 else None,
+            protocol_name=_opt_str(raw, "protocol_name") if header["api_version"] >= 5 else None,
+            assignments=tuple(_assignment(a) for a in _list(raw, "assignments", [])),
+        )
+    if etype == "HEARTBEAT":
+        return Heartbeat(
+            **header,
+            member_id=_str(raw, "member_id"),
+            group_instance_id=_opt_str(raw, "group_instance_id") if header["api_version"] >= 3 else None,
+            generation_id=_int(raw, "generation_id", lo=INT32_MIN, hi=INT32_MAX),
+        )
+    if etype == "LEAVE_GROUP":
+        if raw.get("members") is None and raw.get("member_id") is not None:
+            members = [{"member_id": raw.get("member_id")}]
+        else:
+            members = _list(raw, "members")
+        identities = []
+        for m in members:
+            m = _obj(m, "members")
+            identities.append(LeaveIdentity(_str(m, "member_id", ""), _opt_str(m, "group_instance_id"),
+                                            _opt_str(m, "reason")))
+        if header["api_version"] < 3 and len(identities) != 1:
+            raise EventError("LeaveGroup v0-v2 carries exactly one member_id (batch leave needs api_version >= 3)")
+        return LeaveGroup(**header, members=tuple(identities))
+    if etype == "OFFSET_COMMIT":
+        return OffsetCommit(
+            **header,
+            member_id=_str(raw, "member_id", ""),
+            group_instance_id=_opt_str(raw, "group_instance_id") if header["api_version"] >= 7 else None,
+            generation_id=_int(raw, "generation_id", -1, INT32_MIN, INT32_MAX),
+            retention_time_ms=_int(raw, "retention_time_ms", -1) if 2 <= header["api_version"] <= 4 else -1,
+            offsets=tuple(_commit_partition(o) for o in _list(raw, "offsets")),
+        )
+    if etype == "OFFSET_FETCH":
+        parts = raw.get("partitions")
+        return OffsetFetch(
+            **header,
+            partitions=None if parts is None else _partition_lists(_list(raw, "partitions"), "partitions"),
+            require_stable=_bool(raw, "require_stable", False),
+        )
+    fault = _str(raw, "fault", "write_failure")
+    if fault not in FAULT_KINDS:
+        raise EventError(f"field 'fault' must be one of {', '.join(FAULT_KINDS)}, got {fault!r}")
+    error = _str(raw, "error", "NOT_ENOUGH_REPLICAS")
+    if error not in INJECTABLE_WRITE_ERRORS:
+        raise EventError(f"field 'error' must be one of {', '.join(INJECTABLE_WRITE_ERRORS)}, got {error!r}")
+    return CoordinatorFault(
+        **header,
+        fault=fault,
+        count=_int(raw, "count", 1, 0, INT32_MAX),
+        error=error,
+        load_delay_ms=_int(raw, "load_delay_ms", 0, 0),
+    )

@@ -1,0 +1,199 @@
+"""Java semantics that Kafka's outcomes depend on: String.hashCode, Utils.abs, String.compareTo and the
+iteration order of java.util.HashMap / HashSet.
+
+Kafka picks leaders, breaks protocol-vote ties and resolves sticky-assignor claims in HashMap iteration
+order, so reproducing a real broker's answers needs that order exactly (spec §13.6). Treeified buckets
+(8+ collisions in one bucket at capacity >= 64) are not modelled.
+"""
+
+from __future__ import annotations
+
+from typing import Generic, Iterator, TypeVar
+
+INT_MIN = -(2**31)
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def to_int32(n: int) -> int:
+    n &= 0xFFFFFFFF
+    return n - (1 << 32) if n >= (1 << 31) else n
+
+
+def string_hash_code(s: str) -> int:
+    """Java's String.hashCode over UTF-16 code units, as a signed 32-bit int."""
+    h = 0
+    data = s.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return to_int32(h)
+
+
+def kafka_abs(n: int) -> int:
+    """Kafka's Utils.abs: like Math.abs, but Integer.MIN_VALUE maps to 0 instead of staying negative."""
+    return 0 if n == INT_MIN else abs(n)
+
+
+def coordinator_partition(group_id: str, offsets_topic_partitions: int) -> int:
+    """The __consumer_offsets partition whose leader coordinates the group."""
+    return kafka_abs(string_hash_code(group_id)) % offsets_topic_partitions
+
+
+def java_string_key(s: str) -> tuple[int, ...]:
+    """Sort key equal to Java's String.compareTo order (UTF-16 code units, not code points)."""
+    data = s.encode("utf-16-be")
+    return tuple((data[i] << 8) | data[i + 1] for i in range(0, len(data), 2))
+
+
+def java_string_length(s: str) -> int:
+    """String.length(): UTF-16 code units (a character outside the BMP counts twice)."""
+    return len(s.encode("utf-16-be")) // 2
+
+
+def spread(h: int) -> int:
+    """HashMap.hash(): the key's hashCode with its high half folded into the low half."""
+    h &= 0xFFFFFFFF
+    return h ^ (h >> 16)
+
+
+class JavaHashMap(Generic[K, V]):
+    """A dict that iterates like java.util.HashMap with default capacity and load factor.
+
+    Order is (bucket at the current capacity, then insertion order within the bucket). Capacity starts at
+    16, doubles when the size passes 0.75 x capacity and never shrinks: a long-lived map keeps the bucket
+    layout of its largest size, as the coordinator's member map does. A resize keeps the relative order of
+    the keys that share a bucket, so (bucket, insertion sequence) stays the exact order. Re-putting an
+    existing key keeps its place; removing and re-adding moves it to the end of its bucket.
+    """
+
+    __slots__ = ("_data", "_seq", "_next_seq", "capacity", "_hash", "_order")
+
+    def __init__(self, hash_fn=None, capacity: int = 16) -> None:
+        self._data: dict[K, V] = {}
+        self._seq: dict[K, int] = {}
+        self._next_seq = 0
+        self.capacity = capacity
+        self._hash = hash_fn or string_hash_code
+        self._order: list[K] | None = None
+
+    def _bucket(self, key: K) -> int:
+        return spread(self._hash(key)) & (self.capacity - 1)
+
+    def __setitem__(self, key: K, value: V) -> None:
+        if key not in self._data:
+            self._seq[key] = self._next_seq
+            self._next_seq += 1
+            if len(self._data) + 1 > self.capacity * 3 // 4:
+                self.capacity *= 2
+            self._order = None
+        self._data[key] = value
+
+    def __getitem__(self, key: K) -> V:
+        return self._data[key]
+
+    def __delitem__(self, key: K) -> None:
+        del self._data[key]
+        del self._seq[key]
+        self._order = None
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._data
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def get(self, key: K, default=None):
+        return self._data.get(key, default)
+
+    def pop(self, key: K, *default):
+        if key in self._data:
+            del self._seq[key]
+            self._order = None
+        return self._data.pop(key, *default)
+
+    def keys(self) -> list[K]:
+        if self._order is None:
+            self._order = sorted(self._data, key=lambda k: (self._bucket(k), self._seq[k]))
+        return list(self._order)
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(self.keys())
+
+    def values(self) -> list[V]:
+        return [self._data[k] for k in self.keys()]
+
+    def items(self) -> list[tuple[K, V]]:
+        return [(k, self._data[k]) for k in self.keys()]
+
+    def first_key(self) -> K | None:
+        return self.keys()[0] if self._data else None
+
+    # Snapshot support: the state encoder stores (entries in insertion order, capacity, next_seq).
+    def snapshot(self) -> tuple[list[tuple[K, int, V]], int, int]:
+        return ([(k, self._seq[k], v) for k, v in self._data.items()], self.capacity, self._next_seq)
+
+    @classmethod
+    def restore(cls, snap, hash_fn=None) -> "JavaHashMap":
+        entries, capacity, next_seq = snap
+        m = cls(hash_fn, capacity)
+        for k, seq, v in entries:
+            m._data[k] = v
+            m._seq[k] = seq
+        m._next_seq = next_seq
+        return m
+
+    def __getstate__(self):
+        return (self.snapshot(), self._hash if self._hash is not string_hash_code else None)
+
+    def __setstate__(self, state) -> None:
+        snap, hash_fn = state
+        restored = JavaHashMap.restore(snap, hash_fn)
+        for name in JavaHashMap.__slots__:
+            object.__setattr__(self, name, getattr(restored, name))
+
+
+def java_string_sort_key(s: str) -> bytes:
+    """A faster sort key with the same order as java_string_key: big-endian UTF-16 bytes compare code unit by
+    code unit, and a proper prefix sorts first, exactly like String.compareTo."""
+    return s.encode("utf-16-be", "surrogatepass")
+
+
+def topic_partition_hash_code(topic: str, partition: int) -> int:
+    """org.apache.kafka.common.TopicPartition.hashCode(): 31 * (31 + partition) + topic.hashCode(), in int32."""
+    return to_int32(31 * (31 + partition) + string_hash_code(topic))
+
+
+class JavaHashSet(Generic[K]):
+    """A set that iterates like java.util.HashSet (a HashMap underneath, see JavaHashMap).
+
+    Kafka's sticky assignor takes `set.iterator().next()` in places, so which element comes first must match
+    Java: the lowest bucket at the set's current capacity, then the earliest insertion within that bucket.
+    """
+
+    __slots__ = ("_map",)
+
+    def __init__(self, hash_fn=None) -> None:
+        self._map: JavaHashMap[K, None] = JavaHashMap(hash_fn)
+
+    def add(self, item: K) -> None:
+        self._map[item] = None
+
+    def discard(self, item: K) -> None:
+        self._map.pop(item, None)
+
+    def __contains__(self, item: object) -> bool:
+        return item in self._map
+
+    def __len__(self) -> int:
+        return len(self._map)
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(self._map.keys())
+
+    def first(self) -> K:
+        """iterator().next(); the set must not be empty."""
+        keys = self._map.keys()
+        if not keys:
+            raise KeyError("first() on an empty JavaHashSet")
+        return keys[0]

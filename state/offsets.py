@@ -1,0 +1,183 @@
+"""Committed offsets: OffsetCommit and OffsetFetch, and KIP-211 expiry by the periodic sweep (Kafka 4.x
+OffsetMetadataManager for classic groups).
+
+The committed-offsets map is the replay of the group's OffsetCommit records: every accepted partition
+appends a record (a row of the `offsets` table) and every expiry appends a tombstone, so replaying the table
+gives back the map. A mixin of `GroupRuntime`.
+
+The sweep runs every offsets.retention.check.interval.ms (ticks aligned to multiples of the interval since
+the epoch). Instead of waking every group at every tick, the runtime schedules the sweep only at the first
+tick where something can expire or the group can be deleted, computed in closed form from the state; the
+result is the same as sweeping at every tick because nothing changes between ticks without an event.
+"""
+
+from __future__ import annotations
+
+from state.errors import append_error_to_response_error
+from state.events import OffsetCommit, OffsetFetch
+from state.group import CONSUMER_PROTOCOL_TYPE, ClassicGroup
+from state.group_state import GroupState
+from state.java_compat import java_string_length
+from state.membership import MemberError, validate_member
+
+
+def _result(topic: str, partition: int, error: str, offset=None, leader_epoch=None, metadata=None) -> dict:
+    return {"member_id": None, "group_instance_id": None, "topic": topic, "partition": partition, "error": error,
+            "offset": offset, "leader_epoch": leader_epoch, "metadata": metadata}
+
+
+class OffsetHandlers:
+    group: ClassicGroup | None
+    offsets: dict[tuple[str, int], dict]
+
+    # -- OffsetCommit --------------------------------------------------------------------------------------
+    def handle_offset_commit(self, req: OffsetCommit) -> None:
+        error = self._validate_offset_commit(req)
+        if error is not None:
+            self.respond(req, error, results=[_result(p.topic, p.partition, error) for p in req.offsets])
+            return
+        group = self.group
+        if group.is_in(GroupState.STABLE, GroupState.PREPARING_REBALANCE):
+            # Classic members keep their session alive by committing.
+            self.schedule_heartbeat(group.member(req.member_id))
+        expire_ts = None if req.retention_time_ms == -1 else self.now + req.retention_time_ms
+        results, accepted = [], []
+        for p in req.offsets:
+            if p.metadata is not None and java_string_length(p.metadata) > self.config.offset_metadata_max_bytes:
+                results.append(_result(p.topic, p.partition, "OFFSET_METADATA_TOO_LARGE"))
+            else:
+                results.append(_result(p.topic, p.partition, "NONE"))
+                accepted.append(p)
+        if accepted:
+            write_error = self.write()
+            if write_error is not None:
+                error = append_error_to_response_error(write_error)
+                self.respond(req, error, results=[_result(p.topic, p.partition, error) for p in req.offsets])
+                return
+            for p in accepted:
+                committed = {
+                    "offset": p.offset,
+                    "leader_epoch": p.leader_epoch,
+                    "metadata": "" if p.metadata is None else p.metadata,
+                    "commit_ts": self.now if p.commit_timestamp == -1 else p.commit_timestamp,
+                    "expire_ts": expire_ts,
+                }
+                self.offsets[(p.topic, p.partition)] = committed
+                self.out.offset(dict(committed, topic=p.topic, partition=p.partition, write_ts=self.now,
+                                     generation_id=req.generation_id, member_id=req.member_id,
+                                     coordinator_partition=self.coordinator_partition))
+        self.respond(req, "NONE", results=results)
+
+    def _validate_offset_commit(self, req: OffsetCommit) -> str | None:
+        if self.group is None:
+            if req.generation_id < 0:
+                # A "simple" group: created by the commit itself, with no protocol type and no members.
+                self.group = ClassicGroup(self.group_id, self.now)
+                self.out.state_change(self.now, None, GroupState.EMPTY, self.group, "group_created")
+            else:
+                return "GROUP_ID_NOT_FOUND" if req.api_version >= 9 else "ILLEGAL_GENERATION"
+        group = self.group
+        if group.is_in(GroupState.DEAD):
+            return "COORDINATOR_NOT_AVAILABLE"
+        if req.generation_id < 0 and group.is_in(GroupState.EMPTY):
+            return None  # admin tools and manually assigned consumers commit to an Empty group freely
+        if req.generation_id >= 0 or req.member_id != "" or req.group_instance_id is not None:
+            try:
+                validate_member(group, req.member_id, req.group_instance_id)
+            except MemberError as e:
+                return e.error
+            if req.generation_id != group.generation_id:
+                return "ILLEGAL_GENERATION"
+        elif not group.is_in(GroupState.EMPTY):
+            return "UNKNOWN_MEMBER_ID"
+        if group.is_in(GroupState.COMPLETING_REBALANCE):
+            return "REBALANCE_IN_PROGRESS"
+        return None
+
+    # -- OffsetFetch ---------------------------------------------------------------------------------------
+    def handle_offset_fetch(self, req: OffsetFetch) -> None:
+        group = self.group
+        known = group is not None and not group.is_in(GroupState.DEAD)
+        results = []
+        if req.partitions is None:
+            if known:
+                for (topic, partition) in sorted(self.offsets):
+                    results.append(self._fetched(topic, partition))
+        else:
+            for plist in req.partitions:
+                for partition in plist.partitions:
+                    if known and (plist.topic, partition) in self.offsets:
+                        results.append(self._fetched(plist.topic, partition))
+                    else:
+                        results.append(_result(plist.topic, partition, "NONE", -1, -1, ""))
+        self.respond(req, "NONE", results=results)
+
+    def _fetched(self, topic: str, partition: int) -> dict:
+        c = self.offsets[(topic, partition)]
+        return _result(topic, partition, "NONE", c["offset"], c["leader_epoch"], c["metadata"])
+
+    # -- expiry --------------------------------------------------------------------------------------------
+    def _expiration_base(self):
+        """Which timestamp an offset's retention counts from, or None when nothing may expire now."""
+        group = self.group
+        if group is None or group.is_in(GroupState.DEAD):
+            return None
+        if group.protocol_type is None:
+            return lambda c: c["commit_ts"]  # simple group: from each commit
+        if group.is_in(GroupState.EMPTY):
+            return lambda c: group.current_state_ts  # from the moment the group became Empty
+        if (group.protocol_type == CONSUMER_PROTOCOL_TYPE and group.subscribed_topics is not None
+                and group.is_in(GroupState.STABLE)):
+            return lambda c: c["commit_ts"]  # only topics the group no longer subscribes to
+        return None
+
+    def _expiry_time(self, base, committed: dict) -> int:
+        if committed["expire_ts"] is not None:
+            return committed["expire_ts"]
+        return base(committed) + self.config.offsets_retention_ms
+
+    def next_expiry_due(self) -> int | None:
+        """Earliest time at which a sweep would change something: an offset expires, or the group is Empty
+        with no offsets left and gets deleted."""
+        group = self.group
+        if group is None or self.loading_until is not None:
+            return None
+        if not self.offsets:
+            return self.now if group.is_in(GroupState.EMPTY) else None
+        base = self._expiration_base()
+        if base is None:
+            return None
+        due = [self._expiry_time(base, c) for (topic, _), c in self.offsets.items() if not group.is_subscribed_to(topic)]
+        return min(due) if due else None
+
+    def sweep_expired_offsets(self) -> None:
+        group = self.group
+        if group is None:
+            return
+        expired: list[tuple[str, int]] = []
+        all_expired = True
+        base = self._expiration_base()
+        if self.offsets:
+            if base is None:
+                return
+            for (topic, partition), committed in sorted(self.offsets.items()):
+                if not group.is_subscribed_to(topic) and self.now >= self._expiry_time(base, committed):
+                    expired.append((topic, partition))
+                else:
+                    all_expired = False
+        delete_group = all_expired and group.is_in(GroupState.EMPTY)
+        if not expired and not delete_group:
+            return
+        if self.write() is not None:
+            return  # the sweep's records were not written; the next tick tries again
+        for topic, partition in expired:
+            del self.offsets[(topic, partition)]
+            self.out.offset({"topic": topic, "partition": partition, "offset": None, "metadata": None,
+                             "leader_epoch": None, "commit_ts": None, "expire_ts": None, "write_ts": self.now,
+                             "generation_id": None, "member_id": None,
+                             "coordinator_partition": self.coordinator_partition})
+        if delete_group:
+            self.append_group_record(None)
+            self.transition(GroupState.DEAD, "group_expired")
+            self.group = None
+            self.timers.cancel_all()

@@ -1,0 +1,98 @@
+"""Rows a group produces, table by table, shaped as `state.tables` declares them.
+
+Every row gets the group's next `out_seq`, so the order in which the coordinator produced rows survives any
+engine, partitioning or sink. Rejects of late events are collected here too (the runtime is the last place
+such an event is seen).
+"""
+
+from __future__ import annotations
+
+from state.events import API_NAMES, Event
+from state.group import ClassicGroup
+from state.group_state import GroupState
+from state.tables import GROUP_TABLES
+
+
+def partitions_column(partitions) -> list[dict] | None:
+    if partitions is None:
+        return None
+    return [{"topic": p.topic, "partitions": list(p.partitions)} for p in partitions]
+
+
+class Output:
+    def __init__(self, group_id: str, next_seq: int = 0) -> None:
+        self.group_id = group_id
+        self.next_seq = next_seq
+        self.tables: dict[str, list[dict]] = {name: [] for name in GROUP_TABLES}
+        self.rejects: list[dict] = []
+
+    def __len__(self) -> int:
+        return sum(len(rows) for rows in self.tables.values()) + len(self.rejects)
+
+    def _add(self, table: str, row: dict) -> None:
+        row["out_seq"] = self.next_seq
+        self.next_seq += 1
+        self.tables[table].append(row)
+
+    def response(self, request: Event, now: int, error: str, coordinator_partition: int, **fields) -> None:
+        row = {
+            "group_id": self.group_id,
+            "request_ts": request.ts,
+            "response_ts": now,
+            "api": API_NAMES[request.type],
+            "api_version": request.api_version,
+            "request_id": request.request_id,
+            "request_seq": request.seq,
+            "client_id": request.client_id,
+            "member_id": getattr(request, "member_id", None),
+            "group_instance_id": getattr(request, "group_instance_id", None),
+            "generation_id": getattr(request, "generation_id", None),
+            "error": error,
+            "protocol_type": None,
+            "protocol_name": None,
+            "leader_id": None,
+            "skip_assignment": None,
+            "members": None,
+            "assignment": None,
+            "results": None,
+            "coordinator_partition": coordinator_partition,
+        }
+        for key, value in fields.items():
+            if key not in row:
+                raise KeyError(f"responses has no column {key}")
+            row[key] = value
+        self._add("responses", row)
+
+    def state_change(self, now: int, previous: GroupState | None, target: GroupState, group: ClassicGroup,
+                     cause: str) -> None:
+        self._add("group_states", {
+            "group_id": self.group_id,
+            "ts": now,
+            "from_state": None if previous is None else previous.value,
+            "to_state": target.value,
+            "generation_id": group.generation_id,
+            "leader_id": group.leader_id,
+            "member_count": len(group.members),
+            "cause": cause,
+        })
+
+    def generation(self, row: dict) -> None:
+        self._add("generations", dict(row, group_id=self.group_id))
+
+    def assignment(self, row: dict) -> None:
+        self._add("assignments", dict(row, group_id=self.group_id))
+
+    def offset(self, row: dict) -> None:
+        self._add("offsets", dict(row, group_id=self.group_id))
+
+    def group_metadata(self, now: int, record: dict | None, coordinator_partition: int) -> None:
+        row = {"group_id": self.group_id, "write_ts": now, "tombstone": record is None,
+               "protocol_type": None, "generation_id": None, "protocol_name": None, "leader_id": None,
+               "current_state_ts": None, "members": None, "coordinator_partition": coordinator_partition}
+        if record is not None:
+            row.update(record)
+            row["members"] = [dict(m) for m in record["members"]]
+        self._add("group_metadata", row)
+
+    def reject(self, event: Event, reason: str) -> None:
+        self.rejects.append({"raw": repr(event), "reason": reason, "source": event.source, "line": event.line})

@@ -1,0 +1,337 @@
+"""One group's coordinator as a pure, resumable object: the single entry point both engines drive.
+
+`offer(events)` holds events; `advance_to(t)` applies every held event and due deadline up to and including
+`t` in time order (at equal times deadlines fire first, then events in (ts, seq) order); `take_output()`
+returns the rows produced since the last call. The object pickles (`encode`/`decode`), so the Spark engine
+can keep it as the group's state between micro-batches and get the same rows as one uninterrupted local
+run: outputs never depend on how events were batched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import pickle
+import uuid
+from typing import Iterable
+
+from state.config import CoordinatorConfig
+from state.errors import append_error_to_response_error
+from state.events import CoordinatorFault, EndOfRun, Event
+from state.group import ClassicGroup
+from state.group_state import GroupState
+from state.java_compat import coordinator_partition
+from state.membership import MembershipHandlers
+from state.offsets import OffsetHandlers
+from state.output import Output
+from state.timers import Timer, TimerQueue
+
+STATE_FORMAT = b"coordsim-group-state"
+STATE_FORMAT_VERSION = 1
+
+# Timer kinds that belong to the group's protocol (the periodic offsets sweep is housekeeping).
+SWEEP_TIMER = ("sweep",)
+
+
+class GroupRuntime(MembershipHandlers, OffsetHandlers):
+    def __init__(self, group_id: str, config: CoordinatorConfig) -> None:
+        self.group_id = group_id
+        self.config = config
+        self.coordinator_partition = coordinator_partition(group_id, config.offsets_topic_num_partitions)
+        self.group: ClassicGroup | None = None
+        self.offsets: dict[tuple[str, int], dict] = {}
+        self.timers = TimerQueue()
+        self.now = -1
+        self.out = Output(group_id)
+        self.member_id_counter = 0
+        self.write_failures: list[str] = []
+        self.loading_until: int | None = None
+        self.last_group_record: dict | None = None
+        self.pending_generation: dict | None = None
+        self.last_sweep_ts = -1
+        self._held: list[tuple[tuple, Event]] = []
+        self.last_event_ts = -1
+
+    # -- driving -------------------------------------------------------------------------------------------
+    def offer(self, events: Iterable[Event]) -> None:
+        for event in events:
+            if event.ts < self.now or (event.ts == self.now and self._processed_past(event)):
+                self.out.reject(event, f"event at ts {event.ts} arrived after group {self.group_id!r} had "
+                                       f"advanced to {self.now} (later than the allowed lateness)")
+                continue
+            heapq.heappush(self._held, (event.sort_key, event))
+
+    def _processed_past(self, event: Event) -> bool:
+        # Events at exactly `now` are still in order unless an event with a larger key was already applied.
+        return self._last_key is not None and event.sort_key < self._last_key
+
+    _last_key: tuple | None = None
+
+    def advance_to(self, t: int) -> None:
+        """Apply held events and deadlines up to and including time t."""
+        while True:
+            deadline = self.timers.next_deadline()
+            event_ts = self._held[0][0][0] if self._held else None
+            if deadline is not None and deadline <= t and (event_ts is None or deadline <= event_ts):
+                timer = self.timers.pop_due(deadline)
+                self.now = max(self.now, timer.deadline)
+                self._fire(timer)
+            elif event_ts is not None and event_ts <= t:
+                key, event = heapq.heappop(self._held)
+                self.now = event.ts
+                self._last_key = key
+                self.last_event_ts = max(self.last_event_ts, event.ts)
+                self._handle(event)
+            else:
+                break
+            self._reschedule_sweep()
+        self.now = max(self.now, t)
+
+    def next_wakeup(self) -> int | None:
+        """Earliest time something is due: a deadline or a held event (the Spark state timeout)."""
+        candidates = [self.timers.next_deadline()]
+        if self._held:
+            candidates.append(self._held[0][0][0])
+        due = [c for c in candidates if c is not None]
+        return min(due) if due else None
+
+    def max_pending_deadline(self) -> int | None:
+        """Latest pending protocol deadline (the periodic offsets sweep excluded): where a finite run drains to."""
+        deadlines = [t.deadline for t in self.timers.pending() if t.key != SWEEP_TIMER]
+        return max(deadlines) if deadlines else None
+
+    def held_count(self) -> int:
+        return len(self._held)
+
+    def end_run_at(self, ts: int) -> None:
+        """Hold an end-of-run marker for `ts`: it ends the run after every event and deadline up to `ts`."""
+        marker = EndOfRun(ts=ts, group_id=self.group_id, type="END_OF_RUN", seq=2**62, source="\uffff")
+        heapq.heappush(self._held, (marker.sort_key, marker))
+
+    def finish(self) -> None:
+        """End of run: a generation still completing is written without a stable time."""
+        self._flush_generation(stable_ts=None)
+
+    def take_output(self) -> Output:
+        out, self.out = self.out, Output(self.group_id, self.out.next_seq)
+        return out
+
+    # -- dispatch ------------------------------------------------------------------------------------------
+    def _handle(self, event: Event) -> None:
+        if isinstance(event, EndOfRun):
+            self.finish()
+            return
+        if isinstance(event, CoordinatorFault):
+            self._handle_fault(event)
+            return
+        if self.loading_until is not None:
+            # The group's coordinator is loading it: Kafka answers COORDINATOR_LOAD_IN_PROGRESS, except that
+            # a heartbeat is blindly acknowledged so members are not kicked out by the move.
+            error = "NONE" if event.type == "HEARTBEAT" else "COORDINATOR_LOAD_IN_PROGRESS"
+            self.respond(event, error)
+            return
+        handler = {
+            "JOIN_GROUP": self.handle_join_group,
+            "SYNC_GROUP": self.handle_sync_group,
+            "HEARTBEAT": self.handle_heartbeat,
+            "LEAVE_GROUP": self.handle_leave_group,
+            "OFFSET_COMMIT": self.handle_offset_commit,
+            "OFFSET_FETCH": self.handle_offset_fetch,
+        }[event.type]
+        handler(event)
+
+    def _fire(self, timer: Timer) -> None:
+        kind = timer.kind
+        if kind == "heartbeat":
+            self.expire_member_heartbeat(*timer.args)
+        elif kind == "join":
+            self.complete_join(cause="rebalance_timeout")
+        elif kind == "initial_join":
+            self.try_complete_initial_rebalance(*timer.args)
+        elif kind == "sync":
+            self.expire_pending_sync(*timer.args)
+        elif kind == "sweep":
+            self.last_sweep_ts = timer.deadline
+            self.sweep_expired_offsets()
+        elif kind == "load":
+            self._load_group()
+        else:  # pragma: no cover - a timer kind without a handler is a bug in this module
+            raise AssertionError(f"unknown timer kind {kind}")
+
+    # -- helpers shared by the handlers --------------------------------------------------------------------
+    def new_member_id(self, prefix: str) -> str:
+        """clientId (or group.instance.id) + "-" + a UUID, as Kafka does, but derived from the group id and a
+        counter so runs are reproducible."""
+        self.member_id_counter += 1
+        digest = hashlib.sha256(f"{self.group_id}\x00{self.member_id_counter}".encode()).digest()[:16]
+        return f"{prefix}-{uuid.UUID(bytes=digest, version=4)}"
+
+    def respond(self, request: Event, error: str, **fields) -> None:
+        self.out.response(request, self.now, error, self.coordinator_partition, **fields)
+
+    def transition(self, target: GroupState, cause: str) -> None:
+        group = self.group
+        previous = group.transition_to(target, self.now)
+        self.out.state_change(self.now, previous, target, group, cause)
+
+    def write(self) -> str | None:
+        """One append of this group's records. Returns None on success, or the error Kafka's append failed
+        with when a COORDINATOR_FAULT injected a failure."""
+        if self.write_failures:
+            return self.write_failures.pop(0)
+        return None
+
+    def write_group_metadata(self, assignment: dict[str, bytes] | None) -> str | None:
+        """Append a GroupMetadata record with every member, its subscription and the given assignment."""
+        error = self.write()
+        if error is None:
+            self.append_group_record(self.group_record(assignment))
+        return error
+
+    def group_record(self, assignment: dict[str, bytes] | None, protocol_type: str | None = None) -> dict:
+        group = self.group
+        members = []
+        for m in group.all_members():
+            members.append({
+                "member_id": m.member_id,
+                "group_instance_id": m.group_instance_id,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "rebalance_timeout_ms": m.rebalance_timeout_ms,
+                "session_timeout_ms": m.session_timeout_ms,
+                "subscription": m.metadata(group.protocol_name) if group.protocol_name is not None else b"",
+                "assignment": (assignment or {}).get(m.member_id, b""),
+            })
+        return {
+            "protocol_type": group.protocol_type or "" if protocol_type is None else protocol_type,
+            "generation_id": group.generation_id,
+            "protocol_name": group.protocol_name,
+            "leader_id": group.leader_id,
+            "current_state_ts": group.current_state_ts,
+            "members": members,
+        }
+
+    def append_group_record(self, record: dict | None) -> None:
+        """Record a GroupMetadata value (None = tombstone) whose write already succeeded."""
+        self.last_group_record = record
+        self.out.group_metadata(self.now, record, self.coordinator_partition)
+
+    # -- coordinator faults --------------------------------------------------------------------------------
+    def _handle_fault(self, fault: CoordinatorFault) -> None:
+        if fault.fault == "write_failure":
+            self.write_failures.extend([fault.error] * fault.count)
+            return
+        if self.loading_until is not None:
+            return  # already moving; the pending load stands
+        self._unload()
+        self.loading_until = self.now + fault.load_delay_ms
+        self.timers.schedule(("load",), self.loading_until, "load")
+
+    def _unload(self) -> None:
+        """The coordinator lost the group's partition: parked requests get NOT_COORDINATOR, the group is Dead
+        and every timer is dropped."""
+        group = self.group
+        self.timers.cancel_all()
+        if group is None:
+            return
+        for member in group.all_members():
+            join = group.take_join(member)
+            if join is not None:
+                self.respond(join, "NOT_COORDINATOR", member_id=member.member_id)
+            sync = group.take_sync(member)
+            if sync is not None:
+                self.respond(sync, "NOT_COORDINATOR", assignment=None)
+        self._flush_generation(stable_ts=None)
+        self.transition(GroupState.DEAD, "coordinator_unload")
+        self.group = None
+
+    def _load_group(self) -> None:
+        """A coordinator loads the group by replaying its records: Stable at the last persisted generation if
+        that record has members, Empty otherwise; each member gets a fresh session deadline."""
+        self.loading_until = None
+        self.group = None
+        record = self.last_group_record
+        if record is None:
+            if self.offsets:
+                self.group = ClassicGroup(self.group_id, self.now)
+                self.out.state_change(self.now, None, GroupState.EMPTY, self.group, "coordinator_load")
+            return
+        self.group = group_from_record(self.group_id, record, self.now)
+        self.out.state_change(self.now, None, self.group.state, self.group, "coordinator_load")
+        for member in self.group.all_members():
+            self.schedule_heartbeat(member)
+        if len(self.group.members) > self.config.group_max_size:
+            self.prepare_rebalance("group_max_size_on_load")
+
+    # -- sweep ---------------------------------------------------------------------------------------------
+    def _reschedule_sweep(self) -> None:
+        due = self.next_expiry_due()
+        current = self.timers.get(SWEEP_TIMER)
+        if due is None:
+            self.timers.cancel(SWEEP_TIMER)
+            return
+        if current is not None and current.deadline <= self.now and due <= self.now:
+            return  # a tick at the current time is still to fire, before any later event
+        # Ticks at or before `now` already ran (deadlines fire before events at the same time).
+        interval = self.config.offsets_retention_check_interval_ms
+        tick = (max(due, self.now + 1) + interval - 1) // interval * interval
+        if tick <= self.last_sweep_ts:
+            tick = self.last_sweep_ts + interval
+        if current is None or current.deadline != tick:
+            self.timers.schedule(SWEEP_TIMER, tick, "sweep")
+
+    # -- encoding ------------------------------------------------------------------------------------------
+    def encode(self) -> bytes:
+        if len(self.out):
+            raise AssertionError("take_output() before encode(): rows would be lost")
+        return STATE_FORMAT + bytes([STATE_FORMAT_VERSION]) + pickle.dumps(self.__dict__, protocol=5)
+
+    @classmethod
+    def decode(cls, blob: bytes, config: CoordinatorConfig) -> "GroupRuntime":
+        if not blob.startswith(STATE_FORMAT):
+            raise ValueError("not a coordsim group state")
+        version = blob[len(STATE_FORMAT)]
+        if version != STATE_FORMAT_VERSION:
+            raise ValueError(f"group state format v{version} is not readable by this release "
+                             f"(reads v{STATE_FORMAT_VERSION})")
+        runtime = cls.__new__(cls)
+        runtime.__dict__.update(pickle.loads(blob[len(STATE_FORMAT) + 1:]))
+        runtime.config = config
+        return runtime
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("config", None)
+        return state
+
+
+def group_from_record(group_id: str, record: dict, now: int) -> ClassicGroup:
+    """Rebuild a group from its last GroupMetadata record, as a coordinator does when it loads the partition."""
+    from state.events import Protocol
+    from state.group import ClassicGroupMember
+    from state.membership import decode_assignment_partitions, subscription_topics
+
+    group = ClassicGroup(group_id, now)
+    group.protocol_type = record["protocol_type"] or None
+    group.generation_id = record["generation_id"]
+    group.protocol_name = record["protocol_name"]
+    group.leader_id = record["leader_id"]
+    for m in record["members"]:
+        topics = subscription_topics(group.protocol_type, m["subscription"])
+        member = ClassicGroupMember(
+            member_id=m["member_id"], group_instance_id=m["group_instance_id"], client_id=m["client_id"],
+            client_host=m["client_host"], rebalance_timeout_ms=m["rebalance_timeout_ms"],
+            session_timeout_ms=m["session_timeout_ms"], protocol_type=group.protocol_type or "",
+            protocols=(Protocol(group.protocol_name, m["subscription"], topics),),
+            assignment=m["assignment"],
+            assignment_partitions=decode_assignment_partitions(group.protocol_type, m["assignment"]),
+        )
+        group.add(member, None)
+    group.leader_id = record["leader_id"] if record["members"] else None
+    if record["members"]:
+        group.state = GroupState.STABLE
+        group.subscribed_topics = group.compute_subscribed_topics()
+    else:
+        group.subscribed_topics = group.compute_subscribed_topics()
+    group.current_state_ts = record["current_state_ts"] if record["current_state_ts"] >= 0 else now
+    return group

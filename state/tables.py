@@ -1,0 +1,151 @@
+"""The output contract: every table's columns, in order, with their types.
+
+Types are written in a small vocabulary (`string`, `int32`, `int64`, `bool`, `binary`, `list<T>`,
+`struct<name:T,...>`) that the Parquet writers (local engine) and the Spark schema builder both translate, so
+the two engines cannot drift apart. Rows are plain dicts keyed by column name. docs/tables.md documents the
+same contract for users.
+
+Every row carries `out_seq`: its position among its group's output rows across all tables, in the order the
+coordinator produced them. Sorting a table by (group_id, out_seq) gives the same order on every engine.
+"""
+
+from __future__ import annotations
+
+PARTITIONS = "list<struct<topic:string,partitions:list<int32>>>"
+
+RESPONSE_MEMBER = "struct<member_id:string,group_instance_id:string,metadata:binary>"
+RESULT = ("struct<member_id:string,group_instance_id:string,topic:string,partition:int32,error:string,"
+          "offset:int64,leader_epoch:int32,metadata:string>")
+GENERATION_MEMBER = "struct<member_id:string,group_instance_id:string,client_id:string,client_host:string>"
+METADATA_MEMBER = ("struct<member_id:string,group_instance_id:string,client_id:string,client_host:string,"
+                   "rebalance_timeout_ms:int32,session_timeout_ms:int32,subscription:binary,assignment:binary>")
+
+TABLES: dict[str, list[tuple[str, str]]] = {
+    "responses": [
+        ("group_id", "string"),
+        ("request_ts", "int64"),
+        ("response_ts", "int64"),
+        ("api", "string"),
+        ("api_version", "int32"),
+        ("request_id", "string"),
+        ("request_seq", "int64"),
+        ("client_id", "string"),
+        ("member_id", "string"),
+        ("group_instance_id", "string"),
+        ("generation_id", "int32"),
+        ("error", "string"),
+        ("protocol_type", "string"),
+        ("protocol_name", "string"),
+        ("leader_id", "string"),
+        ("skip_assignment", "bool"),
+        ("members", f"list<{RESPONSE_MEMBER}>"),
+        ("assignment", PARTITIONS),
+        ("results", f"list<{RESULT}>"),
+        ("coordinator_partition", "int32"),
+        ("out_seq", "int64"),
+    ],
+    "generations": [
+        ("group_id", "string"),
+        ("generation_id", "int32"),
+        ("protocol_type", "string"),
+        ("protocol_name", "string"),
+        ("leader_id", "string"),
+        ("members", f"list<{GENERATION_MEMBER}>"),
+        ("member_count", "int32"),
+        ("rebalance_start_ts", "int64"),
+        ("join_complete_ts", "int64"),
+        ("stable_ts", "int64"),
+        ("cause", "string"),
+        ("coordinator_partition", "int32"),
+        ("out_seq", "int64"),
+    ],
+    "assignments": [
+        ("group_id", "string"),
+        ("generation_id", "int32"),
+        ("member_id", "string"),
+        ("group_instance_id", "string"),
+        ("client_id", "string"),
+        ("topic", "string"),
+        ("partition", "int32"),
+        ("assign_ts", "int64"),
+        ("out_seq", "int64"),
+    ],
+    "offsets": [
+        ("group_id", "string"),
+        ("topic", "string"),
+        ("partition", "int32"),
+        ("offset", "int64"),
+        ("metadata", "string"),
+        ("leader_epoch", "int32"),
+        ("commit_ts", "int64"),
+        ("expire_ts", "int64"),
+        ("write_ts", "int64"),
+        ("generation_id", "int32"),
+        ("member_id", "string"),
+        ("coordinator_partition", "int32"),
+        ("out_seq", "int64"),
+    ],
+    "group_metadata": [
+        ("group_id", "string"),
+        ("write_ts", "int64"),
+        ("tombstone", "bool"),
+        ("protocol_type", "string"),
+        ("generation_id", "int32"),
+        ("protocol_name", "string"),
+        ("leader_id", "string"),
+        ("current_state_ts", "int64"),
+        ("members", f"list<{METADATA_MEMBER}>"),
+        ("coordinator_partition", "int32"),
+        ("out_seq", "int64"),
+    ],
+    "group_states": [
+        ("group_id", "string"),
+        ("ts", "int64"),
+        ("from_state", "string"),
+        ("to_state", "string"),
+        ("generation_id", "int32"),
+        ("leader_id", "string"),
+        ("member_count", "int32"),
+        ("cause", "string"),
+        ("out_seq", "int64"),
+    ],
+    "rejects": [
+        ("raw", "string"),
+        ("reason", "string"),
+        ("source", "string"),
+        ("line", "int64"),
+    ],
+}
+
+# Tables the coordinator produces (rejects come from input validation, before any group sees the row).
+GROUP_TABLES = ("responses", "generations", "assignments", "offsets", "group_metadata", "group_states")
+
+# Order in which each table is sorted when written, so outputs are byte-identical run to run.
+SORT_KEYS: dict[str, tuple[str, ...]] = {name: ("group_id", "out_seq") for name in GROUP_TABLES}
+SORT_KEYS["rejects"] = ("source", "line", "raw")
+
+
+def columns(table: str) -> list[str]:
+    return [name for name, _ in TABLES[table]]
+
+
+def parse_type(spec: str):
+    """Parse a type string into nested tuples: ("string",), ("list", T), ("struct", [(name, T), ...])."""
+    spec = spec.strip()
+    if spec.startswith("list<") and spec.endswith(">"):
+        return ("list", parse_type(spec[5:-1]))
+    if spec.startswith("struct<") and spec.endswith(">"):
+        fields, depth, start, body = [], 0, 0, spec[7:-1]
+        for i, ch in enumerate(body + ","):
+            if ch == "<":
+                depth += 1
+            elif ch == ">":
+                depth -= 1
+            elif ch == "," and depth == 0:
+                name, _, sub = body[start:i].partition(":")
+                fields.append((name.strip(), parse_type(sub)))
+                start = i + 1
+        return ("struct", fields)
+    if spec not in ("string", "int32", "int64", "bool", "binary"):
+        raise ValueError(f"unknown column type {spec!r}")
+    return (spec,)
