@@ -322,12 +322,19 @@ def parse_ts(value: Any, name: str = "ts") -> int:
             raise EventError(f"field '{name}' must be epoch milliseconds or ISO-8601 with a zone, got {value!r}") from None
         if moment.tzinfo is None:
             raise EventError(f"field '{name}' has no time zone: {value!r} (add Z or +00:00)")
-        return int(round(moment.timestamp() * 1000))
+        return _epoch_ms(moment, name)
     if isinstance(value, _dt.datetime):
         if value.tzinfo is None:
             raise EventError(f"field '{name}' has no time zone")
-        return int(round(value.timestamp() * 1000))
+        return _epoch_ms(value, name)
     return _as_int(value, name, 0)
+
+
+def _epoch_ms(moment: _dt.datetime, name: str) -> int:
+    ms = int(round(moment.timestamp() * 1000))
+    if ms < 0:
+        raise EventError(f"field '{name}' is before 1970-01-01T00:00:00Z")
+    return ms
 
 
 def _partition_lists(entries: list, name: str) -> tuple[PartitionList, ...]:
@@ -388,20 +395,41 @@ def _assignment(entry: Mapping) -> MemberAssignment:
     return MemberAssignment(member_id, data, parts)
 
 
-def _commit_partition(entry: Any) -> CommitPartition:
+def _commit_partition(entry: Any, api_version: int) -> CommitPartition:
     entry = _obj(entry, "offsets")
     return CommitPartition(
         topic=_str(entry, "topic"),
         partition=_int(entry, "partition", lo=0, hi=INT32_MAX),
         offset=_int(entry, "offset"),
-        leader_epoch=_int(entry, "leader_epoch", -1, INT32_MIN, INT32_MAX),
+        leader_epoch=_int(entry, "leader_epoch", -1, INT32_MIN, INT32_MAX) if api_version >= 6 else -1,
         metadata=_opt_str(entry, "metadata"),
-        commit_timestamp=_int(entry, "commit_timestamp", -1),
+        # Only OffsetCommit v1 carries a client-chosen commit timestamp.
+        commit_timestamp=_int(entry, "commit_timestamp", -1) if api_version == 1 else -1,
     )
 
 
 def parse_event(raw: Mapping, source: str = "", line: int = 0) -> Event:
-    """Validate one raw row. `line` is the row's index in its source; it stands in for a missing `seq`."""
+    """Validate one raw row. `line` is the row's index in its source; it stands in for a missing `seq`.
+    Raises EventError, whose message is the reject reason."""
+    try:
+        return _parse_event(raw, source, line)
+    except EventError:
+        raise
+    except consumer_protocol.ConsumerProtocolError as e:
+        # e.g. a topic name longer than the wire format's 32767 bytes
+        raise EventError(f"cannot be encoded as Kafka would send it: {e}") from None
+
+
+def _request_id(raw: Mapping) -> str | None:
+    value = raw.get("request_id")
+    if _missing(value):
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise EventError(f"field 'request_id' must be a string or an integer, got {type(value).__name__}")
+    return str(value)
+
+
+def _parse_event(raw: Mapping, source: str, line: int) -> Event:
     if not isinstance(raw, Mapping):
         raise EventError(f"a row must be a JSON object, got {type(raw).__name__}")
     ts = parse_ts(raw.get("ts"))
@@ -424,7 +452,7 @@ def parse_event(raw: Mapping, source: str = "", line: int = 0) -> Event:
         seq=_int(raw, "seq", line),
         source=source,
         line=line,
-        request_id=None if _missing(raw.get("request_id")) else str(raw.get("request_id")),
+        request_id=_request_id(raw),
         client_id=_str(raw, "client_id", ""),
         api_version=_int(raw, "api_version", newest, 0, newest),
     )
@@ -469,19 +497,23 @@ def parse_event(raw: Mapping, source: str = "", line: int = 0) -> Event:
         identities = []
         for m in members:
             m = _obj(m, "members")
-            identities.append(LeaveIdentity(_str(m, "member_id", ""), _opt_str(m, "group_instance_id"),
-                                            _opt_str(m, "reason")))
+            identities.append(LeaveIdentity(
+                _str(m, "member_id", ""),
+                _opt_str(m, "group_instance_id") if header["api_version"] >= 3 else None,
+                _opt_str(m, "reason") if header["api_version"] >= 5 else None))
         if header["api_version"] < 3 and len(identities) != 1:
             raise EventError("LeaveGroup v0-v2 carries exactly one member_id (batch leave needs api_version >= 3)")
         return LeaveGroup(**header, members=tuple(identities))
     if etype == "OFFSET_COMMIT":
+        v = header["api_version"]
         return OffsetCommit(
             **header,
-            member_id=_str(raw, "member_id", ""),
-            group_instance_id=_opt_str(raw, "group_instance_id") if header["api_version"] >= 7 else None,
-            generation_id=_int(raw, "generation_id", -1, INT32_MIN, INT32_MAX),
+            # v0 has neither member id nor generation: Kafka treats it as a standalone commit.
+            member_id=_str(raw, "member_id", "") if v >= 1 else "",
+            group_instance_id=_opt_str(raw, "group_instance_id") if v >= 7 else None,
+            generation_id=_int(raw, "generation_id", -1, INT32_MIN, INT32_MAX) if v >= 1 else -1,
             retention_time_ms=_int(raw, "retention_time_ms", -1) if 2 <= header["api_version"] <= 4 else -1,
-            offsets=tuple(_commit_partition(o) for o in _list(raw, "offsets")),
+            offsets=tuple(_commit_partition(o, header["api_version"]) for o in _list(raw, "offsets")),
         )
     if etype == "OFFSET_FETCH":
         parts = raw.get("partitions")

@@ -202,9 +202,8 @@ class ClassicGroup:
         self.members[new_id] = new
         if self.is_leader(old_id):
             self.leader_id = new_id
-        if old_id in self.pending_sync_members:
-            del self.pending_sync_members[old_id]
-            self.pending_sync_members[new_id] = None
+        # The pending-sync set keeps the old id (as Kafka's does): if that member never synced, the sync
+        # deadline still finds it missing and rebalances.
         self.static_members[instance_id] = new_id
         return old, new
 

@@ -95,12 +95,13 @@ class MembershipHandlers:
             self._join_existing_member(group, req)
 
     def _answer_failed_group_creation(self, req: JoinGroup, error: str) -> None:
-        # Kafka reverts the group. A v4+ dynamic join was already answered MEMBER_ID_REQUIRED in the same
-        # operation, so that answer stands (the member's next join then finds no group).
-        if req.api_version >= 4 and req.group_instance_id is None:
-            prefix = req.client_id
-            self.respond(req, "MEMBER_ID_REQUIRED", member_id=self.new_member_id(prefix), generation_id=-1,
-                         leader_id="")
+        # Kafka reverts the new group. A join answered inside the same operation (rejected protocols, or
+        # MEMBER_ID_REQUIRED) keeps that answer; only a parked join learns about the failed append.
+        if req.protocol_type == "" or not req.protocols:
+            self.respond(req, "INCONSISTENT_GROUP_PROTOCOL", generation_id=-1, leader_id="")
+        elif req.api_version >= 4 and req.group_instance_id is None:
+            self.respond(req, "MEMBER_ID_REQUIRED", member_id=self.new_member_id(req.client_id),
+                         generation_id=-1, leader_id="")
         else:
             self.respond(req, append_error_to_response_error(error), member_id="", generation_id=-1,
                          leader_id="")
@@ -481,7 +482,9 @@ class MembershipHandlers:
         for member in group.all_members():
             sync = group.take_sync(member)
             if sync is not None:
-                self.respond(sync, error, protocol_type=group.protocol_type, protocol_name=group.protocol_name,
+                ok = error == "NONE"
+                self.respond(sync, error, protocol_type=group.protocol_type if ok else None,
+                             protocol_name=group.protocol_name if ok else None,
                              assignment=partitions_column(member.assignment_partitions))
                 # A session that expired while the member waited for its assignment was ignored; restart it.
                 self.schedule_heartbeat(member)
@@ -590,8 +593,10 @@ class MembershipHandlers:
             left += 1
         top_error = results[0]["error"] if single else "NONE"
         self.respond(req, top_error, results=results, member_id=req.members[0].member_id if single else None)
-        if left:
-            self._rebalance_or_complete_join(group, "member_leave")
+        if left and group.is_in(STABLE, COMPLETING):
+            self.prepare_rebalance("member_leave")
+        elif left:
+            self._maybe_complete_join_phase(group)
 
     def _remove_leaving_member(self, group: ClassicGroup, member: ClassicGroupMember) -> None:
         self.timers.cancel(("heartbeat", member.member_id))

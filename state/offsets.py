@@ -32,12 +32,13 @@ class OffsetHandlers:
 
     # -- OffsetCommit --------------------------------------------------------------------------------------
     def handle_offset_commit(self, req: OffsetCommit) -> None:
-        error = self._validate_offset_commit(req)
+        creates_group = self.group is None and req.generation_id < 0
+        error = None if creates_group else self._validate_offset_commit(req)
         if error is not None:
-            self.respond(req, error, results=[_result(p.topic, p.partition, error) for p in req.offsets])
+            self.fail_offset_commit(req, error)
             return
         group = self.group
-        if group.is_in(GroupState.STABLE, GroupState.PREPARING_REBALANCE):
+        if group is not None and group.is_in(GroupState.STABLE, GroupState.PREPARING_REBALANCE):
             # Classic members keep their session alive by committing.
             self.schedule_heartbeat(group.member(req.member_id))
         expire_ts = None if req.retention_time_ms == -1 else self.now + req.retention_time_ms
@@ -48,12 +49,15 @@ class OffsetHandlers:
             else:
                 results.append(_result(p.topic, p.partition, "NONE"))
                 accepted.append(p)
+        if accepted and self.write() is not None:
+            # The failed append rolls back the whole operation, including a group it would have created.
+            self.fail_offset_commit(req, append_error_to_response_error(self.last_write_error))
+            return
+        if creates_group:
+            # A "simple" group: created by the commit itself, with no protocol type and no members.
+            self.group = ClassicGroup(self.group_id, self.now)
+            self.out.state_change(self.now, None, GroupState.EMPTY, self.group, "group_created")
         if accepted:
-            write_error = self.write()
-            if write_error is not None:
-                error = append_error_to_response_error(write_error)
-                self.respond(req, error, results=[_result(p.topic, p.partition, error) for p in req.offsets])
-                return
             for p in accepted:
                 committed = {
                     "offset": p.offset,
@@ -68,14 +72,13 @@ class OffsetHandlers:
                                      coordinator_partition=self.coordinator_partition))
         self.respond(req, "NONE", results=results)
 
+    def fail_offset_commit(self, req: OffsetCommit, error: str) -> None:
+        """An error for the whole request applies to each of its partitions."""
+        self.respond(req, error, results=[_result(p.topic, p.partition, error) for p in req.offsets])
+
     def _validate_offset_commit(self, req: OffsetCommit) -> str | None:
         if self.group is None:
-            if req.generation_id < 0:
-                # A "simple" group: created by the commit itself, with no protocol type and no members.
-                self.group = ClassicGroup(self.group_id, self.now)
-                self.out.state_change(self.now, None, GroupState.EMPTY, self.group, "group_created")
-            else:
-                return "GROUP_ID_NOT_FOUND" if req.api_version >= 9 else "ILLEGAL_GENERATION"
+            return "GROUP_ID_NOT_FOUND" if req.api_version >= 9 else "ILLEGAL_GENERATION"
         group = self.group
         if group.is_in(GroupState.DEAD):
             return "COORDINATOR_NOT_AVAILABLE"

@@ -7,6 +7,10 @@ such an event is seen).
 
 from __future__ import annotations
 
+import base64
+import dataclasses
+import json
+
 from state.events import API_NAMES, Event
 from state.group import ClassicGroup
 from state.group_state import GroupState
@@ -95,4 +99,14 @@ class Output:
         self._add("group_metadata", row)
 
     def reject(self, event: Event, reason: str) -> None:
-        self.rejects.append({"raw": repr(event), "reason": reason, "source": event.source, "line": event.line})
+        self.rejects.append({"raw": event_json(event), "reason": reason, "source": event.source, "line": event.line})
+
+
+def event_json(event: Event) -> str:
+    """The event as JSON text (bytes in base64), for a reject row's `raw` column."""
+    def encode(value):
+        if isinstance(value, bytes):
+            return base64.b64encode(value).decode("ascii")
+        raise TypeError(type(value).__name__)
+
+    return json.dumps(dataclasses.asdict(event), default=encode, sort_keys=True)

@@ -45,6 +45,7 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers):
         self.out = Output(group_id)
         self.member_id_counter = 0
         self.write_failures: list[str] = []
+        self.last_write_error: str | None = None
         self.loading_until: int | None = None
         self.last_group_record: dict | None = None
         self.pending_generation: dict | None = None
@@ -127,8 +128,10 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers):
         if self.loading_until is not None:
             # The group's coordinator is loading it: Kafka answers COORDINATOR_LOAD_IN_PROGRESS, except that
             # a heartbeat is blindly acknowledged so members are not kicked out by the move.
-            error = "NONE" if event.type == "HEARTBEAT" else "COORDINATOR_LOAD_IN_PROGRESS"
-            self.respond(event, error)
+            if event.type == "OFFSET_COMMIT":
+                self.fail_offset_commit(event, "COORDINATOR_LOAD_IN_PROGRESS")
+            else:
+                self.respond(event, "NONE" if event.type == "HEARTBEAT" else "COORDINATOR_LOAD_IN_PROGRESS")
             return
         handler = {
             "JOIN_GROUP": self.handle_join_group,
@@ -176,10 +179,9 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers):
 
     def write(self) -> str | None:
         """One append of this group's records. Returns None on success, or the error Kafka's append failed
-        with when a COORDINATOR_FAULT injected a failure."""
-        if self.write_failures:
-            return self.write_failures.pop(0)
-        return None
+        with when a COORDINATOR_FAULT injected a failure (also kept in `last_write_error`)."""
+        self.last_write_error = self.write_failures.pop(0) if self.write_failures else None
+        return self.last_write_error
 
     def write_group_metadata(self, assignment: dict[str, bytes] | None) -> str | None:
         """Append a GroupMetadata record with every member, its subscription and the given assignment."""

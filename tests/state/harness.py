@@ -5,7 +5,7 @@ accessors for every table the group writes."""
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from state.config import CoordinatorConfig
 from state.events import parse_event
@@ -151,7 +151,95 @@ class GroupContext:
         assert self.state == "Stable"
         return ids
 
+    # -- Kafka-test style scenario builders (GroupMetadataManagerTestContext equivalents) ---------------------
+    def join_and_complete(self, **join_kw) -> Handle:
+        """joinClassicGroupAndCompleteJoin: one member's (two-step, for a v4+ dynamic member) join, then the
+        initial rebalance delay elapses. Returns the completed JoinGroup handle."""
+        version = join_kw.get("version", 9)
+        if join_kw.get("member_id", "") == "" and join_kw.get("instance_id") is None and version >= 4:
+            join_kw["member_id"] = self.join_new_dynamic(**join_kw)
+        handle = self.join(**join_kw)
+        self.sleep(self.config.group_initial_rebalance_delay_ms)
+        assert handle.done and handle.error == "NONE", handle.response
+        return handle
+
+    def dynamic_leader_stable(self, rebalance_ms: int = 10_000, session_ms: int = 5_000, **join_kw) -> Handle:
+        """joinClassicGroupAsDynamicMemberAndCompleteRebalance: one dynamic member joins (two-step), the join
+        completes at generation 1 and its leader SyncGroup makes the group Stable."""
+        join = self.join_and_complete(rebalance_ms=rebalance_ms, session_ms=session_ms, **join_kw)
+        assert join.generation_id == 1 and self.state == "CompletingRebalance"
+        sync = self.sync(join.member_id, 1)
+        assert sync.error == "NONE" and self.state == "Stable"
+        return join
+
+    def static_members_join_and_rebalance(self, leader_instance: str = "leader-instance-id",
+                                          follower_instance: str = "follower-instance-id",
+                                          rebalance_ms: int = 10_000, session_ms: int = 5_000,
+                                          names=("range", "roundrobin")) -> "RebalanceResult":
+        """staticMembersJoinAndRebalance: two static members join a new group, the (extended) initial delay
+        elapses, the leader syncs an assignment (leader foo-0, follower foo-1), then the follower syncs."""
+        kw = dict(names=names, rebalance_ms=rebalance_ms, session_ms=session_ms)
+        leader = self.join(instance_id=leader_instance, **kw)
+        follower = self.join(instance_id=follower_instance, **kw)
+        delay = self.config.group_initial_rebalance_delay_ms
+        self.sleep(delay)
+        if not leader.done:
+            self.sleep(max(1, min(delay, rebalance_ms - delay)))
+        assert leader.error == "NONE" and follower.error == "NONE"
+        assert leader.generation_id == 1 and self.state == "CompletingRebalance"
+        leader_id, follower_id = leader.member_id, follower.member_id
+        assert leader.leader_id == leader_id
+        leader_sync = self.sync(leader_id, 1, instance_id=leader_instance,
+                                assignments={leader_id: [("foo", [0])], follower_id: [("foo", [1])]})
+        assert leader_sync.error == "NONE" and self.state == "Stable"
+        follower_sync = self.sync(follower_id, 1, instance_id=follower_instance)
+        assert follower_sync.error == "NONE"
+        return RebalanceResult(1, leader_id, leader_sync.assignment, follower_id, follower_sync.assignment)
+
+    def join_with_n_members(self, n: int, rebalance_ms: int, session_ms: int) -> list[Handle]:
+        """joinWithNMembers: n two-step dynamic joins into a new group; returns the completed second joins
+        (the first one belongs to the leader). The group ends CompletingRebalance at generation 1."""
+        ids = [self.join_new_dynamic(rebalance_ms=rebalance_ms, session_ms=session_ms) for _ in range(n)]
+        joins = [self.join(member_id=m, rebalance_ms=rebalance_ms, session_ms=session_ms) for m in ids]
+        while not all(j.done for j in joins):
+            self.sleep(self.timer_deadline("join") - self.time)
+        assert self.state == "CompletingRebalance" and all(j.error == "NONE" for j in joins)
+        return sorted(joins, key=lambda j: j.member_id != j.leader_id)
+
+    def setup_group_with_pending_member(self) -> "PendingMemberGroup":
+        """setupGroupWithPendingMember: a Stable two-member group whose leader rejoined (PreparingRebalance),
+        with a MEMBER_ID_REQUIRED member (session 2500) pending and the follower rejoined."""
+        kw = dict(rebalance_ms=10_000, session_ms=5_000)
+        leader = self.join_and_complete(**kw)
+        leader_id = leader.member_id
+        assert self.sync(leader_id, leader.generation_id).error == "NONE"
+        follower = self.join(version=3, **kw)
+        rejoin = self.join(member_id=leader_id, version=3, **kw)
+        assert follower.done and rejoin.done and self.state == "CompletingRebalance"
+        generation = rejoin.generation_id
+        assert self.sync(leader_id, generation).error == "NONE" and self.state == "Stable"
+        leader_rejoin = self.join(member_id=leader_id, version=3, **kw)
+        assert not leader_rejoin.done and self.state == "PreparingRebalance"
+        pending = self.join(version=4, rebalance_ms=10_000, session_ms=2_500)
+        assert pending.error == "MEMBER_ID_REQUIRED"
+        follower_rejoin = self.join(member_id=follower.member_id, version=3, **kw)
+        assert not follower_rejoin.done and self.state == "PreparingRebalance"
+        return PendingMemberGroup(leader_id, follower.member_id, pending.member_id, leader_rejoin, follower_rejoin)
+
     # -- inspection ----------------------------------------------------------------------------------------
+    def committed(self) -> dict:
+        """The runtime's committed offsets: (topic, partition) -> offset."""
+        return {tp: c["offset"] for tp, c in self.runtime.offsets.items()}
+
+    def timer_deadline(self, *key) -> int | None:
+        timer = self.runtime.timers.get(tuple(key))
+        return None if timer is None else timer.deadline
+
+    @property
+    def member_ids(self) -> list[str]:
+        """Member ids in the coordinator's member-map iteration order."""
+        return [] if self.group is None else list(self.group.members.keys())
+
     @property
     def group(self):
         return self.runtime.group
@@ -172,3 +260,21 @@ class GroupContext:
     def heartbeat_deadline(self, member_id: str) -> int | None:
         timer = self.runtime.timers.get(("heartbeat", member_id))
         return None if timer is None else timer.deadline
+
+
+@dataclass
+class RebalanceResult:
+    generation_id: int
+    leader_id: str
+    leader_assignment: list
+    follower_id: str
+    follower_assignment: list
+
+
+@dataclass
+class PendingMemberGroup:
+    leader_id: str
+    follower_id: str
+    pending_member_id: str
+    leader_join: Handle = field(repr=False)
+    follower_join: Handle = field(repr=False)

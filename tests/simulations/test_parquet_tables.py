@@ -1,0 +1,87 @@
+"""Writers: the exact schema of `state.tables`, every table always written, byte-identical reruns."""
+
+from __future__ import annotations
+
+import random
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from simulations.parquet_tables import PART_FILE, OutputError, arrow_schema, read_table, write_tables
+from state.tables import TABLES, columns
+
+
+def offset_row(out_seq: int, group_id: str = "g", offset: int | None = 5) -> dict:
+    return {"group_id": group_id, "topic": "t", "partition": 0, "offset": offset, "metadata": "",
+            "leader_epoch": -1, "commit_ts": 10, "expire_ts": None, "write_ts": 10, "generation_id": 1,
+            "member_id": "m", "coordinator_partition": 3, "out_seq": out_seq}
+
+
+def generation_row(out_seq: int) -> dict:
+    return {"group_id": "g", "generation_id": 1, "protocol_type": "consumer", "protocol_name": "range",
+            "leader_id": "m", "members": [{"member_id": "m", "group_instance_id": None, "client_id": "c",
+                                           "client_host": "/h"}],
+            "member_count": 1, "rebalance_start_ts": 0, "join_complete_ts": 3, "stable_ts": None,
+            "cause": "member_join", "coordinator_partition": 3, "out_seq": out_seq}
+
+
+def test_arrow_schema_follows_state_tables():
+    schema = arrow_schema("responses")
+    assert schema.names == columns("responses")
+    assert schema.field("api_version").type == pa.int32()
+    assert schema.field("skip_assignment").type == pa.bool_()
+    assert schema.field("assignment").type == pa.list_(
+        pa.struct([("topic", pa.string()), ("partitions", pa.list_(pa.int32()))]))
+    assert schema.field("members").type.value_type.field("metadata").type == pa.binary()
+
+
+def test_every_table_is_written_with_its_schema_even_when_empty(tmp_path):
+    write_tables(tmp_path, {"offsets": [offset_row(0)]})
+    for table in TABLES:
+        data = pq.read_table(tmp_path / table / PART_FILE)
+        assert data.schema.equals(arrow_schema(table)), table
+        assert data.num_rows == (1 if table == "offsets" else 0)
+
+
+def test_rows_are_sorted_and_nulls_survive(tmp_path):
+    rows = [offset_row(2, "b"), offset_row(1, "a", offset=None), offset_row(0, "b")]
+    write_tables(tmp_path, {"offsets": rows, "generations": [generation_row(0)]})
+    offsets = read_table(tmp_path, "offsets")
+    assert list(zip(offsets.group_id, offsets.out_seq)) == [("a", 1), ("b", 0), ("b", 2)]
+    assert offsets.offset.isna().tolist() == [True, False, False]
+    assert str(offsets.offset.dtype) == "Int64"
+    generation = read_table(tmp_path, "generations").iloc[0]
+    assert generation.members[0]["client_host"] == "/h"
+    assert generation.stable_ts is pd.NA
+
+
+def test_same_rows_in_any_order_give_identical_bytes(tmp_path):
+    rows = [offset_row(i, f"g{i % 3}") for i in range(50)]
+    shuffled = rows[:]
+    random.Random(7).shuffle(shuffled)
+    write_tables(tmp_path / "a", {"offsets": rows, "generations": [generation_row(60)]})
+    write_tables(tmp_path / "b", {"offsets": shuffled, "generations": [generation_row(60)]})
+    for table in TABLES:
+        assert (tmp_path / "a" / table / PART_FILE).read_bytes() == (tmp_path / "b" / table / PART_FILE).read_bytes()
+
+
+def test_stale_parts_of_an_earlier_run_are_removed(tmp_path):
+    (tmp_path / "offsets").mkdir()
+    (tmp_path / "offsets" / "part-00001.parquet").write_bytes(b"old")
+    write_tables(tmp_path, {})
+    assert sorted(p.name for p in (tmp_path / "offsets").iterdir()) == [PART_FILE]
+
+
+def test_unwritable_output_folder(tmp_path):
+    (tmp_path / "file").write_text("in the way")
+    with pytest.raises(OutputError, match="file is not a folder"):
+        write_tables(tmp_path / "file", {})
+    with pytest.raises(OutputError, match="part of the path is a file"):
+        write_tables(tmp_path / "file" / "out", {})
+
+
+def test_a_row_that_breaks_the_contract_is_a_bug_not_a_silent_null(tmp_path):
+    with pytest.raises(ValueError, match=r"extra \['surprise'\]"):
+        write_tables(tmp_path, {"offsets": [dict(offset_row(0), surprise=1)]})
