@@ -6,6 +6,8 @@ clear line on stderr and exit code 2, never a traceback; anything else is a bug 
 
 from __future__ import annotations
 
+import datetime as _dt
+
 from collections import Counter
 
 import click
@@ -91,7 +93,7 @@ def print_summary(console: Console, result: RunResult, tables: dict[str, list[di
     lines = [
         ("groups", str(result.groups)),
         ("events applied", applied),
-        ("final time", "-" if result.final_ts is None else f"{result.final_ts} (epoch ms)"),
+        ("final time", "-" if result.final_ts is None else f"{result.final_ts} ({_iso(result.final_ts)})"),
         ("generations", str(len(tables["generations"]))),
         ("rebalances", str(rebalances)),
         ("responses", ", ".join(f"{name} {count}" for name, count in by_count) or "0"),
@@ -104,3 +106,7 @@ def print_summary(console: Console, result: RunResult, tables: dict[str, list[di
     width = max(len(label) for label, _ in lines)
     for label, value in lines:
         console.print(f"[bold]{label:<{width}}[/bold]  {escape(value)}", highlight=False, soft_wrap=True)
+
+
+def _iso(ts_ms: int) -> str:
+    return _dt.datetime.fromtimestamp(ts_ms / 1000, _dt.timezone.utc).isoformat(timespec="milliseconds")

@@ -376,6 +376,16 @@ def _protocol(entry: Mapping, protocol_type: str) -> Protocol:
     return Protocol(name, metadata, tuple(sorted(set(topics))))
 
 
+def _protocols(entries: list, protocol_type: str) -> tuple[Protocol, ...]:
+    protocols = tuple(_protocol(p, protocol_type) for p in entries)
+    names = [p.name for p in protocols]
+    for name in names:
+        if names.count(name) > 1:
+            # Kafka clients refuse duplicate assignor names; a broker fed one cannot select a protocol.
+            raise EventError(f"protocols lists {name!r} more than once")
+    return protocols
+
+
 def _assignment(entry: Mapping) -> MemberAssignment:
     entry = _obj(entry, "assignments")
     member_id = _str(entry, "member_id")
@@ -465,7 +475,7 @@ def _parse_event(raw: Mapping, source: str, line: int) -> Event:
             member_id=_str(raw, "member_id", ""),
             group_instance_id=_opt_str(raw, "group_instance_id") if header["api_version"] >= 5 else None,
             protocol_type=protocol_type,
-            protocols=tuple(_protocol(p, protocol_type) for p in _list(raw, "protocols")),
+            protocols=_protocols(_list(raw, "protocols"), protocol_type),
             session_timeout_ms=session,
             # v0 has no rebalance timeout: the session timeout stands in for it (KIP-62).
             rebalance_timeout_ms=session if header["api_version"] == 0 or rebalance == -1 else rebalance,

@@ -147,8 +147,8 @@ class MembershipHandlers:
             return
         if group.is_pending_member(member_id):
             if req.group_instance_id is not None:
-                # Kafka throws IllegalStateException here: the client sees a server error.
-                self.respond(req, "UNKNOWN_SERVER_ERROR", generation_id=-1, leader_id="")
+                # Kafka throws IllegalStateException here: the client sees a bare server error.
+                self.respond_generic_error(req, "UNKNOWN_SERVER_ERROR")
                 return
             self._add_member_and_rebalance(group, req, member_id)
             return

@@ -128,10 +128,7 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers):
         if self.loading_until is not None:
             # The group's coordinator is loading it: Kafka answers COORDINATOR_LOAD_IN_PROGRESS, except that
             # a heartbeat is blindly acknowledged so members are not kicked out by the move.
-            if event.type == "OFFSET_COMMIT":
-                self.fail_offset_commit(event, "COORDINATOR_LOAD_IN_PROGRESS")
-            else:
-                self.respond(event, "NONE" if event.type == "HEARTBEAT" else "COORDINATOR_LOAD_IN_PROGRESS")
+            self.respond_generic_error(event, "NONE" if event.type == "HEARTBEAT" else "COORDINATOR_LOAD_IN_PROGRESS")
             return
         handler = {
             "JOIN_GROUP": self.handle_join_group,
@@ -171,6 +168,17 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers):
 
     def respond(self, request: Event, error: str, **fields) -> None:
         self.out.response(request, self.now, error, self.coordinator_partition, **fields)
+
+    def respond_generic_error(self, request: Event, error: str) -> None:
+        """An error raised before any handler logic: the response carries only Kafka's default fields."""
+        if request.type == "JOIN_GROUP":
+            self.respond(request, error, member_id="", generation_id=-1, leader_id="")
+        elif request.type == "SYNC_GROUP":
+            self.respond(request, error, assignment=[])
+        elif request.type == "OFFSET_COMMIT":
+            self.fail_offset_commit(request, error)
+        else:
+            self.respond(request, error)
 
     def transition(self, target: GroupState, cause: str) -> None:
         group = self.group

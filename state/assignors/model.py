@@ -97,6 +97,9 @@ class GroupAssignmentInput:
 
     members: tuple[MemberSubscription, ...]
     partitions_per_topic: dict[str, int]
+    # Members grouped by identical topic list, lists in order of first appearance: per-topic work is done
+    # once per distinct subscription instead of once per member.
+    topic_groups: dict[tuple[str, ...], list[MemberSubscription]]
 
     @classmethod
     def build(cls, members: Sequence[MemberSubscription], partitions_per_topic: Mapping[str, int]) -> GroupAssignmentInput:
@@ -107,15 +110,14 @@ class GroupAssignmentInput:
             by_id[m.member_id] = m
         ordered = tuple(by_id.values())
 
+        groups: dict[tuple[str, ...], list[MemberSubscription]] = {}
+        for m in ordered:
+            groups.setdefault(m.topics, []).append(m)
         # The HashSet of subscribed topics is filled member by member; a member whose topic list was already
         # seen adds nothing new, so each distinct list is walked once.
         subscribed: JavaHashMap[str, None] = JavaHashMap()
-        seen_lists: set[tuple[str, ...]] = set()
-        for m in ordered:
-            if m.topics in seen_lists:
-                continue
-            seen_lists.add(m.topics)
-            for topic in m.topics:
+        for topics in groups:
+            for topic in topics:
                 subscribed[topic] = None
 
         existing: JavaHashMap[str, int] = JavaHashMap()
@@ -126,16 +128,8 @@ class GroupAssignmentInput:
             if count < 0:
                 raise ValueError(f"topic {topic!r} has a negative partition count {count}")
             existing[topic] = count
-        return cls(ordered, dict(existing.items()))
+        return cls(ordered, dict(existing.items()), groups)
 
     def member_info_order(self) -> list[MemberSubscription]:
         # Stable sort over the HashMap order, like Collections.sort over a list filled from the HashMap.
         return sorted(self.members, key=member_info_key)
-
-    def topic_groups(self) -> dict[tuple[str, ...], list[MemberSubscription]]:
-        """Members grouped by identical topic list (first appearance order), so per-topic work can be done
-        once per distinct subscription instead of once per member."""
-        groups: dict[tuple[str, ...], list[MemberSubscription]] = {}
-        for m in self.members:
-            groups.setdefault(m.topics, []).append(m)
-        return groups

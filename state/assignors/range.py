@@ -26,7 +26,7 @@ def assign(inp: GroupAssignmentInput) -> dict[str, list[TopicPartition]]:
     # Subscribers of a topic in MemberInfo order = the union of the (already sorted) groups of identical
     # subscriptions that contain the topic.
     groups_by_topic: dict[str, list[list[str]]] = {}
-    for topics, members in inp.topic_groups().items():
+    for topics, members in inp.topic_groups.items():
         ids = sorted((m.member_id for m in members), key=rank.__getitem__)
         for topic in topics:
             groups_by_topic.setdefault(topic, []).append(ids)

@@ -26,7 +26,7 @@ def assign(inp: GroupAssignmentInput) -> dict[str, list[TopicPartition]]:
 
     group_positions: list[list[int]] = []
     groups_by_topic: dict[str, list[int]] = {}
-    for topics, members in inp.topic_groups().items():
+    for topics, members in inp.topic_groups.items():
         group_positions.append(sorted(position[m.member_id] for m in members))
         for topic in topics:
             groups_by_topic.setdefault(topic, []).append(len(group_positions) - 1)

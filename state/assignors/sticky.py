@@ -340,7 +340,7 @@ class _GeneralBuilder:
 
         # Members with the same existing topics form a group; Kafka's per-member questions ("least loaded
         # subscriber of t", "could it take more?") are answered per group.
-        self.potential: dict[str, list[str]] = {t: [] for t in self.ppt}
+        self.subscriber_count: dict[str, int] = dict.fromkeys(self.ppt, 0)
         group_index: dict[tuple[str, ...], int] = {}
         self.group_of: dict[str, int] = {}
         self.group_topics: list[tuple[str, ...]] = []
@@ -348,10 +348,8 @@ class _GeneralBuilder:
         self.group_members: list[list[str]] = []
         self.group_max_size: list[int] = []
         self.groups_of_topic: dict[str, list[int]] = {t: [] for t in self.ppt}
-        for m in inp.members:
-            topics = tuple(t for t in m.topics if t in self.ppt)
-            for t in topics:
-                self.potential[t].append(m.member_id)
+        for subscribed, members in inp.topic_groups.items():
+            topics = tuple(t for t in subscribed if t in self.ppt)
             g = group_index.get(topics)
             if g is None:
                 g = group_index[topics] = len(self.group_topics)
@@ -361,8 +359,11 @@ class _GeneralBuilder:
                 self.group_max_size.append(sum(self.ppt[t] for t in topics))
                 for t in topics:
                     self.groups_of_topic[t].append(g)
-            self.group_members[g].append(m.member_id)
-            self.group_of[m.member_id] = g
+            for m in members:
+                self.group_members[g].append(m.member_id)
+                self.group_of[m.member_id] = g
+            for t in topics:
+                self.subscriber_count[t] += len(members)
 
         self.owner: dict[TopicPartition, str] = {}
         self.holders: dict[str, dict[str, int]] = {t: {} for t in self.ppt}
@@ -420,7 +421,7 @@ class _GeneralBuilder:
                 held[m] = held.get(m, 0) + 1
             self._count_changed(m)
 
-        topic_order = {t: (len(self.potential[t]), java_string_sort_key(t)) for t in self.ppt}
+        topic_order = {t: (self.subscriber_count[t], java_string_sort_key(t)) for t in self.ppt}
         sorted_topics = sorted(self.ppt, key=topic_order.__getitem__)
         all_partitions = _partitions_of(sorted_topics, self.ppt)
         kept.sort(key=lambda tp: (topic_order[tp.topic], tp.partition))
@@ -435,7 +436,7 @@ class _GeneralBuilder:
             self._add(tp, self._least_loaded(tp.topic)[1])
 
         # Only topics with two or more subscribers, and members holding or lacking some of those, can change.
-        movable = {t for t, subscribers in self.potential.items() if len(subscribers) >= 2}
+        movable = {t for t, n in self.subscriber_count.items() if n >= 2}
         all_partitions = [tp for tp in all_partitions if tp.topic in movable]
         unassigned = [tp for tp in unassigned if tp.topic in movable]
         for m in self.members:
