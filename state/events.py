@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from state import consumer_protocol
+from state.client_config import ClientConfig
+from state.config import ConfigError
 
 # The newest request versions the simulator models (Kafka 4.x's classic group APIs).
 NEWEST_API_VERSION = {
@@ -35,11 +37,6 @@ API_NAMES = {
 }
 
 FAULT_KINDS = ("write_failure", "move")
-
-# Types the contract reserves for the synthetic client model; rejected with a clear reason until it exists.
-CLIENT_DIRECTIVES = (
-    "CLIENT_START", "CLIENT_STOP", "CLIENT_CRASH", "CLIENT_PAUSE", "SUBSCRIBE", "TOPIC_METADATA",
-)
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -109,6 +106,8 @@ class Event:
     request_id: str | None = None
     client_id: str = ""
     api_version: int = 0
+    # Set on requests a synthetic client made: the client that gets the response.
+    origin: str | None = None
 
     @property
     def sort_key(self) -> tuple[int, int, str, int]:
@@ -177,6 +176,59 @@ class CoordinatorFault(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class ClientStart(Event):
+    """A synthetic consumer process starts (again, if `client_id` ran before) and subscribes to `topics`."""
+
+    group_instance_id: str | None = None
+    topics: tuple[str, ...] = ()
+    config: ClientConfig = field(default_factory=ClientConfig)
+
+
+@dataclass(frozen=True, slots=True)
+class ClientStop(Event):
+    """Graceful close: commit (with auto-commit), then LeaveGroup unless the member is static."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClientCrash(Event):
+    """The process dies: no more requests, nothing answered reaches it."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClientPause(Event):
+    """`process`: the whole process stalls (no heartbeats either, e.g. a long GC pause); `poll`: the
+    application stops calling poll() while the heartbeat thread goes on (a slow consumer)."""
+
+    duration_ms: int = 0
+    scope: str = "process"
+
+
+@dataclass(frozen=True, slots=True)
+class Subscribe(Event):
+    topics: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TopicMetadata(Event):
+    """The cluster's topics as clients see them in metadata: partition counts, and optionally how many
+    records per second each partition of a topic receives (log-end offsets grow at that rate)."""
+
+    topics: tuple[tuple[str, int], ...] = ()
+    records_per_second: dict[str, float] = field(default_factory=dict)
+
+
+CLIENT_DIRECTIVE_CLASSES: dict[str, type[Event]] = {
+    "CLIENT_START": ClientStart,
+    "CLIENT_STOP": ClientStop,
+    "CLIENT_CRASH": ClientCrash,
+    "CLIENT_PAUSE": ClientPause,
+    "SUBSCRIBE": Subscribe,
+    "TOPIC_METADATA": TopicMetadata,
+}
+PAUSE_SCOPES = ("process", "poll")
+
+
+@dataclass(frozen=True, slots=True)
 class EndOfRun(Event):
     """Made by the engines, never read from input: the run ends at `ts` for this group. Rows that are only
     written once their outcome is known (a generation still completing) are written then."""
@@ -193,6 +245,7 @@ EVENT_CLASSES: dict[str, type[Event]] = {
     "OFFSET_COMMIT": OffsetCommit,
     "OFFSET_FETCH": OffsetFetch,
     "COORDINATOR_FAULT": CoordinatorFault,
+    **CLIENT_DIRECTIVE_CLASSES,
 }
 
 # Append errors a COORDINATOR_FAULT may inject (what a failed __consumer_offsets append raises).
@@ -449,8 +502,6 @@ def _parse_event(raw: Mapping, source: str, line: int) -> Event:
     if not isinstance(group_id, str):
         raise EventError(f"field 'group_id' must be a string, got {type(group_id).__name__} {group_id!r}")
     etype = _str(raw, "type")
-    if etype in CLIENT_DIRECTIVES:
-        raise EventError(f"type {etype} (synthetic client directive) is not supported by this release")
     cls = EVENT_CLASSES.get(etype)
     if cls is None:
         raise EventError(f"unknown type {etype!r}; expected one of {', '.join(EVENT_CLASSES)}")
@@ -532,6 +583,8 @@ def _parse_event(raw: Mapping, source: str, line: int) -> Event:
             partitions=None if parts is None else _partition_lists(_list(raw, "partitions"), "partitions"),
             require_stable=_bool(raw, "require_stable", False),
         )
+    if etype in CLIENT_DIRECTIVE_CLASSES:
+        return _client_directive(etype, raw, header)
     fault = _str(raw, "fault", "write_failure")
     if fault not in FAULT_KINDS:
         raise EventError(f"field 'fault' must be one of {', '.join(FAULT_KINDS)}, got {fault!r}")
@@ -545,3 +598,49 @@ def _parse_event(raw: Mapping, source: str, line: int) -> Event:
         error=error,
         load_delay_ms=_int(raw, "load_delay_ms", 0, 0),
     )
+
+
+def _topic_names(raw: Mapping, name: str) -> tuple[str, ...]:
+    topics = tuple(_str({name: t}, name) for t in _list(raw, name))
+    if len(set(topics)) != len(topics):
+        raise EventError(f"field '{name}' lists a topic more than once")
+    return topics
+
+
+def _client_directive(etype: str, raw: Mapping, header: dict) -> Event:
+    if not header["client_id"] and etype != "TOPIC_METADATA":
+        raise EventError(f"{etype} needs a non-empty 'client_id' (it names the synthetic client)")
+    if etype == "CLIENT_START":
+        settings = raw.get("config")
+        if settings is not None and not isinstance(settings, Mapping):
+            raise EventError("field 'config' must be an object of consumer settings (Kafka names)")
+        try:
+            config = ClientConfig.from_kafka(settings)
+        except ConfigError as e:
+            raise EventError(f"config: {e}") from None
+        instance = _opt_str(raw, "group_instance_id")
+        if instance == "":
+            raise EventError("field 'group_instance_id' must be non-empty when set (as the Java client requires)")
+        return ClientStart(**header, group_instance_id=instance, topics=_topic_names(raw, "topics"), config=config)
+    if etype == "CLIENT_PAUSE":
+        scope = _str(raw, "scope", "process")
+        if scope not in PAUSE_SCOPES:
+            raise EventError(f"field 'scope' must be one of {', '.join(PAUSE_SCOPES)}, got {scope!r}")
+        return ClientPause(**header, duration_ms=_int(raw, "duration_ms", lo=0), scope=scope)
+    if etype == "SUBSCRIBE":
+        return Subscribe(**header, topics=_topic_names(raw, "topics"))
+    if etype == "TOPIC_METADATA":
+        topics, rates = [], {}
+        for entry in _list(raw, "topics"):
+            entry = _obj(entry, "topics")
+            topic = _str(entry, "topic")
+            topics.append((topic, _int(entry, "partitions", lo=0, hi=INT32_MAX)))
+            rate = entry.get("records_per_second")
+            if rate is not None:
+                if isinstance(rate, bool) or not isinstance(rate, (int, float)) or rate < 0 or rate != rate:
+                    raise EventError(f"field 'topics.records_per_second' must be a number >= 0, got {rate!r}")
+                rates[topic] = float(rate)
+        if len({t for t, _ in topics}) != len(topics):
+            raise EventError("field 'topics' lists a topic more than once")
+        return TopicMetadata(**header, topics=tuple(topics), records_per_second=rates)
+    return CLIENT_DIRECTIVE_CLASSES[etype](**header)

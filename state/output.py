@@ -38,7 +38,7 @@ class Output:
         self.next_seq += 1
         self.tables[table].append(row)
 
-    def response(self, request: Event, now: int, error: str, coordinator_partition: int, **fields) -> None:
+    def response(self, request: Event, now: int, error: str, coordinator_partition: int, **fields) -> dict:
         row = {
             "group_id": self.group_id,
             "request_ts": request.ts,
@@ -66,6 +66,13 @@ class Output:
                 raise KeyError(f"responses has no column {key}")
             row[key] = value
         self._add("responses", row)
+        return row
+
+    def request(self, raw: dict) -> None:
+        """A synthetic client's request, as an input-contract row (replayable as a captured request)."""
+        self._add("requests", {"group_id": self.group_id, "ts": raw["ts"], "seq": raw["seq"], "type": raw["type"],
+                               "client_id": raw["client_id"], "request_id": raw["request_id"],
+                               "raw": json.dumps(raw, sort_keys=True)})
 
     def state_change(self, now: int, previous: GroupState | None, target: GroupState, group: ClassicGroup,
                      cause: str) -> None:

@@ -17,7 +17,8 @@ from typing import Iterable
 
 from state.config import CoordinatorConfig
 from state.errors import append_error_to_response_error
-from state.events import CoordinatorFault, EndOfRun, Event
+from state.consumer import ConsumerHandlers
+from state.events import CLIENT_DIRECTIVE_CLASSES, CoordinatorFault, EndOfRun, Event, TopicMetadata
 from state.group import ClassicGroup
 from state.group_state import GroupState
 from state.java_compat import coordinator_partition
@@ -33,7 +34,7 @@ STATE_FORMAT_VERSION = 1
 SWEEP_TIMER = ("sweep",)
 
 
-class GroupRuntime(MembershipHandlers, OffsetHandlers):
+class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers):
     def __init__(self, group_id: str, config: CoordinatorConfig) -> None:
         self.group_id = group_id
         self.config = config
@@ -52,6 +53,10 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers):
         self.last_sweep_ts = -1
         self._held: list[tuple[tuple, Event]] = []
         self.last_event_ts = -1
+        self.clients: dict = {}
+        self.cluster_topics: dict[str, int] = {}
+        self.production: dict[str, tuple[int, float, int]] = {}  # topic -> (since_ts, records/s, base offset)
+        self.synthetic_seq = 0
 
     # -- driving -------------------------------------------------------------------------------------------
     def offer(self, events: Iterable[Event]) -> None:
@@ -60,7 +65,10 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers):
                 self.out.reject(event, f"event at ts {event.ts} arrived after group {self.group_id!r} had "
                                        f"advanced to {self.now} (later than the allowed lateness)")
                 continue
-            heapq.heappush(self._held, (event.sort_key, event))
+            self.hold(event)
+
+    def hold(self, event: Event) -> None:
+        heapq.heappush(self._held, (event.sort_key, event))
 
     def _processed_past(self, event: Event) -> bool:
         # Events at exactly `now` are still in order unless an event with a larger key was already applied.
@@ -98,7 +106,8 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers):
 
     def max_pending_deadline(self) -> int | None:
         """Latest pending protocol deadline (the periodic offsets sweep excluded): where a finite run drains to."""
-        deadlines = [t.deadline for t in self.timers.pending() if t.key != SWEEP_TIMER]
+        # Clients' own deadlines (heartbeats, polls) recur for as long as they run: they set no end.
+        deadlines = [t.deadline for t in self.timers.pending() if t.kind not in ("sweep", "client", "deliver")]
         return max(deadlines) if deadlines else None
 
     def held_count(self) -> int:
@@ -124,6 +133,11 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers):
             return
         if isinstance(event, CoordinatorFault):
             self._handle_fault(event)
+            return
+        if event.type in CLIENT_DIRECTIVE_CLASSES:
+            if isinstance(event, TopicMetadata):
+                self._update_production(event)
+            self.handle_client_directive(event)
             return
         if self.loading_until is not None:
             # The group's coordinator is loading it: Kafka answers COORDINATOR_LOAD_IN_PROGRESS, except that
@@ -155,6 +169,10 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers):
             self.sweep_expired_offsets()
         elif kind == "load":
             self._load_group()
+        elif kind == "client":
+            self.fire_client_timer(*timer.args)
+        elif kind == "deliver":
+            self.deliver_response(*timer.args)
         else:  # pragma: no cover - a timer kind without a handler is a bug in this module
             raise AssertionError(f"unknown timer kind {kind}")
 
@@ -167,7 +185,24 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers):
         return f"{prefix}-{uuid.UUID(bytes=digest, version=4)}"
 
     def respond(self, request: Event, error: str, **fields) -> None:
-        self.out.response(request, self.now, error, self.coordinator_partition, **fields)
+        row = self.out.response(request, self.now, error, self.coordinator_partition, **fields)
+        if request.origin is not None:
+            self.route_response(request, row)
+
+    def _update_production(self, event: TopicMetadata) -> None:
+        for topic, _ in event.topics:
+            rate = event.records_per_second.get(topic)
+            if rate is not None:
+                self.production[topic] = (self.now, rate, self._produced(topic))
+
+    def _produced(self, topic: str) -> int:
+        since, rate, base = self.production.get(topic, (self.now, 0.0, 0))
+        return base + int(rate * (self.now - since) / 1000)
+
+    def log_end_offset(self, tp) -> int:
+        """Records produced to a partition so far: each partition of a topic gets the topic's per-partition
+        rate (TOPIC_METADATA records_per_second), from the moment it was declared."""
+        return self._produced(tp[0])
 
     def respond_generic_error(self, request: Event, error: str) -> None:
         """An error raised before any handler logic: the response carries only Kafka's default fields."""

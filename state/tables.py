@@ -109,6 +109,16 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("cause", "string"),
         ("out_seq", "int64"),
     ],
+    "requests": [
+        ("group_id", "string"),
+        ("ts", "int64"),
+        ("seq", "int64"),
+        ("type", "string"),
+        ("client_id", "string"),
+        ("request_id", "string"),
+        ("raw", "string"),
+        ("out_seq", "int64"),
+    ],
     "rejects": [
         ("raw", "string"),
         ("reason", "string"),
@@ -118,7 +128,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
 }
 
 # Tables the coordinator produces (rejects come from input validation, before any group sees the row).
-GROUP_TABLES = ("responses", "generations", "assignments", "offsets", "group_metadata", "group_states")
+GROUP_TABLES = ("responses", "generations", "assignments", "offsets", "group_metadata", "group_states", "requests")
 
 # Order in which each table is sorted when written, so outputs are byte-identical run to run.
 SORT_KEYS: dict[str, tuple[str, ...]] = {name: ("group_id", "out_seq") for name in GROUP_TABLES}

@@ -1,0 +1,105 @@
+"""Settings of a synthetic consumer, under the Java consumer's config names, with its defaults, plus the
+few simulation knobs (`coordsim.*`) that a real client's behaviour depends on but no config expresses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, Mapping
+
+from state.config import ConfigError
+
+# Kafka's assignor class names, as users write them in partition.assignment.strategy.
+ASSIGNOR_CLASSES = {
+    "org.apache.kafka.clients.consumer.RangeAssignor": "range",
+    "org.apache.kafka.clients.consumer.RoundRobinAssignor": "roundrobin",
+    "org.apache.kafka.clients.consumer.StickyAssignor": "sticky",
+    "org.apache.kafka.clients.consumer.CooperativeStickyAssignor": "cooperative-sticky",
+}
+ASSIGNOR_NAMES = ("range", "roundrobin", "sticky", "cooperative-sticky")
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    session_timeout_ms: int = 45_000
+    heartbeat_interval_ms: int = 3_000
+    max_poll_interval_ms: int = 300_000
+    partition_assignment_strategy: tuple[str, ...] = ("range", "cooperative-sticky")
+    enable_auto_commit: bool = True
+    auto_commit_interval_ms: int = 5_000
+    retry_backoff_ms: int = 100
+    metadata_max_age_ms: int = 300_000
+    internal_leave_group_on_close: bool = True
+    # Simulation knobs. Half of the round trip is spent on the way to the coordinator, half on the way back.
+    coordsim_network_rtt_ms: int = 2
+    # Time the leader's assignor takes between the JoinGroup response and its SyncGroup.
+    coordsim_assignment_time_ms: int = 0
+    # Time between two poll() calls of a healthy application (its per-batch processing time).
+    coordsim_poll_interval_ms: int = 100
+
+    @staticmethod
+    def kafka_name(field_name: str) -> str:
+        return field_name.replace("coordsim_", "coordsim.").replace("_", ".")
+
+    @classmethod
+    def from_kafka(cls, settings: Mapping[str, Any] | None) -> "ClientConfig":
+        by_name = {cls.kafka_name(f.name): f for f in fields(cls)}
+        values: dict[str, Any] = {}
+        for key, value in (settings or {}).items():
+            f = by_name.get(key)
+            if f is None:
+                raise ConfigError(f"unknown consumer setting {key!r}; known: {', '.join(sorted(by_name))}")
+            values[f.name] = _convert(key, f.type, value)
+        config = cls(**values)
+        config.validate()
+        return config
+
+    def validate(self) -> None:
+        if self.heartbeat_interval_ms <= 0 or self.heartbeat_interval_ms >= self.session_timeout_ms:
+            # The Java client refuses this too: heartbeats must come more often than the session expires.
+            raise ConfigError("heartbeat.interval.ms must be > 0 and lower than session.timeout.ms")
+        for name in ("max_poll_interval_ms", "auto_commit_interval_ms", "metadata_max_age_ms",
+                     "coordsim_poll_interval_ms"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{self.kafka_name(name)} must be > 0")
+        for name in ("retry_backoff_ms", "coordsim_network_rtt_ms", "coordsim_assignment_time_ms"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{self.kafka_name(name)} must be >= 0")
+        if not self.partition_assignment_strategy:
+            raise ConfigError("partition.assignment.strategy needs at least one assignor")
+
+    @property
+    def request_latency_ms(self) -> int:
+        return self.coordsim_network_rtt_ms // 2
+
+    @property
+    def response_latency_ms(self) -> int:
+        return self.coordsim_network_rtt_ms - self.coordsim_network_rtt_ms // 2
+
+
+def _convert(key: str, kind: Any, value: Any) -> Any:
+    kind = str(kind)
+    if "tuple" in kind:
+        items = value.split(",") if isinstance(value, str) else value
+        try:
+            names = tuple(ASSIGNOR_CLASSES.get(str(v).strip(), str(v).strip()) for v in items)
+        except TypeError:
+            raise ConfigError(f"{key} must be a list of assignor names") from None
+        unknown = [n for n in names if n not in ASSIGNOR_NAMES]
+        if unknown:
+            raise ConfigError(f"{key}: unknown assignor {unknown[0]!r}; known: {', '.join(ASSIGNOR_NAMES)}")
+        return names
+    if "bool" in kind:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false"):
+            return value.lower() == "true"
+        raise ConfigError(f"{key} must be true or false, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, str, float)):
+        raise ConfigError(f"{key} must be an integer, got {value!r}")
+    try:
+        number = int(value)
+    except ValueError:
+        raise ConfigError(f"{key} must be an integer, got {value!r}") from None
+    if isinstance(value, float) and not value.is_integer():
+        raise ConfigError(f"{key} must be an integer, got {value!r}")
+    return number

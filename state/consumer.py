@@ -1,0 +1,481 @@
+"""Synthetic consumers: the client side of the classic protocol, as Kafka's Java consumer behaves
+(AbstractCoordinator, ConsumerCoordinator and the heartbeat thread), simulated inside the group state next to
+the coordinator so request -> response -> reaction runs without leaving the group.
+
+A client's requests are ordinary input-contract rows, validated by `parse_event` and answered by the same
+coordinator code as captured requests; they reach the coordinator after half the configured round trip and
+their answers come back after the other half. A mixin of `GroupRuntime`: client deadlines live in its timer
+queue under ("client", client_id, kind) keys.
+
+Modelled: the join loop (MEMBER_ID_REQUIRED retry, leader assignment with the selected assignor over the
+member subscriptions, follower SyncGroup), the heartbeat thread (every heartbeat.interval.ms while completing
+or stable), reactions to every error as the Java client reacts, eager and cooperative rebalancing (the
+follow-up rejoin after a cooperative revocation), auto-commit every auto.commit.interval.ms and before a
+rejoin, graceful close (commit, then LeaveGroup unless static), crash, process and poll pauses with the
+max.poll.interval.ms proactive leave, restarts with the same group.instance.id, subscription changes, and a
+leader noticing partition-count changes at its metadata refresh.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from enum import Enum
+
+from state import assignors, consumer_protocol
+from state.assignors import AssignorError, MemberSubscription, RebalanceProtocol, TopicPartition
+from state.client_config import ClientConfig
+from state.events import (ClientCrash, ClientPause, ClientStart, ClientStop, Event, Subscribe, TopicMetadata,
+                          parse_event)
+
+# JoinGroup errors after which the Java client rejoins at once; other retriable ones wait retry.backoff.ms.
+REJOIN_AT_ONCE = ("MEMBER_ID_REQUIRED", "UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS")
+RETRIABLE = ("COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "REQUEST_TIMED_OUT",
+             "UNKNOWN_TOPIC_OR_PARTITION", "NOT_ENOUGH_REPLICAS")
+
+
+class Phase(str, Enum):
+    UNJOINED = "UNJOINED"
+    PREPARING_REBALANCE = "PREPARING_REBALANCE"    # JoinGroup in flight
+    COMPLETING_REBALANCE = "COMPLETING_REBALANCE"  # SyncGroup in flight
+    STABLE = "STABLE"
+
+
+@dataclass
+class SyntheticConsumer:
+    client_id: str
+    incarnation: int
+    group_instance_id: str | None
+    config: ClientConfig
+    topics: tuple[str, ...]
+    started_ts: int
+    alive: bool = True
+    fatal_error: str | None = None
+    phase: Phase = Phase.UNJOINED
+    member_id: str = ""
+    generation: int = -1
+    protocol: str | None = None
+    owned: tuple[TopicPartition, ...] = ()
+    # The last assignment received and its generation: StickyAssignor's userData remembers them.
+    last_assignment: tuple[TopicPartition, ...] | None = None
+    last_assignment_generation: int = -1
+    rejoin_needed: bool = True
+    closing: bool = False
+    in_flight: dict[str, str] = field(default_factory=dict)  # slot ("join", "heartbeat", "commit") -> request id
+    request_counter: int = 0
+    heartbeat_enabled: bool = False
+    paused_until: int = -1        # process pause: nothing runs
+    poll_stalled_until: int = -1  # poll pause: the heartbeat thread still runs
+    next_auto_commit: int = 0
+    metadata_snapshot: dict[str, int] | None = None  # leader: partition counts its assignment was made with
+    failed_commits: int = 0
+
+    @property
+    def origin(self) -> str:
+        return f"{self.client_id}#{self.incarnation}"
+
+    @property
+    def rebalance_protocol(self) -> RebalanceProtocol:
+        common = set.intersection(*(set(assignors.supported_protocols(n))
+                                    for n in self.config.partition_assignment_strategy))
+        return max(common)
+
+    def next_poll(self, t: int) -> int:
+        """The first poll() at or after t: polls come every coordsim.poll.interval.ms, after any stall."""
+        t = max(t, self.poll_stalled_until, self.paused_until)
+        interval = self.config.coordsim_poll_interval_ms
+        return self.started_ts + -(-(t - self.started_ts) // interval) * interval
+
+
+class ConsumerHandlers:
+    clients: dict[str, SyntheticConsumer]
+    cluster_topics: dict[str, int]
+
+    # ======================================================================================================
+    # Directives
+    # ======================================================================================================
+    def handle_client_directive(self, event: Event) -> None:
+        if isinstance(event, TopicMetadata):
+            self.cluster_topics.update(dict(event.topics))
+            return
+        client = self.clients.get(event.client_id)
+        if isinstance(event, ClientStart):
+            if client is not None and client.alive:
+                self.out.reject(event, f"client {event.client_id!r} is already running")
+                return
+            incarnation = 0 if client is None else client.incarnation + 1
+            client = SyntheticConsumer(event.client_id, incarnation, event.group_instance_id, event.config,
+                                       event.topics, started_ts=self.now,
+                                       next_auto_commit=self.now + event.config.auto_commit_interval_ms)
+            self.clients[event.client_id] = client
+            self._schedule_poll(client, self.now)
+            return
+        if client is None or not client.alive:
+            self.out.reject(event, f"client {event.client_id!r} is not running")
+            return
+        if isinstance(event, ClientCrash):
+            self._stop_client(client)
+        elif isinstance(event, ClientStop):
+            self._close(client)
+        elif isinstance(event, ClientPause):
+            until = self.now + event.duration_ms
+            if event.scope == "process":
+                client.paused_until = max(client.paused_until, until)
+            else:
+                client.poll_stalled_until = max(client.poll_stalled_until, until)
+                # The heartbeat thread notices a stalled poll loop once max.poll.interval.ms has passed.
+                self._client_timer(client, "poll_timeout", self.now + client.config.max_poll_interval_ms)
+            self._client_timer(client, "resume", until)
+        elif isinstance(event, Subscribe):
+            if set(event.topics) != set(client.topics):
+                client.topics = event.topics
+                client.rejoin_needed = True
+                self._schedule_poll(client, self.now)
+
+    def _stop_client(self, client: SyntheticConsumer) -> None:
+        client.alive = False
+        for key in [t.key for t in self.timers.pending() if t.key[:2] == ("client", client.client_id)]:
+            self.timers.cancel(key)
+
+    def _close(self, client: SyntheticConsumer) -> None:
+        client.closing = True
+        if client.phase == Phase.STABLE and client.config.enable_auto_commit and client.owned:
+            self._commit(client)  # the close continues when the commit is answered
+        else:
+            self._leave_and_stop(client)
+
+    def _leave_and_stop(self, client: SyntheticConsumer) -> None:
+        if (client.group_instance_id is None and client.member_id and client.config.internal_leave_group_on_close):
+            self._send(client, None, "LEAVE_GROUP", members=[{"member_id": client.member_id,
+                                                              "reason": "the consumer is being closed"}])
+        self._stop_client(client)
+
+    # ======================================================================================================
+    # Timers
+    # ======================================================================================================
+    def _client_timer(self, client: SyntheticConsumer, kind: str, at: int, *args) -> None:
+        self.timers.schedule(("client", client.client_id, kind), at, "client", client.client_id,
+                             client.incarnation, kind, *args)
+
+    def _schedule_poll(self, client: SyntheticConsumer, at: int) -> None:
+        self._client_timer(client, "poll", client.next_poll(at))
+
+    def fire_client_timer(self, client_id: str, incarnation: int, kind: str, *args) -> None:
+        client = self.clients.get(client_id)
+        if client is None or client.incarnation != incarnation or not client.alive:
+            return
+        if client.paused_until > self.now and kind != "resume":
+            # A paused process runs nothing; whatever was due happens when it resumes.
+            self._client_timer(client, kind, client.paused_until, *args)
+            return
+        if kind == "poll":
+            self._poll(client)
+        elif kind == "heartbeat":
+            self._heartbeat(client)
+        elif kind == "poll_timeout":
+            self._poll_timeout(client)
+        elif kind == "resume":
+            self._schedule_poll(client, self.now)
+            if client.heartbeat_enabled:
+                self._heartbeat(client)
+        elif kind == "assigned":
+            self._send_leader_sync(client, *args)
+        elif kind == "metadata":
+            self._refresh_metadata(client)
+
+    def deliver_response(self, client_id: str, incarnation: int, response: dict) -> None:
+        client = self.clients.get(client_id)
+        if client is None or client.incarnation != incarnation or not client.alive:
+            return
+        if client.paused_until > self.now:
+            self.timers.schedule(("deliver", client_id, response["request_id"]), client.paused_until, "deliver",
+                                 client_id, incarnation, response)
+            return
+        for slot, request_id in list(client.in_flight.items()):
+            if request_id == response["request_id"]:
+                del client.in_flight[slot]
+        handler = {
+            "JoinGroup": self._on_join_response,
+            "SyncGroup": self._on_sync_response,
+            "Heartbeat": self._on_heartbeat_response,
+            "OffsetCommit": self._on_commit_response,
+        }.get(response["api"])
+        if handler is not None:
+            handler(client, response)
+
+    def route_response(self, request: Event, row: dict) -> None:
+        """A synthetic client's request was answered: the answer reaches it after the return trip."""
+        client_id, _, incarnation = request.origin.rpartition("#")
+        client = self.clients.get(client_id)
+        latency = 0 if client is None else client.config.response_latency_ms
+        self.timers.schedule(("deliver", client_id, row["request_id"]), self.now + latency, "deliver", client_id,
+                             int(incarnation), row)
+
+    # ======================================================================================================
+    # Requests
+    # ======================================================================================================
+    def _send(self, client: SyntheticConsumer, slot: str | None, etype: str, **fields) -> None:
+        client.request_counter += 1
+        request_id = f"{client.origin}/{client.request_counter}"
+        arrival = self.now + client.config.request_latency_ms
+        self.synthetic_seq += 1
+        raw = {"ts": arrival, "group_id": self.group_id, "type": etype, "seq": self.synthetic_seq,
+               "request_id": request_id, "client_id": client.client_id, **fields}
+        event = dataclasses.replace(parse_event(raw, source="synthetic", line=self.synthetic_seq),
+                                    origin=client.origin)
+        self.out.request(raw)
+        if slot is not None:
+            client.in_flight[slot] = request_id
+        self.hold(event)
+
+    def _join(self, client: SyntheticConsumer) -> None:
+        """onJoinPrepare then JoinGroup, as poll() does when a rejoin is needed."""
+        if client.generation == -1 or client.member_id == "":
+            client.owned = ()  # lost: nothing to revoke politely, nothing to commit
+        elif client.rebalance_protocol == RebalanceProtocol.EAGER:
+            client.owned = ()
+        else:
+            subscribed = set(client.topics)
+            client.owned = tuple(tp for tp in client.owned if tp.topic in subscribed)
+        client.phase = Phase.PREPARING_REBALANCE
+        client.heartbeat_enabled = False
+        self.timers.cancel(("client", client.client_id, "heartbeat"))
+        protocols = []
+        for name in client.config.partition_assignment_strategy:
+            protocols.append({
+                "name": name,
+                "topics": list(client.topics),
+                "owned_partitions": _partition_lists(client.owned),
+                "generation_id": client.generation,
+                **_user_data_field(assignors.client_user_data(name, client.last_assignment,
+                                                              client.last_assignment_generation)),
+            })
+        fields = dict(member_id=client.member_id, protocol_type=consumer_protocol.PROTOCOL_TYPE,
+                      protocols=protocols, session_timeout_ms=client.config.session_timeout_ms,
+                      rebalance_timeout_ms=client.config.max_poll_interval_ms, reason="rebalance")
+        if client.group_instance_id is not None:
+            fields["group_instance_id"] = client.group_instance_id
+        self._send(client, "join", "JOIN_GROUP", **fields)
+
+    def _heartbeat(self, client: SyntheticConsumer) -> None:
+        if not client.heartbeat_enabled or client.phase not in (Phase.COMPLETING_REBALANCE, Phase.STABLE):
+            return
+        if "heartbeat" not in client.in_flight:
+            fields = dict(member_id=client.member_id, generation_id=client.generation)
+            if client.group_instance_id is not None:
+                fields["group_instance_id"] = client.group_instance_id
+            self._send(client, "heartbeat", "HEARTBEAT", **fields)
+        self._client_timer(client, "heartbeat", self.now + client.config.heartbeat_interval_ms)
+
+    def _commit(self, client: SyntheticConsumer) -> None:
+        if "commit" in client.in_flight:
+            return
+        fields = dict(member_id=client.member_id, generation_id=client.generation,
+                      offsets=[{"topic": tp.topic, "partition": tp.partition, "offset": self.log_end_offset(tp)}
+                               for tp in client.owned])
+        if client.group_instance_id is not None:
+            fields["group_instance_id"] = client.group_instance_id
+        self._send(client, "commit", "OFFSET_COMMIT", **fields)
+
+    # ======================================================================================================
+    # The application's poll loop
+    # ======================================================================================================
+    def _poll(self, client: SyntheticConsumer) -> None:
+        if client.closing:
+            return
+        if client.rejoin_needed and "join" not in client.in_flight:
+            if client.phase == Phase.STABLE and client.config.enable_auto_commit and client.owned:
+                # onJoinPrepare commits synchronously first; the join goes out once the commit is answered.
+                self._commit(client)
+                return
+            self._join(client)
+        elif client.phase == Phase.STABLE and client.config.enable_auto_commit and self.now >= client.next_auto_commit:
+            client.next_auto_commit = self.now + client.config.auto_commit_interval_ms
+            if client.owned:
+                self._commit(client)
+        if client.phase == Phase.STABLE and client.config.enable_auto_commit:
+            self._schedule_poll(client, max(client.next_auto_commit, self.now + 1))
+
+    def _poll_timeout(self, client: SyntheticConsumer) -> None:
+        if client.poll_stalled_until <= self.now:
+            return  # poll() was called again in time
+        # The heartbeat thread gives up the membership: a dynamic member leaves, a static one goes silent.
+        if client.group_instance_id is None and client.member_id:
+            self._send(client, None, "LEAVE_GROUP", members=[{"member_id": client.member_id,
+                                                              "reason": "consumer poll timeout has expired."}])
+        self._reset_generation(client, reset_member_id=True)
+        client.rejoin_needed = True
+        self._schedule_poll(client, client.poll_stalled_until)
+
+    def _reset_generation(self, client: SyntheticConsumer, reset_member_id: bool) -> None:
+        client.generation = -1
+        client.protocol = None
+        if reset_member_id:
+            client.member_id = ""
+        client.phase = Phase.UNJOINED
+        client.heartbeat_enabled = False
+        self.timers.cancel(("client", client.client_id, "heartbeat"))
+
+    def _request_rejoin(self, client: SyntheticConsumer) -> None:
+        client.rejoin_needed = True
+        self._schedule_poll(client, self.now)
+
+    # ======================================================================================================
+    # Reactions
+    # ======================================================================================================
+    def _fatal(self, client: SyntheticConsumer, error: str) -> None:
+        client.fatal_error = error
+        self._stop_client(client)
+
+    def _retry_join(self, client: SyntheticConsumer, error: str) -> None:
+        if error in REJOIN_AT_ONCE:
+            self._join(client)
+        elif error in RETRIABLE:
+            client.phase = Phase.UNJOINED
+            self._schedule_poll(client, self.now + client.config.retry_backoff_ms)
+        else:
+            self._fatal(client, error)
+
+    def _on_join_response(self, client: SyntheticConsumer, r: dict) -> None:
+        error = r["error"]
+        if error == "NONE":
+            client.member_id, client.generation, client.protocol = r["member_id"], r["generation_id"], r["protocol_name"]
+            client.phase = Phase.COMPLETING_REBALANCE
+            client.heartbeat_enabled = True
+            self._client_timer(client, "heartbeat", self.now + client.config.heartbeat_interval_ms)
+            if r["leader_id"] == r["member_id"] and not r["skip_assignment"]:
+                self._lead(client, r["members"])
+            else:
+                self._send(client, "join", "SYNC_GROUP", **self._sync_fields(client, []))
+            return
+        if error == "MEMBER_ID_REQUIRED":
+            client.member_id = r["member_id"]
+        elif error == "UNKNOWN_MEMBER_ID":
+            client.member_id, client.generation = "", -1
+        elif error in ("FENCED_INSTANCE_ID", "INCONSISTENT_GROUP_PROTOCOL", "INVALID_SESSION_TIMEOUT",
+                       "INVALID_GROUP_ID", "GROUP_MAX_SIZE_REACHED"):
+            self._fatal(client, error)
+            return
+        self._retry_join(client, error)
+
+    def _sync_fields(self, client: SyntheticConsumer, assignments: list[dict]) -> dict:
+        fields = dict(member_id=client.member_id, generation_id=client.generation,
+                      protocol_type=consumer_protocol.PROTOCOL_TYPE, protocol_name=client.protocol,
+                      assignments=assignments)
+        if client.group_instance_id is not None:
+            fields["group_instance_id"] = client.group_instance_id
+        return fields
+
+    def _lead(self, client: SyntheticConsumer, members: list[dict]) -> None:
+        subscriptions = []
+        for m in members:
+            sub = consumer_protocol.decode_subscription(m["metadata"])
+            subscriptions.append(MemberSubscription(
+                member_id=m["member_id"], topics=sub.topics, group_instance_id=m["group_instance_id"],
+                owned_partitions=sub.owned_partitions, generation_id=sub.generation_id, user_data=sub.user_data))
+        topics = {t for s in subscriptions for t in s.topics}
+        snapshot = {t: self.cluster_topics[t] for t in sorted(topics) if t in self.cluster_topics}
+        try:
+            plan = assignors.assign(client.protocol, subscriptions, snapshot)
+        except AssignorError:
+            self._fatal(client, "ASSIGNOR_FAILURE")
+            return
+        client.metadata_snapshot = snapshot
+        assignments = [{"member_id": member_id, "partitions": _partition_lists(tps)} for member_id, tps in plan.items()]
+        delay = client.config.coordsim_assignment_time_ms
+        if delay:
+            self._client_timer(client, "assigned", self.now + delay, client.generation, assignments)
+        else:
+            self._send_leader_sync(client, client.generation, assignments)
+        self._client_timer(client, "metadata", self.now + client.config.metadata_max_age_ms)
+
+    def _send_leader_sync(self, client: SyntheticConsumer, generation: int, assignments: list[dict]) -> None:
+        if client.phase == Phase.COMPLETING_REBALANCE and client.generation == generation:
+            self._send(client, "join", "SYNC_GROUP", **self._sync_fields(client, assignments))
+
+    def _on_sync_response(self, client: SyntheticConsumer, r: dict) -> None:
+        error = r["error"]
+        if error == "NONE":
+            assigned = tuple(TopicPartition(p["topic"], n) for p in r["assignment"] or () for n in p["partitions"])
+            revoked = set(client.owned) - set(assigned)
+            client.phase = Phase.STABLE
+            client.rejoin_needed = False
+            client.owned = assigned
+            client.last_assignment, client.last_assignment_generation = assigned, client.generation
+            client.next_auto_commit = self.now + client.config.auto_commit_interval_ms
+            subscribed = set(client.topics)
+            if (revoked and client.rebalance_protocol == RebalanceProtocol.COOPERATIVE) or \
+                    any(tp.topic not in subscribed for tp in assigned):
+                self._request_rejoin(client)  # the cooperative follow-up rebalance, or a stale assignment
+            elif client.config.enable_auto_commit:
+                self._schedule_poll(client, client.next_auto_commit)
+            return
+        if error == "UNKNOWN_MEMBER_ID":
+            client.member_id, client.generation = "", -1
+        elif error == "ILLEGAL_GENERATION":
+            client.generation = -1
+        elif error == "FENCED_INSTANCE_ID":
+            self._fatal(client, error)
+            return
+        client.rejoin_needed = True
+        self._retry_join(client, error)
+
+    def _on_heartbeat_response(self, client: SyntheticConsumer, r: dict) -> None:
+        error = r["error"]
+        if r["generation_id"] != client.generation:
+            return  # an answer about a generation the client already left behind
+        if error == "REBALANCE_IN_PROGRESS":
+            if client.phase == Phase.STABLE and not client.rejoin_needed:
+                self._request_rejoin(client)
+        elif error == "ILLEGAL_GENERATION":
+            self._reset_generation(client, reset_member_id=False)
+            self._request_rejoin(client)
+        elif error == "UNKNOWN_MEMBER_ID":
+            self._reset_generation(client, reset_member_id=True)
+            self._request_rejoin(client)
+        elif error == "FENCED_INSTANCE_ID":
+            self._fatal(client, error)
+
+    def _on_commit_response(self, client: SyntheticConsumer, r: dict) -> None:
+        errors = {res["error"] for res in r["results"] or ()} | {r["error"]}
+        errors.discard("NONE")
+        if errors:
+            client.failed_commits += 1
+        if "REBALANCE_IN_PROGRESS" in errors:
+            client.rejoin_needed = True
+        if "UNKNOWN_MEMBER_ID" in errors or "ILLEGAL_GENERATION" in errors:
+            if r["generation_id"] == client.generation:
+                self._reset_generation(client, reset_member_id="UNKNOWN_MEMBER_ID" in errors)
+                client.rejoin_needed = True
+        if "FENCED_INSTANCE_ID" in errors and r["generation_id"] == client.generation:
+            self._fatal(client, "FENCED_INSTANCE_ID")
+            return
+        if client.closing:
+            self._leave_and_stop(client)
+        elif client.rejoin_needed and "join" not in client.in_flight:
+            self._join(client)
+
+    def _refresh_metadata(self, client: SyntheticConsumer) -> None:
+        snapshot = client.metadata_snapshot
+        if snapshot is not None and client.phase == Phase.STABLE:
+            current = {t: self.cluster_topics[t] for t in snapshot if t in self.cluster_topics}
+            if current != snapshot:
+                # Only the leader compares metadata with what it assigned: it rejoins to reassign.
+                self._request_rejoin(client)
+                return
+        self._client_timer(client, "metadata", self.now + client.config.metadata_max_age_ms)
+
+
+def _partition_lists(partitions) -> list[dict]:
+    by_topic: dict[str, list[int]] = {}
+    for tp in partitions:
+        by_topic.setdefault(tp[0], []).append(tp[1])
+    return [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]
+
+
+def _user_data_field(user_data: bytes | None) -> dict:
+    if user_data is None:
+        return {}
+    import base64
+
+    return {"user_data": base64.b64encode(user_data).decode("ascii")}

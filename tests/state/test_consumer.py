@@ -1,0 +1,226 @@
+"""Synthetic consumers in closed loop with the coordinator: the behaviours Kafka users know."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from state.events import EventError, parse_event
+from state.runtime import GroupRuntime
+from tests.state.harness import GroupContext
+
+SESSION = {"session.timeout.ms": 10_000}
+
+
+def start(ctx: GroupContext, n: int, topics=("orders",), partitions: int = 6, config=None, static=False,
+          prefix: str = "c") -> list[str]:
+    ctx.send("TOPIC_METADATA", topics=[{"topic": t, "partitions": partitions, "records_per_second": 10} for t in topics])
+    names = [f"{prefix}{i}" for i in range(n)]
+    for name in names:
+        fields = dict(client_id=name, topics=list(topics), config=dict(SESSION, **(config or {})))
+        if static:
+            fields["group_instance_id"] = f"{name}-instance"
+        ctx.send("CLIENT_START", **fields)
+    return names
+
+
+def owners(ctx: GroupContext) -> dict:
+    """partition -> client ids owning it (live clients only)."""
+    result: dict = {}
+    for client in ctx.runtime.clients.values():
+        if client.alive:
+            for tp in client.owned:
+                result.setdefault(tuple(tp), []).append(client.client_id)
+    return result
+
+
+def rebalances(ctx: GroupContext) -> list[str]:
+    return [cause for _, to, cause in ctx.transitions() if to == "PreparingRebalance"]
+
+
+def test_members_converge_to_a_stable_balanced_assignment():
+    ctx = GroupContext()
+    start(ctx, 3)
+    ctx.sleep(20_000)
+    assert ctx.state == "Stable" and ctx.group.generation_id == 1
+    owned = owners(ctx)
+    assert sorted(owned) == [("orders", p) for p in range(6)]
+    assert all(len(v) == 1 for v in owned.values())
+    assert sorted(len(c.owned) for c in ctx.runtime.clients.values()) == [2, 2, 2]
+    # eager range is the default ([range, cooperative-sticky] share only EAGER)
+    assert ctx.group.protocol_name == "range"
+
+
+def test_heartbeats_and_auto_commits_keep_their_intervals():
+    ctx = GroupContext()
+    start(ctx, 1)
+    ctx.sleep(30_000)
+    beats = [r["request_ts"] for r in ctx.responses("Heartbeat")]
+    assert {b - a for a, b in zip(beats, beats[1:])} == {3_000}
+    commits = [r["request_ts"] for r in ctx.responses("OffsetCommit")]
+    assert {b - a for a, b in zip(commits, commits[1:])} == {5_000}
+    assert {r["error"] for r in ctx.responses()} == {"NONE", "MEMBER_ID_REQUIRED"}
+
+
+def test_a_crash_is_detected_after_the_session_timeout():
+    ctx = GroupContext()
+    start(ctx, 2)
+    ctx.sleep(20_000)
+    ctx.send("CLIENT_CRASH", client_id="c1")
+    crashed_member = ctx.runtime.clients["c1"].member_id
+    last_beat = max(r["request_ts"] for r in ctx.responses("Heartbeat") if r["member_id"] == crashed_member)
+    ctx.sleep(20_000)
+    start_ts = [r["ts"] for r in ctx.rows("group_states") if r["cause"] == "session_timeout"]
+    assert start_ts == [last_beat + 10_000]
+    assert owners(ctx) and all(v == ["c0"] for v in owners(ctx).values())
+
+
+def test_graceful_close_commits_then_leaves_and_the_group_rebalances_at_once():
+    ctx = GroupContext()
+    start(ctx, 2)
+    ctx.sleep(20_000)
+    ctx.send("CLIENT_STOP", client_id="c1")
+    ctx.sleep(10)
+    apis = [r["api"] for r in ctx.responses() if r["request_ts"] >= 20_000 and r["client_id"] == "c1"]
+    assert apis == ["OffsetCommit", "LeaveGroup"]
+    assert rebalances(ctx)[-1] == "member_leave" and ctx.state == "PreparingRebalance"
+    # the survivor learns of the rebalance from its next heartbeat (REBALANCE_IN_PROGRESS), then rejoins
+    ctx.sleep(3_000)
+    assert ctx.state == "Stable" and list(owners(ctx).values()) == [["c0"]] * 6
+
+
+def test_static_member_restart_within_the_session_timeout_does_not_rebalance():
+    ctx = GroupContext()
+    start(ctx, 3, static=True)
+    ctx.sleep(20_000)
+    before = {c.client_id: set(c.owned) for c in ctx.runtime.clients.values()}
+    generation = ctx.group.generation_id
+    ctx.send("CLIENT_STOP", client_id="c1")  # static: no LeaveGroup
+    ctx.sleep(5_000)
+    ctx.send("CLIENT_START", client_id="c1", group_instance_id="c1-instance", topics=["orders"], config=SESSION)
+    ctx.sleep(20_000)
+    assert ctx.group.generation_id == generation and rebalances(ctx) == ["member_join"]
+    assert {c.client_id: set(c.owned) for c in ctx.runtime.clients.values()} == before
+    assert not [r for r in ctx.responses("LeaveGroup")]
+
+
+def test_dynamic_rolling_restart_rebalances_about_twice_per_member():
+    ctx = GroupContext()
+    names = start(ctx, 4)
+    ctx.sleep(20_000)
+    for name in names:
+        ctx.send("CLIENT_STOP", client_id=name)
+        ctx.sleep(5_000)
+        ctx.send("CLIENT_START", client_id=name, topics=["orders"], config=SESSION)
+        ctx.sleep(15_000)
+    restarts = rebalances(ctx)[1:]
+    assert 2 * len(names) - 1 <= len(restarts) <= 2 * len(names)
+    assert ctx.state == "Stable" and all(len(v) == 1 for v in owners(ctx).values())
+
+
+def test_static_rolling_restart_with_downtime_below_the_session_timeout_never_rebalances():
+    ctx = GroupContext()
+    names = start(ctx, 4, static=True)
+    ctx.sleep(20_000)
+    for name in names:
+        ctx.send("CLIENT_STOP", client_id=name)
+        ctx.sleep(5_000)
+        ctx.send("CLIENT_START", client_id=name, group_instance_id=f"{name}-instance", topics=["orders"],
+                 config=SESSION)
+        ctx.sleep(15_000)
+    assert rebalances(ctx) == ["member_join"]
+
+
+def test_a_process_pause_longer_than_the_session_evicts_and_the_member_rejoins():
+    ctx = GroupContext()
+    start(ctx, 2)
+    ctx.sleep(20_000)
+    ctx.send("CLIENT_PAUSE", client_id="c1", duration_ms=15_000, scope="process")
+    ctx.sleep(40_000)
+    assert "session_timeout" in rebalances(ctx)
+    assert ctx.state == "Stable" and sorted(len(v) for v in owners(ctx).values()) == [1] * 6
+    assert {len(c.owned) for c in ctx.runtime.clients.values()} == {3}
+
+
+def test_a_stalled_poll_loop_leaves_after_max_poll_interval():
+    ctx = GroupContext()
+    start(ctx, 2, config={"max.poll.interval.ms": 20_000})
+    ctx.sleep(20_000)
+    member = ctx.runtime.clients["c1"].member_id
+    ctx.send("CLIENT_PAUSE", client_id="c1", duration_ms=30_000, scope="poll")
+    ctx.sleep(25_000)
+    leave = [r for r in ctx.responses("LeaveGroup") if r["client_id"] == "c1"]
+    assert [r["request_ts"] for r in leave] == [20_000 + 20_000 + 1]  # detected by the heartbeat thread
+    assert leave[0]["results"][0]["member_id"] == member
+    ctx.sleep(30_000)
+    client = ctx.runtime.clients["c1"]
+    assert client.member_id != member and client.phase.value == "STABLE"
+
+
+def test_cooperative_sticky_moves_fewer_partitions_than_eager_on_scale_out():
+    def moved(strategy: str) -> tuple[int, int]:
+        ctx = GroupContext()
+        start(ctx, 2, config={"partition.assignment.strategy": [strategy]})
+        ctx.sleep(20_000)
+        before = {c.client_id: set(c.owned) for c in ctx.runtime.clients.values()}
+        start(ctx, 1, config={"partition.assignment.strategy": [strategy]}, prefix="new")
+        ctx.sleep(30_000)
+        after = {c.client_id: set(c.owned) for c in ctx.runtime.clients.values()}
+        revoked = sum(len(before[c] - after[c]) for c in before)
+        assert all(len(v) == 1 for v in owners(ctx).values()) and len(owners(ctx)) == 6
+        return revoked, len(rebalances(ctx)) - 1
+
+    eager_moved, eager_rounds = moved("range")
+    coop_moved, coop_rounds = moved("cooperative-sticky")
+    assert coop_moved < eager_moved or coop_moved == 2
+    assert coop_rounds == 2 and eager_rounds == 1  # the cooperative follow-up rebalance
+
+
+def test_leader_notices_a_partition_increase_at_its_metadata_refresh():
+    ctx = GroupContext()
+    start(ctx, 2, config={"metadata.max.age.ms": 30_000})
+    ctx.sleep(20_000)
+    ctx.send("TOPIC_METADATA", topics=[{"topic": "orders", "partitions": 8}])
+    ctx.sleep(40_000)
+    assert rebalances(ctx)[1:] == ["leader_rejoin"]
+    assert len(owners(ctx)) == 8
+
+
+def test_replaying_the_requests_table_reproduces_the_run():
+    ctx = GroupContext()
+    names = start(ctx, 3, config={"partition.assignment.strategy": ["cooperative-sticky"]})
+    ctx.sleep(20_000)
+    ctx.send("CLIENT_STOP", client_id=names[0])
+    ctx.send("CLIENT_CRASH", client_id=names[1])
+    ctx.sleep(30_000)
+    replay = GroupRuntime(ctx.group_id, ctx.config)
+    replay.offer([parse_event(json.loads(r["raw"]), "requests", i) for i, r in enumerate(ctx.rows("requests"))])
+    replay.advance_to(ctx.time)
+    out = replay.take_output().tables
+
+    def strip(rows, drop=("out_seq",)):
+        return [{k: v for k, v in r.items() if k not in drop} for r in rows]
+
+    for table in ("generations", "assignments", "offsets", "group_states"):
+        assert strip(out[table]) == strip(ctx.rows(table)), table
+
+
+def test_client_directives_are_validated():
+    with pytest.raises(EventError, match="client_id"):
+        parse_event({"ts": 0, "group_id": "g", "type": "CLIENT_START", "topics": ["t"]})
+    with pytest.raises(EventError, match="unknown assignor"):
+        parse_event({"ts": 0, "group_id": "g", "type": "CLIENT_START", "client_id": "c", "topics": ["t"],
+                     "config": {"partition.assignment.strategy": ["fancy"]}})
+    with pytest.raises(EventError, match="heartbeat.interval.ms"):
+        parse_event({"ts": 0, "group_id": "g", "type": "CLIENT_START", "client_id": "c", "topics": ["t"],
+                     "config": {"session.timeout.ms": 1000, "heartbeat.interval.ms": 3000}})
+    with pytest.raises(EventError, match="scope"):
+        parse_event({"ts": 0, "group_id": "g", "type": "CLIENT_PAUSE", "client_id": "c", "duration_ms": 5,
+                     "scope": "thread"})
+
+
+def test_directives_for_clients_that_do_not_run_are_rejected_not_lost():
+    ctx = GroupContext()
+    ctx.send("CLIENT_STOP", client_id="ghost")
+    assert [r["reason"] for r in ctx.rejected] == ["client 'ghost' is not running"]
