@@ -29,6 +29,7 @@ class ClientConfig:
     retry_backoff_ms: int = 100
     metadata_max_age_ms: int = 300_000
     internal_leave_group_on_close: bool = True
+    auto_offset_reset: str = "latest"
     # Simulation knobs. Half of the round trip is spent on the way to the coordinator, half on the way back.
     coordsim_network_rtt_ms: int = 2
     # Time the leader's assignor takes between the JoinGroup response and its SyncGroup.
@@ -64,6 +65,8 @@ class ClientConfig:
         for name in ("retry_backoff_ms", "coordsim_network_rtt_ms", "coordsim_assignment_time_ms"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{self.kafka_name(name)} must be >= 0")
+        if self.auto_offset_reset not in ("earliest", "latest"):
+            raise ConfigError("auto.offset.reset must be earliest or latest")
         if not self.partition_assignment_strategy:
             raise ConfigError("partition.assignment.strategy needs at least one assignor")
 
@@ -88,6 +91,10 @@ def _convert(key: str, kind: Any, value: Any) -> Any:
         if unknown:
             raise ConfigError(f"{key}: unknown assignor {unknown[0]!r}; known: {', '.join(ASSIGNOR_NAMES)}")
         return names
+    if kind == "str":
+        if not isinstance(value, str):
+            raise ConfigError(f"{key} must be a string, got {value!r}")
+        return value
     if "bool" in kind:
         if isinstance(value, bool):
             return value

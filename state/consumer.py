@@ -68,7 +68,9 @@ class SyntheticConsumer:
     poll_stalled_until: int = -1  # poll pause: the heartbeat thread still runs
     next_auto_commit: int = 0
     metadata_snapshot: dict[str, int] | None = None  # leader: partition counts its assignment was made with
-    failed_commits: int = 0
+    # Consumption: a consuming client keeps up with production; a stopped one stays where it stopped.
+    consuming: bool = False
+    frozen: dict[TopicPartition, int] = field(default_factory=dict)
 
     @property
     def origin(self) -> str:
@@ -119,6 +121,7 @@ class ConsumerHandlers:
             self._close(client)
         elif isinstance(event, ClientPause):
             until = self.now + event.duration_ms
+            self._freeze(client)
             if event.scope == "process":
                 client.paused_until = max(client.paused_until, until)
             else:
@@ -133,12 +136,15 @@ class ConsumerHandlers:
                 self._schedule_poll(client, self.now)
 
     def _stop_client(self, client: SyntheticConsumer) -> None:
+        self._freeze(client)
+        self._release(client, client.owned)
         client.alive = False
         for key in [t.key for t in self.timers.pending() if t.key[:2] == ("client", client.client_id)]:
             self.timers.cancel(key)
 
     def _close(self, client: SyntheticConsumer) -> None:
         client.closing = True
+        self._freeze(client)
         if client.phase == Phase.STABLE and client.config.enable_auto_commit and client.owned:
             self._commit(client)  # the close continues when the commit is answered
         else:
@@ -149,6 +155,30 @@ class ConsumerHandlers:
             self._send(client, None, "LEAVE_GROUP", members=[{"member_id": client.member_id,
                                                               "reason": "the consumer is being closed"}])
         self._stop_client(client)
+
+    # ======================================================================================================
+    # Consumption
+    # ======================================================================================================
+    def positions(self, client: SyntheticConsumer) -> dict[TopicPartition, int]:
+        """How far the client has processed each partition it owns."""
+        if client.consuming:
+            return {tp: self.log_end_offset(tp) for tp in client.owned}
+        return {tp: client.frozen.get(tp, self.log_end_offset(tp)) for tp in client.owned}
+
+    def _freeze(self, client: SyntheticConsumer) -> None:
+        if client.consuming:
+            client.frozen = self.positions(client)
+            client.consuming = False
+
+    def _release(self, client: SyntheticConsumer, partitions) -> None:
+        positions = self.positions(client)
+        self.stop_consuming(client.client_id, {tp: positions[tp] for tp in partitions if tp in positions})
+
+    def position_of(self, client_id: str, tp) -> int | None:
+        client = self.clients.get(client_id)
+        if client is None:
+            return None
+        return self.positions(client).get(TopicPartition(*tp))
 
     # ======================================================================================================
     # Timers
@@ -175,6 +205,9 @@ class ConsumerHandlers:
         elif kind == "poll_timeout":
             self._poll_timeout(client)
         elif kind == "resume":
+            if self.now >= max(client.paused_until, client.poll_stalled_until):
+                client.consuming = client.phase == Phase.STABLE and not client.closing
+                client.frozen = {}
             self._schedule_poll(client, self.now)
             if client.heartbeat_enabled:
                 self._heartbeat(client)
@@ -230,12 +263,14 @@ class ConsumerHandlers:
 
     def _join(self, client: SyntheticConsumer) -> None:
         """onJoinPrepare then JoinGroup, as poll() does when a rejoin is needed."""
-        if client.generation == -1 or client.member_id == "":
-            client.owned = ()  # lost: nothing to revoke politely, nothing to commit
-        elif client.rebalance_protocol == RebalanceProtocol.EAGER:
+        if client.generation == -1 or client.member_id == "" or client.rebalance_protocol == RebalanceProtocol.EAGER:
+            # Eager revokes everything; after a reset the partitions are lost. Either way none are kept.
+            self._freeze(client)
+            self._release(client, client.owned)
             client.owned = ()
         else:
             subscribed = set(client.topics)
+            self._release(client, [tp for tp in client.owned if tp.topic not in subscribed])
             client.owned = tuple(tp for tp in client.owned if tp.topic in subscribed)
         client.phase = Phase.PREPARING_REBALANCE
         client.heartbeat_enabled = False
@@ -271,8 +306,8 @@ class ConsumerHandlers:
         if "commit" in client.in_flight:
             return
         fields = dict(member_id=client.member_id, generation_id=client.generation,
-                      offsets=[{"topic": tp.topic, "partition": tp.partition, "offset": self.log_end_offset(tp)}
-                               for tp in client.owned])
+                      offsets=[{"topic": tp.topic, "partition": tp.partition, "offset": offset}
+                               for tp, offset in self.positions(client).items()])
         if client.group_instance_id is not None:
             fields["group_instance_id"] = client.group_instance_id
         self._send(client, "commit", "OFFSET_COMMIT", **fields)
@@ -284,6 +319,8 @@ class ConsumerHandlers:
         if client.closing:
             return
         if client.rejoin_needed and "join" not in client.in_flight:
+            if client.rebalance_protocol == RebalanceProtocol.EAGER:
+                self._freeze(client)  # poll() blocks in the rejoin: nothing more is processed
             if client.phase == Phase.STABLE and client.config.enable_auto_commit and client.owned:
                 # onJoinPrepare commits synchronously first; the join goes out once the commit is answered.
                 self._commit(client)
@@ -299,7 +336,10 @@ class ConsumerHandlers:
     def _poll_timeout(self, client: SyntheticConsumer) -> None:
         if client.poll_stalled_until <= self.now:
             return  # poll() was called again in time
-        # The heartbeat thread gives up the membership: a dynamic member leaves, a static one goes silent.
+        # The heartbeat thread gives up the membership: a dynamic member leaves, a static one goes silent;
+        # either way its partitions are given up (onLeavePrepare).
+        self._release(client, client.owned)
+        client.owned = ()
         if client.group_instance_id is None and client.member_id:
             self._send(client, None, "LEAVE_GROUP", members=[{"member_id": client.member_id,
                                                               "reason": "consumer poll timeout has expired."}])
@@ -398,9 +438,13 @@ class ConsumerHandlers:
         if error == "NONE":
             assigned = tuple(TopicPartition(p["topic"], n) for p in r["assignment"] or () for n in p["partitions"])
             revoked = set(client.owned) - set(assigned)
+            self._release(client, revoked)
+            self.start_consuming(client.client_id, assigned, client.config.auto_offset_reset == "earliest")
             client.phase = Phase.STABLE
             client.rejoin_needed = False
             client.owned = assigned
+            client.consuming = client.paused_until <= self.now and client.poll_stalled_until <= self.now
+            client.frozen = {} if client.consuming else {tp: self.log_end_offset(tp) for tp in assigned}
             client.last_assignment, client.last_assignment_generation = assigned, client.generation
             client.next_auto_commit = self.now + client.config.auto_commit_interval_ms
             subscribed = set(client.topics)
@@ -440,7 +484,7 @@ class ConsumerHandlers:
         errors = {res["error"] for res in r["results"] or ()} | {r["error"]}
         errors.discard("NONE")
         if errors:
-            client.failed_commits += 1
+            self.metrics.failed_commits += 1
         if "REBALANCE_IN_PROGRESS" in errors:
             client.rejoin_needed = True
         if "UNKNOWN_MEMBER_ID" in errors or "ILLEGAL_GENERATION" in errors:

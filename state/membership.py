@@ -83,7 +83,7 @@ class MembershipHandlers:
                 self._answer_failed_group_creation(req, error)
                 return
             self.group = ClassicGroup(self.group_id, self.now)
-            self.out.state_change(self.now, None, EMPTY, self.group, "group_created")
+            self.record_state_change(None, EMPTY, "group_created")
             self.append_group_record(self.group_record(None, protocol_type=""))
         group = self.group
         if not self._accept_joining_member(group, req.member_id):
@@ -329,7 +329,7 @@ class MembershipHandlers:
             self.timers.schedule(("join",), self.now + group.rebalance_timeout_ms(), "join")
             return
         group.init_next_generation(self.now)
-        self.out.state_change(self.now, group.previous_state, group.state, group, cause)
+        self.record_state_change(group.previous_state, group.state, cause)
         pending = self.pending_generation or {"rebalance_start_ts": self.now, "cause": cause}
         self.pending_generation = dict(pending, join_complete_ts=self.now)
         if group.is_in(EMPTY):
@@ -366,6 +366,7 @@ class MembershipHandlers:
         if pending is None or "join_complete_ts" not in pending:
             return
         self.pending_generation = None
+        self.record_generation(pending["rebalance_start_ts"], stable_ts)
         snapshot = pending.get("snapshot")
         if snapshot is None:  # the join phase completed with no members: an Empty generation
             group = self.group

@@ -56,7 +56,7 @@ class OffsetHandlers:
         if creates_group:
             # A "simple" group: created by the commit itself, with no protocol type and no members.
             self.group = ClassicGroup(self.group_id, self.now)
-            self.out.state_change(self.now, None, GroupState.EMPTY, self.group, "group_created")
+            self.record_state_change(None, GroupState.EMPTY, "group_created")
         if accepted:
             for p in accepted:
                 committed = {

@@ -68,6 +68,9 @@ class Output:
         self._add("responses", row)
         return row
 
+    def metrics(self, row: dict) -> None:
+        self._add("metrics", dict(row, group_id=self.group_id))
+
     def request(self, raw: dict) -> None:
         """A synthetic client's request, as an input-contract row (replayable as a captured request)."""
         self._add("requests", {"group_id": self.group_id, "ts": raw["ts"], "seq": raw["seq"], "type": raw["type"],

@@ -23,6 +23,7 @@ from state.group import ClassicGroup
 from state.group_state import GroupState
 from state.java_compat import coordinator_partition
 from state.membership import MembershipHandlers
+from state.metrics import GroupMetrics, MetricsHandlers
 from state.offsets import OffsetHandlers
 from state.output import Output
 from state.timers import Timer, TimerQueue
@@ -34,7 +35,7 @@ STATE_FORMAT_VERSION = 1
 SWEEP_TIMER = ("sweep",)
 
 
-class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers):
+class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers, MetricsHandlers):
     def __init__(self, group_id: str, config: CoordinatorConfig) -> None:
         self.group_id = group_id
         self.config = config
@@ -57,6 +58,7 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers):
         self.cluster_topics: dict[str, int] = {}
         self.production: dict[str, tuple[int, float, int]] = {}  # topic -> (since_ts, records/s, base offset)
         self.synthetic_seq = 0
+        self.metrics = GroupMetrics()
 
     # -- driving -------------------------------------------------------------------------------------------
     def offer(self, events: Iterable[Event]) -> None:
@@ -119,8 +121,10 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers):
         heapq.heappush(self._held, (marker.sort_key, marker))
 
     def finish(self) -> None:
-        """End of run: a generation still completing is written without a stable time."""
+        """End of run: a generation still completing is written without a stable time, and the group's
+        figures are written to `metrics`."""
         self._flush_generation(stable_ts=None)
+        self.out.metrics(self.metrics_row())
 
     def take_output(self) -> Output:
         out, self.out = self.out, Output(self.group_id, self.out.next_seq)
@@ -134,6 +138,7 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers):
         if isinstance(event, CoordinatorFault):
             self._handle_fault(event)
             return
+        self.note_activity()
         if event.type in CLIENT_DIRECTIVE_CLASSES:
             if isinstance(event, TopicMetadata):
                 self._update_production(event)
@@ -216,9 +221,8 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers):
             self.respond(request, error)
 
     def transition(self, target: GroupState, cause: str) -> None:
-        group = self.group
-        previous = group.transition_to(target, self.now)
-        self.out.state_change(self.now, previous, target, group, cause)
+        previous = self.group.transition_to(target, self.now)
+        self.record_state_change(previous, target, cause)
 
     def write(self) -> str | None:
         """One append of this group's records. Returns None on success, or the error Kafka's append failed
@@ -299,10 +303,10 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers):
         if record is None:
             if self.offsets:
                 self.group = ClassicGroup(self.group_id, self.now)
-                self.out.state_change(self.now, None, GroupState.EMPTY, self.group, "coordinator_load")
+                self.record_state_change(None, GroupState.EMPTY, "coordinator_load")
             return
         self.group = group_from_record(self.group_id, record, self.now)
-        self.out.state_change(self.now, None, self.group.state, self.group, "coordinator_load")
+        self.record_state_change(None, self.group.state, "coordinator_load")
         for member in self.group.all_members():
             self.schedule_heartbeat(member)
         if len(self.group.members) > self.config.group_max_size:

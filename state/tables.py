@@ -109,6 +109,25 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("cause", "string"),
         ("out_seq", "int64"),
     ],
+    "metrics": [
+        ("group_id", "string"),
+        ("end_ts", "int64"),
+        ("end_state", "string"),
+        ("end_members", "int32"),
+        ("generations", "int32"),
+        ("rebalances", "int32"),
+        ("rebalance_causes", "list<struct<cause:string,count:int32>>"),
+        ("rebalance_ms_p50", "int64"),
+        ("rebalance_ms_p99", "int64"),
+        ("rebalance_ms_max", "int64"),
+        ("time_to_stable_ms", "int64"),
+        ("unowned_partition_ms", "int64"),
+        ("partitions_moved", "int64"),
+        ("duplicate_records", "int64"),
+        ("skipped_records", "int64"),
+        ("failed_commits", "int64"),
+        ("out_seq", "int64"),
+    ],
     "requests": [
         ("group_id", "string"),
         ("ts", "int64"),
@@ -128,7 +147,8 @@ TABLES: dict[str, list[tuple[str, str]]] = {
 }
 
 # Tables the coordinator produces (rejects come from input validation, before any group sees the row).
-GROUP_TABLES = ("responses", "generations", "assignments", "offsets", "group_metadata", "group_states", "requests")
+GROUP_TABLES = ("responses", "generations", "assignments", "offsets", "group_metadata", "group_states", "requests",
+                "metrics")
 
 # Order in which each table is sorted when written, so outputs are byte-identical run to run.
 SORT_KEYS: dict[str, tuple[str, ...]] = {name: ("group_id", "out_seq") for name in GROUP_TABLES}

@@ -224,3 +224,78 @@ def test_directives_for_clients_that_do_not_run_are_rejected_not_lost():
     ctx = GroupContext()
     ctx.send("CLIENT_STOP", client_id="ghost")
     assert [r["reason"] for r in ctx.rejected] == ["client 'ghost' is not running"]
+
+
+def end_metrics(ctx: GroupContext) -> dict:
+    ctx.runtime.finish()
+    ctx.sleep(0)
+    (row,) = ctx.rows("metrics")
+    return row
+
+
+def test_a_crash_costs_the_records_processed_since_the_last_commit():
+    ctx = GroupContext()
+    start(ctx, 2)
+    ctx.sleep(20_000)
+    crashed = ctx.runtime.clients["c1"]
+    owned = list(crashed.owned)
+    committed = {(r["topic"], r["partition"]): r["offset"] for r in ctx.rows("offsets")}
+    ctx.sleep(1_000)
+    crash_ts = ctx.time
+    ctx.send("CLIENT_CRASH", client_id="c1")
+    ctx.sleep(30_000)
+    m = end_metrics(ctx)
+    # 10 records/s per partition since t=0: what was processed after the last commit is processed again
+    assert m["duplicate_records"] == sum(crash_ts * 10 // 1000 - committed[tuple(tp)] for tp in owned) > 0
+    assert m["partitions_moved"] == len(owned)
+    reassigned = max(r["assign_ts"] for r in ctx.rows("assignments"))
+    assert m["unowned_partition_ms"] >= len(owned) * (reassigned - crash_ts)
+    assert m["skipped_records"] == 0 and m["failed_commits"] == 0
+
+
+def test_a_graceful_eager_restart_commits_before_revoking_so_nothing_is_processed_twice():
+    ctx = GroupContext()
+    start(ctx, 3)
+    ctx.sleep(20_000)
+    ctx.send("CLIENT_STOP", client_id="c2")
+    ctx.sleep(5_000)
+    ctx.send("CLIENT_START", client_id="c2", topics=["orders"], config=SESSION)
+    ctx.sleep(20_000)
+    m = end_metrics(ctx)
+    assert m["duplicate_records"] == 0 and m["skipped_records"] == 0
+    assert m["rebalances"] == 3 and [c["cause"] for c in m["rebalance_causes"]] == ["member_join", "member_leave"]
+    assert m["generations"] == 3 and m["rebalance_ms_max"] >= m["rebalance_ms_p99"] >= m["rebalance_ms_p50"] > 0
+
+
+def test_a_static_restart_leaves_its_partitions_unconsumed_for_the_downtime_only():
+    ctx = GroupContext()
+    start(ctx, 2, static=True)
+    ctx.sleep(20_000)
+    owned = len(ctx.runtime.clients["c1"].owned)
+    ctx.send("CLIENT_STOP", client_id="c1")
+    ctx.sleep(4_000)
+    ctx.send("CLIENT_START", client_id="c1", group_instance_id="c1-instance", topics=["orders"], config=SESSION)
+    ctx.sleep(10_000)
+    m = end_metrics(ctx)
+    assert m["partitions_moved"] == 0 and m["duplicate_records"] == 0 and m["rebalances"] == 1
+    # down for 4 s, then one round trip plus the join/sync of the restarted process
+    assert owned * 4_000 <= m["unowned_partition_ms"] <= owned * 4_100
+
+
+@pytest.mark.parametrize("reset, duplicates, skipped", [("earliest", True, False), ("latest", False, True)])
+def test_without_commits_a_handoff_follows_auto_offset_reset(reset, duplicates, skipped):
+    ctx = GroupContext()
+    start(ctx, 2, config={"enable.auto.commit": False, "auto.offset.reset": reset})
+    ctx.sleep(20_000)
+    ctx.send("CLIENT_CRASH", client_id="c1")
+    ctx.sleep(30_000)
+    m = end_metrics(ctx)
+    assert (m["duplicate_records"] > 0) is duplicates and (m["skipped_records"] > 0) is skipped
+
+
+def test_groups_without_synthetic_clients_report_no_client_side_figures():
+    ctx = GroupContext()
+    ctx.stable_group(2)
+    m = end_metrics(ctx)
+    assert m["rebalances"] == 1 and m["generations"] == 1 and m["time_to_stable_ms"] == 6_000
+    assert m["unowned_partition_ms"] is None and m["duplicate_records"] is None
