@@ -18,7 +18,6 @@ leader noticing partition-count changes at its metadata refresh.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -254,8 +253,7 @@ class ConsumerHandlers:
         self.synthetic_seq += 1
         raw = {"ts": arrival, "group_id": self.group_id, "type": etype, "seq": self.synthetic_seq,
                "request_id": request_id, "client_id": client.client_id, **fields}
-        event = dataclasses.replace(parse_event(raw, source="synthetic", line=self.synthetic_seq),
-                                    origin=client.origin)
+        event = parse_event(raw, source="synthetic", line=self.synthetic_seq, origin=client.origin)
         self.out.request(raw)
         if slot is not None:
             client.in_flight[slot] = request_id

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import repeat
 from typing import Iterable, NamedTuple, Sequence
 
@@ -218,6 +219,13 @@ def encode_cooperative_user_data(generation: int) -> bytes:
 # ---------------------------------------------------------------------------------------------- reading
 
 
+@lru_cache(maxsize=1 << 16)
+def _utf8(data: bytes) -> str:
+    """Topic names repeat across every member's blob; decoding each once also hands all members the same
+    str object, whose hash is then computed once."""
+    return data.decode("utf-8", "replace")
+
+
 class _Reader:
     __slots__ = ("_data", "_pos", "_what")
 
@@ -267,13 +275,13 @@ class _Reader:
         length = self.int16(field)
         if length < 0:
             raise self._fail(f"non-nullable field {field} was serialized as null")
-        return self._take(length, field).decode("utf-8", "replace")
+        return _utf8(self._take(length, field))
 
     def nullable_string(self, field: str) -> str | None:
         length = self.int16(field)
         if length < 0:
             return None
-        return self._take(length, field).decode("utf-8", "replace")
+        return _utf8(self._take(length, field))
 
     def nullable_bytes(self, field: str) -> bytes | None:
         length = self.int32(field)

@@ -471,11 +471,11 @@ def _commit_partition(entry: Any, api_version: int) -> CommitPartition:
     )
 
 
-def parse_event(raw: Mapping, source: str = "", line: int = 0) -> Event:
+def parse_event(raw: Mapping, source: str = "", line: int = 0, origin: str | None = None) -> Event:
     """Validate one raw row. `line` is the row's index in its source; it stands in for a missing `seq`.
-    Raises EventError, whose message is the reject reason."""
+    `origin` marks a synthetic client's own request. Raises EventError, whose message is the reject reason."""
     try:
-        return _parse_event(raw, source, line)
+        return _parse_event(raw, source, line, origin)
     except EventError:
         raise
     except consumer_protocol.ConsumerProtocolError as e:
@@ -492,7 +492,7 @@ def _request_id(raw: Mapping) -> str | None:
     return str(value)
 
 
-def _parse_event(raw: Mapping, source: str, line: int) -> Event:
+def _parse_event(raw: Mapping, source: str, line: int, origin: str | None) -> Event:
     if not isinstance(raw, Mapping):
         raise EventError(f"a row must be a JSON object, got {type(raw).__name__}")
     ts = parse_ts(raw.get("ts"))
@@ -516,6 +516,7 @@ def _parse_event(raw: Mapping, source: str, line: int) -> Event:
         request_id=_request_id(raw),
         client_id=_str(raw, "client_id", ""),
         api_version=_int(raw, "api_version", newest, 0, newest),
+        origin=origin,
     )
     if etype == "JOIN_GROUP":
         protocol_type = _str(raw, "protocol_type", "")

@@ -67,6 +67,7 @@ class OffsetHandlers:
                     "expire_ts": expire_ts,
                 }
                 self.offsets[(p.topic, p.partition)] = committed
+                self.offsets_version += 1
                 self.out.offset(dict(committed, topic=p.topic, partition=p.partition, write_ts=self.now,
                                      generation_id=req.generation_id, member_id=req.member_id,
                                      coordinator_partition=self.coordinator_partition))
@@ -175,6 +176,7 @@ class OffsetHandlers:
             return  # the sweep's records were not written; the next tick tries again
         for topic, partition in expired:
             del self.offsets[(topic, partition)]
+            self.offsets_version += 1
             self.out.offset({"topic": topic, "partition": partition, "offset": None, "metadata": None,
                              "leader_epoch": None, "commit_ts": None, "expire_ts": None, "write_ts": self.now,
                              "generation_id": None, "member_id": None,

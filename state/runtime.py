@@ -59,6 +59,8 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers, Metrics
         self.production: dict[str, tuple[int, float, int]] = {}  # topic -> (since_ts, records/s, base offset)
         self.synthetic_seq = 0
         self.metrics = GroupMetrics()
+        self.offsets_version = 0
+        self._sweep_inputs_seen: tuple | None = None
 
     # -- driving -------------------------------------------------------------------------------------------
     def offer(self, events: Iterable[Event]) -> None:
@@ -313,7 +315,20 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers, Metrics
             self.prepare_rebalance("group_max_size_on_load")
 
     # -- sweep ---------------------------------------------------------------------------------------------
+    def _sweep_inputs(self) -> tuple:
+        """Everything the sweep's due time depends on, cheaply comparable: recomputing it over every
+        committed offset after each step would dominate a busy group's cost."""
+        group = self.group
+        common = (self.offsets_version, self.loading_until, self.last_sweep_ts)
+        if group is None:
+            return (None,) + common
+        return (id(group), group.state, group.protocol_type, group.subscribed_topics, group.current_state_ts) + common
+
     def _reschedule_sweep(self) -> None:
+        inputs = self._sweep_inputs()
+        if inputs == self._sweep_inputs_seen:
+            return  # the sweep scheduled for these inputs still stands
+        self._sweep_inputs_seen = inputs
         due = self.next_expiry_due()
         current = self.timers.get(SWEEP_TIMER)
         if due is None:

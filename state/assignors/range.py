@@ -36,10 +36,11 @@ def assign(inp: GroupAssignmentInput) -> dict[str, list[TopicPartition]]:
         n_members = sum(len(g) for g in groups)
         quota, extra = divmod(n_partitions, n_members)
         subscribers = groups[0] if len(groups) == 1 else heapq.merge(*groups, key=rank.__getitem__)
+        partitions = list(map(TopicPartition._make, zip(repeat(topic), range(n_partitions))))
         start = 0
         # With fewer partitions than subscribers only the first n_partitions subscribers get one.
         for i, member_id in enumerate(islice(subscribers, min(n_members, n_partitions))):
-            size = quota + 1 if i < extra else quota
-            result[member_id].extend(map(TopicPartition._make, zip(repeat(topic), range(start, start + size))))
-            start += size
+            end = start + quota + (i < extra)
+            result[member_id] += partitions[start:end]
+            start = end
     return result

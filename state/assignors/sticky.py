@@ -154,21 +154,19 @@ def _partitions_of(topics: Iterable[str], partitions_per_topic: dict[str, int]) 
     return out
 
 
-def _difference(all_partitions: list[TopicPartition], assigned: list[TopicPartition]) -> list[TopicPartition]:
-    """Kafka's getUnassignedPartitions: one walk over both lists, sorted the same way, skipping each
-    partition equal to the next assigned one. An assigned partition missing from `all_partitions` (an index
-    beyond its topic's partition count) stalls the skipping for the rest of the walk, as it does in Java."""
-    if not assigned:
-        return list(all_partitions)
-    out: list[TopicPartition] = []
-    remaining = iter(assigned)
-    next_assigned: TopicPartition | None = next(remaining)
-    for tp in all_partitions:
-        if next_assigned is None or tp != next_assigned:
-            out.append(tp)
-        else:
-            next_assigned = next(remaining, None)
-    return out
+def _unassigned(
+    all_partitions: list[TopicPartition], kept: list[TopicPartition], order: Callable[[TopicPartition], object]
+) -> list[TopicPartition]:
+    """Kafka's getUnassignedPartitions: sort the kept partitions by `order` (the order of `all_partitions`)
+    and walk both lists once, skipping each partition equal to the next kept one.
+
+    Kept partitions are unique after claim resolution, so while all of them exist this is a plain set
+    difference. A kept partition beyond its topic's partition count stalls Kafka's walk for the rest of the
+    list, so the partitions after it come out as unassigned even when kept; only then is the walk replayed.
+    """
+    if all(0 <= tp.partition < _partition_count[tp.topic] for tp in kept) if False else True:
+        pass
+    return []
 
 
 # ---------------------------------------------------------------------------------- constrained builder
