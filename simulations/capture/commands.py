@@ -1,0 +1,102 @@
+"""The capture features on the command line: the `capture` click group (`coordsim capture import`) and the
+click-free pieces `coordsim replay --compare-captured FILE` is made of.
+
+Same rule as simulations/cli.py: a user's mistake (a missing file, no tshark, an unreadable captured-responses
+file) ends with one line on stderr and exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Iterable
+
+import click
+from rich.console import Console
+from rich.markup import escape
+
+from simulations.capture.captured import CapturedError, captured_records
+from simulations.capture.compare import compare_captured, final_offsets
+from simulations.capture.importer import DEFAULT_PORTS, ImportResult, import_capture, write_import
+from simulations.capture.replay import replay_captured
+from simulations.capture.segments import CaptureError
+from simulations.engines.local import RunResult
+from state.config import CoordinatorConfig
+from state.events import Event
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+USER_ERRORS = (CaptureError, CapturedError)
+
+
+class _UserError(click.ClickException):
+    exit_code = 2
+
+
+@click.group("capture")
+def capture() -> None:
+    """Captured client traffic: import pcaps of Kafka group requests as events (docs/captures.md)."""
+
+
+@capture.command("import")
+@click.argument("file", metavar="FILE")
+@click.option("--out", "out", required=True, metavar="EVENTS",
+              help="Events file to write (JSONL); the captured responses and rejects go beside it.")
+@click.option("--port", "ports", type=click.IntRange(1, 65535), multiple=True, metavar="PORT",
+              help="Broker port to decode as Kafka; repeat for several brokers. Default: 9092.")
+def import_command(file: str, out: str, ports: tuple[int, ...]) -> None:
+    """Import FILE (pcap/pcapng, tshark JSON export, or JSONL events) as events for `coordsim replay`.
+
+    Group requests (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch) become events,
+    paired with the broker's responses, which are written to EVENTS' `.captured.ndjson` sibling for
+    `coordsim replay ... --compare-captured`. Anything unusable is counted in `.rejects.ndjson`.
+    """
+    if not out.lower().endswith((".jsonl", ".json")):
+        raise _UserError(f"--out {out}: the events file must end in .jsonl (replay reads it by its suffix)")
+    try:
+        result = import_capture(file, ports or DEFAULT_PORTS)
+        paths = write_import(result, out)
+    except USER_ERRORS as error:
+        raise _UserError(str(error)) from None
+    print_import_summary(Console(), result, paths, ports or DEFAULT_PORTS)
+
+
+def print_import_summary(console: Console, result: ImportResult, paths, ports) -> None:
+    events_path, captured_path, rejects_path = paths
+    answered = sum(1 for row in result.captured if row["error"] is not None)
+    lines = [
+        ("source", f"{result.source} ({result.kind})"),
+        ("group requests", ", ".join(f"{api} {n}" for api, n in sorted(result.requests.items())) or "0"),
+        ("events", f"{len(result.events)} -> {events_path}"),
+        ("captured responses", f"{answered} of {len(result.captured)} requests answered -> {captured_path}"),
+    ]
+    if result.kind != "events-jsonl":
+        lines.append(("other Kafka requests", f"{result.other_requests} (Fetch, Metadata, ...: not group traffic)"))
+        if not result.requests and not result.other_requests and not result.rejects:
+            lines.append(("hint", f"no Kafka traffic on port(s) {', '.join(map(str, ports))}: "
+                                  "name the brokers' ports with --port"))
+    reasons = result.reject_reasons()
+    rejected = ", ".join(f"{reason} {n}" for reason, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])))
+    lines.append(("rejects", f"{len(result.rejects)} ({rejected}) -> {rejects_path}" if result.rejects else "0"))
+    width = max(len(label) for label, _ in lines)
+    for label, value in lines:
+        console.print(f"[bold]{label:<{width}}[/bold]  {escape(value)}", highlight=False, soft_wrap=True)
+
+
+@dataclass
+class CapturedRun:
+    """A replay against captured responses: the run's tables and counts, and the comparison."""
+
+    result: RunResult
+    divergences: "pd.DataFrame"  # compare.compare_captured
+    offsets: "pd.DataFrame"  # compare.final_offsets
+
+
+def replay_with_capture(events: Iterable[Event], captured_file: str | os.PathLike, config: CoordinatorConfig,
+                        until: int | None = None, progress: Callable[[int, int], None] | None = None) -> CapturedRun:
+    """What `coordsim replay EVENTS --compare-captured FILE` runs instead of `run_local`: the replay with the
+    member-id mapping, then the report. Raises CapturedError (a user error) for an unreadable FILE."""
+    captured = captured_records(captured_file)
+    result = replay_captured(events, captured, config, until, progress)
+    return CapturedRun(result, compare_captured(result.tables, captured), final_offsets(result.tables, captured))

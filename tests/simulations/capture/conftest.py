@@ -1,0 +1,70 @@
+"""Shared fixtures: the committed captures (tests/data/captures, made by record.py there), imported once per
+session through tshark and replayed once each on the local engine.
+
+Reading a pcap needs the `tshark` binary (Debian package `tshark`); tests that need it are skipped with that
+reason when it is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from simulations.capture.compare import compare_captured, final_offsets
+from simulations.capture.importer import ImportResult, import_capture, write_import
+from simulations.capture.replay import replay_captured
+from simulations.engines.local import RunResult
+from simulations.inputs import read_events
+from state.config import CoordinatorConfig
+
+CAPTURES = Path(__file__).resolve().parents[2] / "data" / "captures"
+MANIFEST = json.loads((CAPTURES / "manifest.json").read_text())
+SCENARIOS = sorted(MANIFEST)
+
+needs_tshark = pytest.mark.skipif(shutil.which("tshark") is None,
+                                  reason="tshark is not installed (apt-get install tshark)")
+
+# librdkafka's mock answers a group's first rebalance a fixed 3 s after the first JoinGroup; Kafka's initial
+# delay restarts while members keep arriving, so it must be short enough to finish before the captured
+# clients' SyncGroups arrive (record.py starts a first generation's consumers within 0.6 s).
+MOCK_CONFIG = CoordinatorConfig(group_initial_rebalance_delay_ms=1000)
+
+
+@dataclass
+class Replayed:
+    name: str
+    manifest: dict
+    imported: ImportResult
+    events_path: Path
+    captured_path: Path
+    events: list
+    result: RunResult
+    divergences: object  # pandas DataFrame
+    offsets: object
+
+
+@pytest.fixture(scope="session")
+def replayed(tmp_path_factory) -> dict[str, Replayed]:
+    if shutil.which("tshark") is None:
+        pytest.skip("tshark is not installed (apt-get install tshark)")
+    out = tmp_path_factory.mktemp("captures")
+    runs = {}
+    for name in SCENARIOS:
+        manifest = MANIFEST[name]
+        imported = import_capture(CAPTURES / manifest["file"], manifest["ports"])
+        events_path, captured_path, _ = write_import(imported, out / f"{name}.jsonl")
+        events = read_events([events_path]).events
+        result = replay_captured(events, captured_path, MOCK_CONFIG)
+        runs[name] = Replayed(name, manifest, imported, events_path, captured_path, events, result,
+                              compare_captured(result.tables, captured_path),
+                              final_offsets(result.tables, captured_path))
+    return runs
+
+
+@pytest.fixture(params=SCENARIOS)
+def run(request, replayed) -> Replayed:
+    return replayed[request.param]
