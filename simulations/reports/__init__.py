@@ -1,0 +1,29 @@
+"""`coordsim report`: one self-contained HTML file of a run's panels (`panels`, drawn by `svg` from the
+`figures`), and the live `dashboard` that serves the same panels while a run writes its tables."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+REPORT_FILE = "report.html"
+
+
+def build_report(run_dir: str | os.PathLike, out_html: str | os.PathLike | None = None,
+                 group: str | None = None) -> Path:
+    """Write the report of the run in `run_dir` to `out_html` (default RUN_DIR/report.html); returns it.
+    `group`: the group of the ownership heatmap (default: the busiest)."""
+    # Imported here so that `simulations.reports.commands` (and the CLI) load no pandas until a command runs.
+    from simulations.reports.page import render_page, render_panels, summary
+    from simulations.reports.panels import build_panels
+    from simulations.views.run_tables import load_run
+
+    run = load_run(run_dir)
+    target = Path(out_html) if out_html is not None else Path(run_dir) / REPORT_FILE
+    target.parent.mkdir(parents=True, exist_ok=True)
+    page = render_page(run.run_dir, summary(run), render_panels(build_panels(run, group)))
+    target.write_text(page, encoding="utf-8")
+    return target
+
+
+__all__ = ["REPORT_FILE", "build_report"]

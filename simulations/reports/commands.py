@@ -1,0 +1,143 @@
+"""The click commands of issue 7, for `simulations.cli` to register: `report`, `dashboard`, `describe`,
+`offsets` and `validate`.
+
+Each imports what it needs when it runs (great-expectations takes seconds to import), so registering them
+costs the CLI nothing. A user's mistake (a missing run folder, an unknown group, a bad --at) ends with one
+line and exit code 2, never a traceback; `validate` exits 1 when a check fails.
+"""
+
+from __future__ import annotations
+
+import click
+
+from state.events import EventError, parse_ts
+
+
+class UserError(click.ClickException):
+    exit_code = 2
+
+
+class Timestamp(click.ParamType):
+    """Epoch milliseconds or ISO-8601 with a zone, as in the events' `ts`."""
+
+    name = "TS"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        try:
+            return parse_ts(value, param.name if param else "ts")
+        except EventError as error:
+            self.fail(str(error), param, ctx)
+
+
+RUN_DIR = click.argument("run_dir", metavar="RUN_DIR", type=click.Path(file_okay=False))
+
+
+def _user_errors():
+    from simulations.inputs import InputError
+    from simulations.validation.suites import SuiteError
+    from simulations.views import RunError
+
+    return RunError, InputError, SuiteError, OSError
+
+
+@click.command()
+@RUN_DIR
+@click.option("--out", "out_file", metavar="FILE", type=click.Path(dir_okay=False),
+              help="Where to write the HTML (default: RUN_DIR/report.html).")
+@click.option("--group", metavar="G", help="Group of the ownership heatmap (default: the busiest).")
+def report(run_dir: str, out_file: str | None, group: str | None) -> None:
+    """Write one self-contained HTML report of the run in RUN_DIR (opens without a network)."""
+    from simulations.reports import build_report
+
+    try:
+        path = build_report(run_dir, out_file, group)
+    except _user_errors() as error:
+        raise UserError(str(error)) from None
+    click.echo(f"report: {path} ({path.stat().st_size // 1024 + 1} KiB)")
+
+
+@click.command()
+@RUN_DIR
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--port", default=8050, show_default=True, type=click.IntRange(0, 65535),
+              help="Port to bind; 0 picks a free one.")
+@click.option("--refresh", default=2.0, show_default=True, type=click.FloatRange(0.2), metavar="SECONDS",
+              help="How often the page fetches fresh panels.")
+@click.option("--group", metavar="G", help="Group shown first in the ownership heatmap (default: the busiest).")
+def dashboard(run_dir: str, host: str, port: int, refresh: float, group: str | None) -> None:
+    """Serve the report's panels live from RUN_DIR, refreshed while a run writes it (Ctrl-C stops)."""
+    from simulations.reports.dashboard import make_server
+
+    try:
+        server = make_server(run_dir, host, port, refresh, group)
+    except OSError as error:
+        raise UserError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+    bound_host, bound_port = server.server_address[:2]
+    click.echo(f"coordsim dashboard of {run_dir}: http://{bound_host}:{bound_port}/ (Ctrl-C to stop)")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
+@click.command()
+@RUN_DIR
+@click.option("--group", required=True, metavar="G", help="The group to describe.")
+@click.option("--offsets", "mode", flag_value="offsets", default=True,
+              help="Partitions with committed offsets and owners (the default).")
+@click.option("--members", "mode", flag_value="members", help="Members with their partition counts.")
+@click.option("--state", "mode", flag_value="state", help="Coordinator, assignment strategy, state, member count.")
+@click.option("--at", type=Timestamp(), metavar="TS",
+              help="Simulated time: epoch ms or ISO-8601 with a zone (default: the end of the run).")
+def describe(run_dir: str, group: str, mode: str, at: int | None) -> None:
+    """Describe GROUP at a simulated time as `kafka-consumer-groups.sh --describe` does."""
+    from simulations.views import describe as describe_group
+
+    try:
+        described = describe_group(run_dir, group, at, mode)
+    except _user_errors() as error:
+        raise UserError(str(error)) from None
+    click.echo(described.err, err=True, nl=False)
+    click.echo(described.out, nl=False)
+
+
+@click.command()
+@RUN_DIR
+@click.option("--group", metavar="G", help="Only this group's records.")
+def offsets(run_dir: str, group: str | None) -> None:
+    """Print the offsets records as Kafka's OffsetsMessageFormatter prints __consumer_offsets."""
+    from simulations.views import offsets_log
+
+    try:
+        for line in offsets_log(run_dir, group):
+            click.echo(line)
+    except _user_errors() as error:
+        raise UserError(str(error)) from None
+
+
+@click.command()
+@RUN_DIR
+@click.option("--events", "events", multiple=True, metavar="PATH",
+              help="The run's input (files or folders, as given to replay; repeatable): every row must be "
+                   "answered, applied or rejected.")
+@click.option("--until", type=Timestamp(), metavar="TS", help="The run's --until, if it had one.")
+@click.option("--data-docs", "data_docs", metavar="DIR", type=click.Path(file_okay=False),
+              help="Also write great-expectations data docs (HTML) to DIR.")
+def validate(run_dir: str, events: tuple[str, ...], until: int | None, data_docs: str | None) -> None:
+    """Check the tables of RUN_DIR: schema, values and protocol invariants (exit 1 when a check fails)."""
+    from simulations.validation import validate as validate_run
+
+    try:
+        result = validate_run(run_dir, data_docs, events, until)
+    except _user_errors() as error:
+        raise UserError(str(error)) from None
+    click.echo(result.summary())
+    if not result.success:
+        raise SystemExit(1)
+
+
+COMMANDS = [report, dashboard, describe, offsets, validate]

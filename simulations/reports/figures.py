@@ -1,0 +1,247 @@
+"""The figures behind the report's panels, computed with pandas from a run's tables (no drawing here).
+
+Time is cut into `Bins` (at most `MAX_BINS` equal bins over the run) and groups are ranked, so the work and
+the output stay small for runs of any length and any number of groups.
+
+Definitions the panels rely on:
+- a rebalance is a transition to PreparingRebalance; its cause is that row's `cause`;
+- a partition is unowned from the start of a rebalance of a Stable group until the group is next Stable
+  (or Empty or Dead, when nobody is left to own it). Eager assignors revoke every partition of the
+  generation that was Stable; cooperative-sticky revokes only the partitions that change owner in the next
+  Stable generation;
+- a partition moved when its owner in a Stable generation differs from its owner in the group's previous
+  Stable generation (or it lost its owner). An owner is a member's group.instance.id when it has one, so a
+  static member that restarts under a new member id keeps its partitions;
+- ownership over time: a Stable generation's assignment holds from its `stable_ts` until the group leaves
+  Stable.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+
+from simulations.views.run_tables import RunTables
+
+MAX_BINS = 60
+# Bin widths a reader can count in (ms): 1, 2, 5 times powers of ten up to seconds, then clock steps.
+NICE_WIDTHS = [m * 10**e for e in range(0, 3) for m in (1, 2, 5)] + [
+    s * 1000 for s in (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400)]
+PREPARING, STABLE = "PreparingRebalance", "Stable"
+ENDS_UNOWNED = ("Stable", "Empty", "Dead")
+COOPERATIVE = "cooperative-sticky"
+
+
+@dataclass(frozen=True)
+class Bins:
+    start: int
+    width_ms: int
+    count: int
+
+    @classmethod
+    def over(cls, start: int, end: int, count: int = MAX_BINS) -> "Bins":
+        span = max(end - start, 1)
+        wanted = math.ceil(span / count)
+        width = next((w for w in NICE_WIDTHS if w >= wanted), math.ceil(wanted / 86_400_000) * 86_400_000)
+        aligned = start - start % width  # slices on round clock times
+        return cls(aligned, width, max(1, math.ceil((max(end, start + 1) - aligned) / width)))
+
+    @property
+    def end(self) -> int:
+        return self.start + self.width_ms * self.count
+
+    def index(self, ts: pd.Series) -> pd.Series:
+        return ((ts - self.start) // self.width_ms).clip(0, self.count - 1).astype(int)
+
+    def spread(self, t0: int, t1: int) -> list[tuple[int, int]]:
+        """(bin, milliseconds of [t0, t1) inside it) for every bin the interval touches."""
+        out = []
+        first, last = max(0, (t0 - self.start) // self.width_ms), min(self.count - 1, (t1 - 1 - self.start) // self.width_ms)
+        for b in range(int(first), int(last) + 1):
+            lo, hi = self.start + b * self.width_ms, self.start + (b + 1) * self.width_ms
+            if (overlap := min(t1, hi) - max(t0, lo)) > 0:
+                out.append((b, overlap))
+        return out
+
+
+def rebalances(run: RunTables) -> pd.DataFrame:
+    states = run["group_states"]
+    return states[states["to_state"] == PREPARING]
+
+
+def rank_groups(run: RunTables) -> list[str]:
+    """Groups by rebalances, then by responses (busiest first), then by name."""
+    counts = pd.DataFrame({"rebalances": rebalances(run).groupby("group_id").size(),
+                           "responses": run["responses"].groupby("group_id").size()}).fillna(0)
+    counts = counts.reindex(run.groups, fill_value=0)
+    ranked = counts.assign(name=counts.index).sort_values(["rebalances", "responses", "name"],
+                                                          ascending=[False, False, True])
+    return list(ranked.index)
+
+
+def state_segments(run: RunTables, group_id: str, end: int) -> dict:
+    """The group's state band: (t0, t1, state) segments from its first transition to `end`, and the
+    generations as ticks at their join-complete time."""
+    states = run.group("group_states", group_id)
+    times = states["ts"].astype("int64").tolist()
+    segments = [(t0, t1, state) for t0, t1, state in zip(times, times[1:] + [end], states["to_state"]) if t1 > t0]
+    generations = run.group("generations", group_id)
+    ticks = list(zip(generations["join_complete_ts"].astype("int64"), generations["generation_id"].astype(int)))
+    return {"label": group_id, "segments": segments, "ticks": ticks}
+
+
+def rebalances_by_cause(run: RunTables, bins: Bins) -> dict[str, list[int]]:
+    rows = rebalances(run)
+    counts = {cause: [0] * bins.count for cause in sorted(rows["cause"].unique())}
+    for cause, b in zip(rows["cause"], bins.index(rows["ts"].astype("int64"))):
+        counts[cause][b] += 1
+    return counts
+
+
+def _owners(run: RunTables, group_id: str) -> dict[int, dict[tuple[str, int], str]]:
+    """Generation -> {(topic, partition): owner}, owner = group.instance.id or member id."""
+    rows = run.group("assignments", group_id)
+    owner = rows["group_instance_id"].fillna(rows["member_id"])
+    result: dict[int, dict] = {}
+    for generation, topic, partition, who in zip(rows["generation_id"], rows["topic"], rows["partition"], owner):
+        result.setdefault(int(generation), {})[(topic, int(partition))] = who
+    return result
+
+
+def _protocols(run: RunTables, group_id: str) -> dict[int, str]:
+    rows = run.group("generations", group_id)
+    return dict(zip(rows["generation_id"].astype(int), rows["protocol_name"].fillna("")))
+
+
+def unowned_intervals(run: RunTables, group_id: str, end: int) -> list[tuple[int, int, int]]:
+    """(start, end, partitions without an owner) for each rebalance of a Stable group."""
+    owners, protocols = _owners(run, group_id), _protocols(run, group_id)
+    states = run.group("group_states", group_id)
+    intervals, opened = [], None
+    for row in states.itertuples(index=False):
+        if opened is None and row.to_state == PREPARING and row.from_state == STABLE:
+            opened = (int(row.ts), int(row.generation_id))
+        elif opened is not None and row.to_state in ENDS_UNOWNED:
+            intervals.append((opened[0], int(row.ts), _revoked(owners, protocols, opened[1],
+                                                               int(row.generation_id) if row.to_state == STABLE else None)))
+            opened = None
+    if opened is not None:
+        intervals.append((opened[0], end, _revoked(owners, protocols, opened[1], None)))
+    return [(t0, t1, n) for t0, t1, n in intervals if n and t1 > t0]
+
+
+def _revoked(owners: dict, protocols: dict, before: int, after: int | None) -> int:
+    previous = owners.get(before, {})
+    if protocols.get(before) != COOPERATIVE or after is None:
+        return len(previous)
+    following = owners.get(after, {})
+    return sum(1 for tp, who in previous.items() if following.get(tp) != who)
+
+
+def unowned_partition_seconds(run: RunTables, groups: list[str], bins: Bins, end: int) -> dict[str, list[float]]:
+    per_group = {}
+    for group_id in groups:
+        seconds = [0.0] * bins.count
+        for t0, t1, partitions in unowned_intervals(run, group_id, end):
+            for b, overlap in bins.spread(t0, t1):
+                seconds[b] += partitions * overlap / 1000
+        if any(seconds):
+            per_group[group_id] = seconds
+    return per_group
+
+
+def partitions_moved(run: RunTables, group_id: str) -> list[tuple[int, int, int]]:
+    """(generation, partitions moved since the previous Stable generation, partitions assigned) for each
+    Stable generation after the group's first."""
+    owners = _owners(run, group_id)
+    moved, previous = [], None
+    for generation in sorted(owners):
+        current = owners[generation]
+        if previous is not None:
+            moved.append((generation, sum(1 for tp, who in previous.items() if current.get(tp) != who), len(current)))
+        previous = current
+    return moved
+
+
+def ownership(run: RunTables, group_id: str, bins: Bins, end: int, max_rows: int = 64):
+    """Partitions (at most `max_rows`) × bins: each cell the index of the owner holding the partition for
+    most of the bin, or -1 when it was unowned for half the bin or more. Returns (partitions, owners, cells)."""
+    owners = _owners(run, group_id)
+    generations = run.group("generations", group_id)
+    stable = generations[generations["stable_ts"].notna()]
+    leaves = run.group("group_states", group_id)
+    leaves = leaves[leaves["from_state"] == STABLE]["ts"].astype("int64").tolist()
+    partitions = sorted({tp for assignment in owners.values() for tp in assignment})[:max_rows]
+    index: dict[str, int] = {}
+    held: dict[tuple, dict[int, float]] = {}
+    for generation, since in zip(stable["generation_id"].astype(int), stable["stable_ts"].astype("int64")):
+        until = min([t for t in leaves if t >= since] + [end])
+        for tp, who in owners.get(generation, {}).items():
+            owner = index.setdefault(who, len(index))
+            for b, overlap in bins.spread(since, max(until, since + 1)):
+                cell = held.setdefault((tp, b), {})
+                cell[owner] = cell.get(owner, 0) + overlap
+    cells = [[_majority(held.get((tp, b)), min(bins.width_ms, end - bins.start - b * bins.width_ms))
+              for b in range(bins.count)] for tp in partitions]
+    return partitions, list(index), cells
+
+
+def _majority(cell: dict[int, float] | None, bin_ms: int) -> int:
+    if not cell:
+        return -1
+    best = max(cell, key=cell.get)
+    return best if cell[best] * 2 >= bin_ms else -1
+
+
+def commit_rates(run: RunTables, bins: Bins) -> dict[str, list[float]]:
+    """Per second in each bin: partitions committed (offsets records, tombstones aside), OffsetCommit
+    requests answered NONE, and OffsetCommit requests that failed (a top-level or a partition error)."""
+    per_second = 1000 / bins.width_ms
+    offsets = run["offsets"]
+    records = offsets[offsets["offset"].notna()]
+    commits = run["responses"][run["responses"]["api"] == "OffsetCommit"]
+    failed = pd.Series([_commit_failed(error, results) for error, results in zip(commits["error"], commits["results"])],
+                       index=commits.index, dtype=bool)
+
+    def rate(ts: pd.Series) -> list[float]:
+        counts = bins.index(ts.astype("int64")).value_counts()
+        return [counts.get(b, 0) * per_second for b in range(bins.count)]
+
+    return {"partitions committed": rate(records["write_ts"]),
+            "commit requests ok": rate(commits["request_ts"][~failed]),
+            "commit requests failed": rate(commits["request_ts"][failed])}
+
+
+def _commit_failed(error: str, results) -> bool:
+    return error != "NONE" or (results is not None and any(r["error"] != "NONE" for r in results))
+
+
+def coordinator_load(run: RunTables) -> pd.DataFrame:
+    """Per `__consumer_offsets` partition with groups: groups, requests per second over the run, and the
+    busiest second's requests."""
+    responses = run["responses"]
+    span_s = max((run.end_ts or 0) - (run.start_ts or 0), 1) / 1000
+    parts = []
+    for table in ("responses", "generations", "offsets", "group_metadata"):
+        parts.append(run[table][["group_id", "coordinator_partition"]])
+    groups = pd.concat(parts).dropna().drop_duplicates().groupby("coordinator_partition")["group_id"].nunique()
+    requests = responses.groupby("coordinator_partition").size()
+    second = responses.assign(second=responses["request_ts"].astype("int64") // 1000)
+    peak = second.groupby(["coordinator_partition", "second"]).size().groupby("coordinator_partition").max()
+    load = pd.DataFrame({"groups": groups, "requests": requests, "peak_per_second": peak}).fillna(0)
+    load["requests_per_second"] = load["requests"] / span_s
+    load.index = load.index.astype(int)
+    return load.sort_index()
+
+
+def consumption(run: RunTables) -> pd.DataFrame | None:
+    """Duplicate and skipped records per group, from the `metrics` table when the run has synthetic
+    consumers (only they consume records); None when no group has the figures."""
+    metrics = run.tables.get("metrics")
+    wanted = ["group_id", "duplicate_records", "skipped_records"]
+    if metrics is None or not set(wanted) <= set(metrics.columns):
+        return None
+    figures = metrics[wanted].dropna(subset=["duplicate_records", "skipped_records"], how="all")
+    return None if figures.empty else figures.fillna(0).groupby("group_id").last()

@@ -1,0 +1,162 @@
+"""The report's panels: each a title, a one-line reading guide and an HTML body (inline SVG or a note).
+
+The static report and the live dashboard both render `build_panels`, so they always show the same thing.
+A panel without data says so in words; it never draws invented numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from html import escape
+
+from simulations.reports import figures, svg
+from simulations.reports.figures import Bins
+from simulations.views.run_tables import RunTables
+
+TOP_GROUPS = 8  # groups in the state timeline and the unowned stack; the others are summed as "other"
+TOP_MOVED = 6  # groups with a partitions-moved chart
+MAX_GENERATIONS = 60  # bars per group in the partitions-moved chart (the latest ones)
+NEEDS_CLIENTS = "needs synthetic clients"
+
+
+@dataclass(frozen=True)
+class Panel:
+    id: str
+    title: str
+    guide: str
+    body: str
+
+
+def build_panels(run: RunTables, group: str | None = None) -> list[Panel]:
+    """Every panel for `run`; `group` is the heatmap's group (default: the busiest)."""
+    start, end = run.start_ts, run.end_ts
+    if start is None:
+        return [Panel("empty", "No activity", "", '<p class="note">The run has no group activity yet.</p>')]
+    ranked = figures.rank_groups(run)
+    bins = Bins.over(start, end)
+    chosen = group if group in ranked else ranked[0]
+    return [
+        _timeline(run, ranked[:TOP_GROUPS], bins, end),
+        _rebalances(run, bins),
+        _unowned(run, ranked, bins, end),
+        _moved(run, ranked[:TOP_MOVED]),
+        _heatmap(run, chosen, bins, end),
+        _consumption(run),
+        _commits(run, bins),
+        _load(run),
+    ]
+
+
+def _note(text: str) -> str:
+    return f'<p class="note">{escape(text)}</p>'
+
+
+def _timeline(run: RunTables, groups: list[str], bins: Bins, end: int) -> Panel:
+    rows = [figures.state_segments(run, g, end) for g in groups]
+    legend = svg.legend(list(svg.STATE_COLORS.items()) + [("generation created", "#263238")])
+    return Panel("timeline", "Group state timeline",
+                 f"The {len(groups)} groups with the most rebalances; a tick marks each new generation.",
+                 legend + svg.state_bands(rows, bins.start, bins.end))  # the time axis of every panel
+
+
+def _rebalances(run: RunTables, bins: Bins) -> Panel:
+    counts = figures.rebalances_by_cause(run, bins)
+    title, guide = "Rebalances over time by cause", f"Rebalances started per {_span(bins.width_ms)}, by cause."
+    if not counts:
+        return Panel("rebalances", title, guide, _note("No rebalance in this run."))
+    series = [(cause, svg.color(i), values) for i, (cause, values) in enumerate(counts.items())]
+    return Panel("rebalances", title, guide,
+                 svg.legend([(c, f) for c, f, _ in series]) + svg.stacked_bars(bins.start, bins.width_ms, series,
+                                                                               "rebalances"))
+
+
+def _unowned(run: RunTables, ranked: list[str], bins: Bins, end: int) -> Panel:
+    per_group = figures.unowned_partition_seconds(run, ranked, bins, end)
+    title = "Unowned partition-seconds over time"
+    guide = (f"Partitions of a group's assignment with no owner between a rebalance start and the next Stable, "
+             f"in partition-seconds per {_span(bins.width_ms)}, stacked by group.")
+    if not per_group:
+        return Panel("unowned", title, guide, _note("No partition was left without an owner."))
+    top = sorted(per_group, key=lambda g: -sum(per_group[g]))
+    series = [(g, svg.color(i), per_group[g]) for i, g in enumerate(top[:TOP_GROUPS])]
+    if len(top) > TOP_GROUPS:
+        rest = [sum(per_group[g][b] for g in top[TOP_GROUPS:]) for b in range(bins.count)]
+        series.append((f"{len(top) - TOP_GROUPS} other groups", "#9e9e9e", rest))
+    return Panel("unowned", title, guide, svg.legend([(g, f) for g, f, _ in series])
+                 + svg.stacked_bars(bins.start, bins.width_ms, series, "partition-s"))
+
+
+def _moved(run: RunTables, groups: list[str]) -> Panel:
+    charts = []
+    for group in groups:
+        moved = figures.partitions_moved(run, group)[-MAX_GENERATIONS:]
+        if not moved:
+            continue
+        total = sum(m for _, m, _ in moved)
+        charts.append(f"<h3>{escape(group)} <small>{total} moved over {len(moved)} generations</small></h3>"
+                      + svg.bars([str(g) for g, _, _ in moved], [m for _, m, _ in moved], svg.PALETTE[0],
+                                 "partitions", height=90,
+                                 titles=[f"generation {g}: {m} of {n} partitions moved" for g, m, n in moved]))
+    guide = ("Per Stable generation (x: generation id), partitions whose owner changed since the group's previous "
+             "Stable generation; the groups with the most rebalances.")
+    return Panel("moved", "Partitions moved per generation", guide,
+                 "".join(charts) or _note("No group had two Stable generations with assignments."))
+
+
+def _heatmap(run: RunTables, group: str, bins: Bins, end: int) -> Panel:
+    partitions, owners, cells = figures.ownership(run, group, bins, end)
+    title = f"Partition ownership over time: {group}"
+    guide = ("Each row a partition, each colour the member owning it for most of the time slice; pale: no owner. "
+             "A static member keeps its colour across restarts.")
+    if not partitions:
+        return Panel("heatmap", title, guide, _note(f"Group {group} has no assignment."))
+    fills = [svg.color(i) for i in range(len(owners))]
+    return Panel("heatmap", title, guide,
+                 svg.legend(list(zip(owners, fills)) + [("no owner", svg.UNOWNED)])
+                 + svg.heatmap([f"{t}-{p}" for t, p in partitions], cells, fills, owners, bins.start, bins.width_ms))
+
+
+def _consumption(run: RunTables) -> Panel:
+    figures_ = figures.consumption(run)
+    title, guide = "Duplicate and skipped records", "Records processed twice, or never, because of rebalances."
+    if figures_ is None:
+        return Panel("consumption", title, guide, _note(
+            f"{NEEDS_CLIENTS.capitalize()}: records are consumed only by synthetic clients, and this run has none "
+            "(a replay of captured requests carries no records)."))
+    top = figures_.sort_values(["duplicate_records", "skipped_records"], ascending=False).head(20)
+    labels = list(top.index)
+    return Panel("consumption", title, guide,
+                 "<h3>duplicates</h3>" + svg.bars(labels, top["duplicate_records"].tolist(), svg.PALETTE[2], "records")
+                 + "<h3>skipped</h3>" + svg.bars(labels, top["skipped_records"].tolist(), svg.PALETTE[1], "records"))
+
+
+def _commits(run: RunTables, bins: Bins) -> Panel:
+    rates = figures.commit_rates(run, bins)
+    guide = "Per second, averaged over each time slice: partitions committed, and OffsetCommit requests by outcome."
+    if not any(any(values) for values in rates.values()):
+        return Panel("commits", "Commit rate", guide, _note("No offset commit in this run."))
+    fills = {"partitions committed": svg.PALETTE[0], "commit requests ok": svg.PALETTE[4],
+             "commit requests failed": svg.PALETTE[2]}
+    parts = [f"<h3>{escape(name)}</h3>" + svg.stacked_bars(bins.start, bins.width_ms, [(name, fills[name], values)],
+                                                         "per s", height=80)
+             for name, values in rates.items() if any(values)]
+    return Panel("commits", "Commit rate", guide, "".join(parts))
+
+
+def _load(run: RunTables) -> Panel:
+    load = figures.coordinator_load(run)
+    guide = ("Per __consumer_offsets partition (the group's coordinator, abs(hashCode(group.id)) % partitions): "
+             "groups it coordinates and requests per second over the run.")
+    labels = [str(p) for p in load.index]
+    titles = [f"partition {p}: {int(r.groups)} groups, {r.requests_per_second:.2f} requests/s "
+              f"(busiest second {int(r.peak_per_second)})" for p, r in load.iterrows()]
+    return Panel("load", "Load per __consumer_offsets partition", guide,
+                 "<h3>groups</h3>" + svg.bars(labels, load["groups"].tolist(), svg.PALETTE[0], "groups", 80, titles)
+                 + "<h3>requests per second</h3>"
+                 + svg.bars(labels, load["requests_per_second"].tolist(), svg.PALETTE[1], "req/s", 80, titles))
+
+
+def _span(ms: int) -> str:
+    if ms % 60_000 == 0:
+        return f"{ms // 60_000} min"
+    return f"{ms / 1000:g} s" if ms >= 1000 else f"{ms} ms"

@@ -1,0 +1,116 @@
+"""Protocol invariants of a run, computed with pandas over its tables: facts no single-table expectation
+can state, each a `Check` with an example of what breaks it.
+
+- one owner per partition per generation (assignments);
+- generations strictly increasing per group, in the order they were written (generations);
+- state transitions that chain (each row starts where the previous ended) and are legal in Kafka;
+- accepted commits only from the group's current generation, or standalone (generation -1): a commit's
+  generation is compared with the group's generation in its latest `group_states` row before it (out_seq);
+- error names from Kafka's set, inside the per-member and per-partition `results` of responses too.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import pandas as pd
+
+from simulations.validation.result import Check
+from state.errors import ERROR_CODES
+from state.group_state import VALID_PREVIOUS_STATES, GroupState
+
+STANDALONE = -1
+
+
+def _one_owner(tables: dict[str, pd.DataFrame]) -> str | None:
+    rows = tables["assignments"]
+    key = ["group_id", "generation_id", "topic", "partition"]
+    owners = rows.groupby(key)["member_id"].nunique()
+    shared = owners[owners > 1]
+    if shared.empty:
+        return None
+    group, generation, topic, partition = shared.index[0]
+    members = rows[(rows[key] == shared.index[0]).all(axis=1)]["member_id"].unique()
+    return (f"{len(shared)} partitions with several owners, e.g. {group} generation {generation} "
+            f"{topic}-{partition}: {', '.join(members)}")
+
+
+def _generations_increase(tables: dict[str, pd.DataFrame]) -> str | None:
+    rows = tables["generations"].sort_values(["group_id", "out_seq"])
+    previous = rows.groupby("group_id")["generation_id"].shift()
+    bad = rows[previous.notna() & (rows["generation_id"] <= previous)]
+    if bad.empty:
+        return None
+    row = bad.iloc[0]
+    return (f"{len(bad)} generations not above the one before, e.g. {row.group_id} generation "
+            f"{row.generation_id} after {int(previous[bad.index[0]])}")
+
+
+def _transitions_chain(tables: dict[str, pd.DataFrame]) -> str | None:
+    rows = tables["group_states"].sort_values(["group_id", "out_seq"])
+    previous = rows.groupby("group_id")["to_state"].shift()
+    problems = []
+    for row, before in zip(rows.itertuples(index=False), previous):
+        came_from = None if pd.isna(row.from_state) else row.from_state
+        expected = None if pd.isna(before) or before == GroupState.DEAD.value else before
+        if came_from != expected:
+            problems.append(f"{row.group_id} at {row.ts}: from {came_from} but the group was {expected}")
+        elif came_from is not None and GroupState(came_from) not in VALID_PREVIOUS_STATES[GroupState(row.to_state)]:
+            problems.append(f"{row.group_id} at {row.ts}: {came_from} -> {row.to_state} is not a legal move")
+    return f"{len(problems)} bad transitions, e.g. {problems[0]}" if problems else None
+
+
+def _commits_current_generation(tables: dict[str, pd.DataFrame]) -> str | None:
+    commits = tables["offsets"]
+    commits = commits[commits["offset"].notna() & (commits["generation_id"] != STANDALONE)]
+    states = tables["group_states"][["group_id", "out_seq", "generation_id"]].rename(
+        columns={"generation_id": "group_generation"})
+    # The group's generation when the commit was written: its latest state row before the commit.
+    merged = pd.merge_asof(commits.astype({"out_seq": "int64"}).sort_values("out_seq"),
+                           states.astype({"out_seq": "int64"}).sort_values("out_seq"),
+                           on="out_seq", by="group_id", direction="backward")
+    bad = merged[merged["group_generation"].isna() | (merged["generation_id"] != merged["group_generation"])]
+    if bad.empty:
+        return None
+    row = bad.iloc[0]
+    current = "no generation" if pd.isna(row.group_generation) else f"generation {row.group_generation}"
+    return (f"{len(bad)} commits from another generation, e.g. {row.group_id} {row.topic}-{row.partition} "
+            f"offset {row.offset} with generation {row.generation_id} while the group was at {current}")
+
+
+def _result_errors(tables: dict[str, pd.DataFrame]) -> str | None:
+    known = set(ERROR_CODES)
+    unknown = [(row.group_id, row.api, entry["error"])
+               for row in tables["responses"].itertuples(index=False) if isinstance(row.results, list)
+               for entry in row.results if entry.get("error") is not None and entry["error"] not in known]
+    if not unknown:
+        return None
+    group, api, error = unknown[0]
+    return f"{len(unknown)} results with an error Kafka does not have, e.g. {error!r} in a {api} response of {group}"
+
+
+INVARIANTS: list[tuple[str, tuple[str, ...], Callable[[dict[str, pd.DataFrame]], str | None]]] = [
+    ("one owner per partition per generation", ("assignments",), _one_owner),
+    ("generations strictly increasing per group", ("generations",), _generations_increase),
+    ("state transitions chain and are legal", ("group_states",), _transitions_chain),
+    ("accepted commits only from the current generation or standalone", ("offsets", "group_states"),
+     _commits_current_generation),
+    ("error names in results are Kafka's", ("responses",), _result_errors),
+]
+
+
+def check_invariants(tables: dict[str, pd.DataFrame]) -> list[Check]:
+    checks = []
+    for name, needs, rule in INVARIANTS:
+        missing = [table for table in needs if table not in tables]
+        if missing:
+            checks.append(Check("invariant", name, False, f"cannot check: no readable {', '.join(missing)} table"))
+            continue
+        try:
+            problem = rule(tables)
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            # A table too broken for the rule (a column missing or of another type): the suites say what.
+            checks.append(Check("invariant", name, False, f"cannot check: {type(error).__name__}: {error}"))
+            continue
+        checks.append(Check("invariant", name, problem is None, problem or ""))
+    return checks

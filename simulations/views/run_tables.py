@@ -1,0 +1,139 @@
+"""A run folder's output tables as pandas DataFrames, whether the run has finished or is still writing.
+
+A finished run (either engine) has `OUT/<table>/part-00000.parquet` for every table. A Spark run that is
+still going has only its sink's committed micro-batches under `OUT/_batches/` (see `streaming.sink`); they
+are read through the sink's commit log, so files of a batch that a kill cut short are never seen. The run
+record `OUT/_run.json`, written after compaction, says the part files are complete and wins over the batches.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+
+from simulations.parquet_tables import PART_FILE, read_table, to_arrow
+from state.tables import TABLES
+
+BATCHES = "_batches"
+RUN_FILE = "_run.json"
+
+# Every column that holds a time of the simulated clock, per table: what "the end of the run" is made of.
+TIME_COLUMNS = {
+    "responses": ("request_ts", "response_ts"),
+    "generations": ("rebalance_start_ts", "join_complete_ts", "stable_ts"),
+    "assignments": ("assign_ts",),
+    "offsets": ("write_ts",),
+    "group_metadata": ("write_ts",),
+    "group_states": ("ts",),
+}
+
+
+# Arrow -> pandas types that keep the nulls of integer and boolean columns (as read_table does).
+NULLABLE = {pa.int32(): pd.Int32Dtype(), pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype()}
+
+
+class RunError(Exception):
+    """RUN_DIR is not a readable run folder; the message names what is missing."""
+
+
+@dataclass
+class RunTables:
+    run_dir: Path
+    tables: dict[str, pd.DataFrame]
+    # True when the tables come from an unfinished Spark run's committed micro-batches.
+    live: bool
+    # The run's final time when its run record has one (Spark runs); None otherwise.
+    recorded_final_ts: int | None = None
+    _by_group: dict[str, dict[str, pd.DataFrame]] = field(default_factory=dict, repr=False)
+
+    def __getitem__(self, table: str) -> pd.DataFrame:
+        return self.tables[table]
+
+    def group(self, table: str, group_id: str) -> pd.DataFrame:
+        """The group's rows of `table`, in table order (split once per table: runs have many groups)."""
+        if table not in self._by_group:
+            self._by_group[table] = dict(iter(self.tables[table].groupby("group_id", sort=False)))
+        return self._by_group[table].get(group_id, self.tables[table].iloc[0:0])
+
+    @property
+    def groups(self) -> list[str]:
+        seen: set[str] = set()
+        for table in TIME_COLUMNS:
+            seen.update(self.tables[table]["group_id"].dropna().unique())
+        return sorted(seen)
+
+    @property
+    def start_ts(self) -> int | None:
+        return _extreme(self.tables, min)
+
+    @property
+    def end_ts(self) -> int | None:
+        """The run's final time if recorded, else the latest time in any table: after it nothing changes."""
+        if self.recorded_final_ts is not None:
+            return self.recorded_final_ts
+        return _extreme(self.tables, max)
+
+
+def _extreme(tables: dict[str, pd.DataFrame], pick) -> int | None:
+    columns = [tables[table][name].dropna() for table, names in TIME_COLUMNS.items() for name in names]
+    values = [pick(column) for column in columns if len(column)]
+    return int(pick(values)) if values else None
+
+
+def load_run(run_dir: str | os.PathLike) -> RunTables:
+    """Every table of the run in `run_dir`, sorted by (group_id, out_seq) as written."""
+    root = Path(run_dir)
+    if not root.is_dir():
+        raise RunError(f"{run_dir}: no such run folder")
+    record = _run_record(root)
+    batches = root / BATCHES
+    if (batches / "_committed").is_file() and record is None:
+        return RunTables(root, {name: _committed_rows(batches, name) for name in TABLES}, live=True)
+    present = [name for name in TABLES if (root / name / PART_FILE).is_file()]
+    if not present:
+        raise RunError(f"{run_dir}: not a run folder (no output tables; expected e.g. {run_dir}/responses/{PART_FILE})")
+    try:
+        # A table the run predates (the contract grew since) reads as empty; `validate` reports it missing.
+        tables = {name: read_table(root, name) if name in present else _frame(name, []) for name in TABLES}
+    except (OSError, pa.ArrowException) as error:
+        raise RunError(f"{run_dir}: cannot read the tables ({error})") from None
+    final = record.get("final_ts") if record else None
+    return RunTables(root, tables, live=False, recorded_final_ts=final)
+
+
+def _run_record(root: Path) -> dict | None:
+    try:
+        return json.loads((root / RUN_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _committed_rows(batches: Path, table: str) -> pd.DataFrame:
+    # streaming.sink pulls in nothing heavy, but only live reads need it.
+    from streaming.sink import read_committed
+
+    return _frame(table, [pickle.loads(payload) for _, part in read_committed(batches, table)
+                          for payload in part["payload"].to_pylist()])
+
+
+def _frame(table: str, rows: list[dict]) -> pd.DataFrame:
+    return to_arrow(table, rows).to_pandas(types_mapper=NULLABLE.get)
+
+
+def signature(run_dir: str | os.PathLike) -> tuple:
+    """Changes whenever a table, a committed batch or the run record changes: a cheap "reload?" test."""
+    root = Path(run_dir)
+    stamps = []
+    for path in [root / RUN_FILE, root / BATCHES / "_committed", *(root / name / PART_FILE for name in TABLES)]:
+        try:
+            stat = path.stat()
+            stamps.append((str(path), stat.st_mtime_ns, stat.st_size))
+        except OSError:
+            stamps.append((str(path), None, None))
+    return tuple(stamps)

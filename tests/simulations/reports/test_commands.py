@@ -1,0 +1,88 @@
+"""The click commands of simulations.reports.commands, invoked directly: output, exit codes, and user
+errors as one line with exit code 2."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from simulations.reports import commands
+
+from ..conftest import REPO
+from ..views.runs import T0
+
+
+def invoke(command, *args):
+    return CliRunner().invoke(command, [str(a) for a in args])
+
+
+def assert_user_error(result, message: str) -> None:
+    assert result.exit_code == 2, result.output
+    assert message in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_report_writes_the_file_it_names(tiny_run, tmp_path):
+    result = invoke(commands.report, tiny_run, "--out", tmp_path / "r.html", "--group", "exporter")
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith(f"report: {tmp_path / 'r.html'} (")
+    assert "Partition ownership over time: exporter" in (tmp_path / "r.html").read_text(encoding="utf-8")
+
+
+def test_describe_prints_the_tool_s_table_and_its_notes(tiny_run):
+    result = invoke(commands.describe, tiny_run, "--group", "orders", "--members", "--at", "2026-03-02T09:00:08.050Z")
+    assert result.exit_code == 0, result.output
+    assert "Warning: Consumer group 'orders' is rebalancing." in result.output
+    assert result.output.rstrip().endswith("/10.0.0.1       c1              0")
+    state = invoke(commands.describe, tiny_run, "--group", "orders", "--state", "--at", T0 + 6_500)
+    assert state.output.splitlines()[-1].split() == ["orders", "__consumer_offsets-31", "(31)", "range", "Stable", "2"]
+    default = invoke(commands.describe, tiny_run, "--group", "exporter")
+    assert default.output.splitlines()[-1].split()[:4] == ["exporter", "invoices", "1", "7"]
+
+
+def test_offsets_prints_one_record_per_line(tiny_run):
+    result = invoke(commands.offsets, tiny_run, "--group", "exporter")
+    assert result.output.splitlines() == [
+        "[exporter,invoices,0]::[OffsetMetadata[42,batch-17],CommitTime 1772442001000,ExpirationTime 1772442061000]",
+        "[exporter,invoices,1]::[OffsetMetadata[7,NO_METADATA],CommitTime 1772442002000,ExpirationTime _]",
+        "[exporter,invoices,0]::NULL",
+    ]
+
+
+@pytest.mark.parametrize("command, args, message", [
+    (commands.describe, ["{missing}", "--group", "g"], "no such run folder"),
+    (commands.describe, ["{run}", "--group", "nope"], "group 'nope' is not in this run (groups: exporter, orders)"),
+    (commands.offsets, ["{run}", "--group", "nope"], "group 'nope' is not in this run"),
+    (commands.report, ["{empty}"], "not a run folder"),
+    (commands.validate, ["{empty}"], "not a run folder"),
+])
+def test_user_errors_are_one_line_and_exit_2(tiny_run, tmp_path, command, args, message):
+    (tmp_path / "empty").mkdir()
+    paths = {"run": tiny_run, "missing": tmp_path / "missing", "empty": tmp_path / "empty"}
+    assert_user_error(invoke(command, *(a.format(**paths) for a in args)), message)
+
+
+def test_a_bad_at_is_a_usage_error(tiny_run):
+    result = invoke(commands.describe, tiny_run, "--group", "orders", "--at", "yesterday")
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "Invalid value for '--at': field 'at' must be epoch milliseconds or ISO-8601 with a zone" in result.output
+
+
+def test_dashboard_on_a_busy_port_is_a_user_error(tiny_run):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = invoke(commands.dashboard, tiny_run, "--port", port)
+    assert_user_error(result, f"cannot listen on 127.0.0.1:{port}")
+
+
+def test_the_commands_leave_great_expectations_unimported():
+    probe = ("import sys; from simulations.reports import commands; "
+             "print(sorted(m for m in ('great_expectations', 'pandas') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -1,0 +1,101 @@
+"""The live dashboard: its data endpoint on a run in progress, and a real browser watching a run that
+commits micro-batches (headless Chromium driven by selenium; skipped where either is missing)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from simulations.reports.dashboard import make_server
+
+from ..conftest import SAMPLE
+from ..views.runs import T0, live_run
+
+SAMPLE_CUTS = [T0 + 60_000, T0 + 150_000, T0 + 10**9]  # the sample's first minute, 2.5 minutes, the rest
+CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+
+
+@pytest.fixture
+def serve():
+    servers = []
+
+    def start(run_dir: Path, refresh_s: float = 2.0) -> str:
+        server = make_server(run_dir, "127.0.0.1", 0, refresh_s)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_address[1]}/"
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def _get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=10) as reply:
+        return reply.read().decode("utf-8")
+
+
+def test_panels_endpoint_waits_for_the_run_then_follows_it(tmp_path, serve):
+    url = serve(tmp_path / "live")
+    assert "Waiting for the run" in json.loads(_get(url + "panels"))["panels"]
+    assert "Waiting for the run" in _get(url)
+    batches = live_run(SAMPLE, tmp_path / "live", SAMPLE_CUTS)
+    next(batches)
+    first = json.loads(_get(url + "panels"))
+    assert first["groups"] and '<section id="timeline">' in first["panels"] and "(in progress)" in first["summary"]
+    next(batches)
+    picked = json.loads(_get(url + "panels?group=billing-exporter"))
+    assert picked["chosen"] == "billing-exporter" and picked["summary"] != first["summary"]
+    assert "Partition ownership over time: billing-exporter" in picked["panels"]
+    page = _get(url)
+    assert page[:page.index("<script>")].count("<option") == len(picked["groups"])
+
+
+@pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="needs Debian's chromium and chromium-driver")
+def test_dashboard_in_a_browser_during_a_run(tmp_path, serve):
+    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    batches = live_run(SAMPLE, tmp_path / "live", SAMPLE_CUTS)
+    next(batches)
+    url = serve(tmp_path / "live", refresh_s=0.3)
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'chromium-profile'}",
+                 "--window-size=1100,3200", "--hide-scrollbars"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=CHROMEDRIVER))
+    try:
+        driver.get(url)
+        wait = WebDriverWait(driver, 20)
+        summary = lambda: driver.find_element(By.ID, "summary").text  # noqa: E731
+        assert "(in progress)" in summary()
+        before = summary()
+        next(batches)  # the run commits another micro-batch; the page must pick it up by itself
+        wait.until(lambda d: summary() != before)
+        Select(driver.find_element(By.ID, "group")).select_by_visible_text("inventory-sync")
+        wait.until(lambda d: "inventory-sync" in d.find_element(By.CSS_SELECTOR, "#heatmap h2").text)
+        before = summary()
+        next(batches)
+        wait.until(lambda d: summary() != before)
+        time.sleep(1)  # a few more refreshes: nothing changes any more
+        for panel in ("timeline", "rebalances", "unowned", "moved", "heatmap", "commits", "load"):
+            assert driver.find_elements(By.CSS_SELECTOR, f"#{panel} svg rect"), f"{panel} shows no data"
+        assert "synthetic clients" in driver.find_element(By.ID, "consumption").text
+        assert driver.find_element(By.ID, "group").get_attribute("value") == "inventory-sync"
+        shot = tmp_path / "dashboard.png"
+        driver.save_screenshot(str(shot))
+        assert shot.stat().st_size > 10_000
+        print(f"screenshot: {shot}")
+    finally:
+        driver.quit()

@@ -1,0 +1,88 @@
+"""The HTML report: one file, every panel, no network, small; and the figures behind the panels."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from simulations.reports import build_report, figures
+from simulations.reports.figures import Bins
+from simulations.reports.panels import NEEDS_CLIENTS, build_panels
+from simulations.views import load_run
+
+from ..views.runs import T0
+
+PANELS = {
+    "timeline": "Group state timeline",
+    "rebalances": "Rebalances over time by cause",
+    "unowned": "Unowned partition-seconds over time",
+    "moved": "Partitions moved per generation",
+    "heatmap": "Partition ownership over time",
+    "consumption": "Duplicate and skipped records",
+    "commits": "Commit rate",
+    "load": "Load per __consumer_offsets partition",
+}
+
+
+def test_report_is_one_small_file_with_every_panel_and_no_url(sample_run, tmp_path):
+    path = build_report(sample_run, tmp_path / "out" / "report.html")
+    html = path.read_text(encoding="utf-8")
+    for panel_id, title in PANELS.items():
+        section = re.search(f'<section id="{panel_id}"><h2>([^<]*)</h2>(.*?)</section>', html, re.S)
+        assert section and section.group(1).startswith(title), panel_id
+    assert "<svg" in html and "<rect" in html
+    assert not re.search(r"https?:|//[a-z]|\b(src|href)=", html), "the report must open without a network"
+    assert path.stat().st_size < 100_000
+
+
+def test_report_defaults_to_the_run_folder_and_the_busiest_group(tiny_run):
+    path = build_report(tiny_run)
+    assert path == tiny_run / "report.html"
+    html = path.read_text(encoding="utf-8")
+    assert "Partition ownership over time: orders" in html
+    assert NEEDS_CLIENTS in html.lower()  # a replay has no consumption figures, and shows none
+
+
+def test_unowned_partitions_run_from_rebalance_start_to_the_next_stable(tiny_run):
+    run = load_run(tiny_run)
+    # c2 left at +8.0 s; the group was Stable again at +8.2 s: the four partitions of generation 1 waited.
+    assert figures.unowned_intervals(run, "orders", run.end_ts) == [(T0 + 8_000, T0 + 8_200, 4)]
+    seconds = figures.unowned_partition_seconds(run, ["orders", "exporter"], Bins.over(run.start_ts, run.end_ts),
+                                                run.end_ts)
+    assert list(seconds) == ["orders"] and sum(seconds["orders"]) == 0.8
+
+
+def test_partitions_moved_count_owner_changes(tiny_run):
+    # Generation 2 gave c1 the static member's orders-2 and orders-3.
+    assert figures.partitions_moved(load_run(tiny_run), "orders") == [(2, 2, 4)]
+
+
+def test_ownership_cells_follow_the_assignments(tiny_run):
+    run = load_run(tiny_run)
+    bins = Bins(T0, 1_000, 20)
+    partitions, owners, cells = figures.ownership(run, "orders", bins, T0 + 20_000)
+    assert partitions == [("orders", p) for p in range(4)] and owners == ["c2-static", owners[1]]
+    c2, c1 = 0, 1
+    # Seconds 6 (Stable from 6.2 s), 8 (Stable again from 8.2 s), 19 (expired at 19 s):
+    assert [row[6] for row in cells] == [c1, c1, c2, c2]
+    assert [row[8] for row in cells] == [c1, c1, c1, c1]
+    assert [row[5] for row in cells] == [-1] * 4 and [row[19] for row in cells] == [-1] * 4
+
+
+def test_consumption_panel_draws_the_metrics_of_synthetic_clients(tiny_run):
+    run = load_run(tiny_run)
+    run.tables["metrics"] = pd.DataFrame({"group_id": ["orders"], "duplicate_records": [120],
+                                          "skipped_records": [3]})
+    panel = next(p for p in build_panels(run) if p.id == "consumption")
+    assert NEEDS_CLIENTS not in panel.body.lower() and "orders: 120 records" in panel.body
+
+
+def test_rebalances_are_counted_by_cause_per_bin(sample_run):
+    run = load_run(sample_run)
+    bins = Bins.over(run.start_ts, run.end_ts)
+    assert bins.count <= 61 and bins.width_ms in figures.NICE_WIDTHS
+    counts = figures.rebalances_by_cause(run, bins)
+    states = run["group_states"]
+    expected = states[states["to_state"] == "PreparingRebalance"]["cause"].value_counts().to_dict()
+    assert {cause: sum(v) for cause, v in counts.items()} == expected and len(expected) >= 2

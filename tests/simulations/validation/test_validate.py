@@ -1,0 +1,129 @@
+"""`validate` on a clean run, on deliberately corrupted tables, and the input-row accounting."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from click.testing import CliRunner
+
+from simulations.parquet_tables import PART_FILE
+from simulations.reports import commands
+from simulations.validation import validate
+from simulations.validation.accounting import account_for_input
+from simulations.validation.raw_tables import read_raw
+from simulations.validation.suites import SUITES_DIR, VALUE_SETS, expectations_for
+from state.tables import TABLES
+
+from ..views.runs import TINY
+
+
+def _rewrite(run_dir, table: str, change) -> None:
+    path = run_dir / table / PART_FILE
+    pq.write_table(change(pq.read_table(path)), path)
+
+
+def _set(data: pa.Table, column: str, values) -> pa.Table:
+    return data.set_column(data.schema.get_field_index(column), column, values)
+
+
+@pytest.fixture
+def corrupted(tiny_run, tmp_path):
+    run = tmp_path / "corrupted"
+    shutil.copytree(tiny_run, run)
+    errors = pq.read_table(run / "responses" / PART_FILE)["error"].to_pylist()
+    errors[3] = "NOT_A_KAFKA_ERROR"
+    _rewrite(run, "responses", lambda t: _set(t, "error", pa.array(errors)))
+    # A second owner for a partition of generation 1.
+    _rewrite(run, "assignments", lambda t: pa.concat_tables([t, _set(t.slice(0, 1), "member_id", pa.array(["intruder"]))]))
+    commit_times = pq.read_table(run / "offsets" / PART_FILE)["commit_ts"].to_pylist()
+    commit_times[0] = None  # a commit (not a tombstone) without its commit time
+    _rewrite(run, "offsets", lambda t: _set(_set(t, "partition", pc.cast(t["partition"], pa.int64())),
+                                            "commit_ts", pa.array(commit_times, pa.int64())))
+    return run
+
+
+@pytest.fixture(scope="module")
+def clean(tiny_run):
+    return validate(tiny_run, events=[TINY])
+
+
+def test_a_clean_run_passes_with_every_input_row_accounted_for(clean, tiny_run):
+    assert clean.success, clean.summary()
+    assert clean.summary().splitlines() == [
+        f"validate {tiny_run}: PASSED",
+        f"  ok   tables: {sum(c.kind == 'suite' for c in clean.checks)} of {sum(c.kind == 'suite' for c in clean.checks)} passed",
+        "  ok   invariants: 5 of 5 passed",
+        "  ok   input rows: 16 = 15 answered + 1 rejected",
+    ]
+    schema = [c for c in clean.checks if c.name.startswith("offsets.offset: expect_column_values_to_be_in_type_list")]
+    assert len(schema) == 1 and schema[0].passed
+
+
+def test_a_corrupted_run_fails_with_readable_messages(corrupted, tmp_path):
+    result = CliRunner().invoke(commands.validate, [str(corrupted), "--data-docs", str(tmp_path / "docs")])
+    assert result.exit_code == 1, result.output
+    lines = result.output.splitlines()
+    assert lines[0].startswith(f"validate {corrupted}: FAILED (5 of ")
+    for message in [
+        "responses.error: expect_column_values_to_be_in_set: 1 of 15 rows fail, e.g. NOT_A_KAFKA_ERROR",
+        "offsets.partition: expect_column_values_to_be_in_type_list: column type is int64, the contract wants Int32Dtype",
+        "offsets.commit_ts: expect_column_values_to_not_be_null: 1 of 6 rows where offset is not null fail",
+        "assignments.group_id,out_seq: expect_compound_columns_to_be_unique: 2 of 9 rows fail",
+        "one owner per partition per generation: 1 partitions with several owners, e.g. orders generation 1 "
+        "orders-2: c2-static-d2dbf2a3-07ac-439e-bcf0-23e9c83a5988, intruder",
+    ]:
+        assert any(message in line for line in lines), (message, result.output)
+    assert "Traceback" not in result.output and "Calculating Metrics" not in result.output
+    index = tmp_path / "docs" / "index.html"
+    assert lines[-1] == f"  data docs: {index}" and index.is_file()
+
+
+def test_accounting_finds_rows_the_run_never_saw(tiny_run, write_jsonl):
+    tables, _ = read_raw(tiny_run)
+    extra = write_jsonl([{"ts": 1772442009500, "group_id": "orders", "type": "HEARTBEAT", "member_id": "m",
+                          "generation_id": 2}, "not json"])
+    check = account_for_input(tables, [TINY, extra], until=None)
+    assert not check.passed
+    assert "1 requests neither answered nor rejected, e.g. Heartbeat of orders at 1772442009500 (seq 1)" in check.detail
+    assert "1 invalid input rows missing from rejects, e.g. line 2" in check.detail
+
+
+def test_accounting_counts_events_after_until_and_parked_requests(tiny_run):
+    tables, _ = read_raw(tiny_run)
+    until = 1772442009000  # as if replayed with --until: the OffsetFetch at +700 s was left out
+    answered = tables["responses"]
+    tables["responses"] = answered[answered["request_ts"] <= until]
+    assert account_for_input(tables, [TINY], until).detail == "16 = 14 answered + 1 after --until + 1 rejected"
+    tables["responses"] = answered
+    states = tables["group_states"]
+    tables["group_states"] = states[states["ts"] <= 1772442000000]  # as if the run ended preparing
+    joins = tables["responses"]["api"] == "JoinGroup"
+    first_join = tables["responses"][joins].index[0]
+    tables["responses"] = tables["responses"].drop(first_join)
+    assert "1 parked at the end" in account_for_input(tables, [TINY], until=None).detail
+
+
+def test_a_late_reject_accounts_for_its_event(tiny_run):
+    tables, _ = read_raw(tiny_run)
+    heartbeat = tables["responses"][tables["responses"]["api"] == "Heartbeat"].iloc[0]
+    tables["responses"] = tables["responses"].drop(heartbeat.name)
+    late = {"ts": int(heartbeat.request_ts), "group_id": "orders", "type": "HEARTBEAT",
+            "seq": int(heartbeat.request_seq)}
+    tables["rejects"].loc[len(tables["rejects"])] = [json.dumps(late), "arrived late", "x", 9]
+    check = account_for_input(tables, [TINY], until=None)
+    assert check.passed and "1 rejected late" in check.detail
+
+
+def test_suites_name_contract_tables_and_known_value_sets():
+    assert {p.stem for p in SUITES_DIR.glob("*.yaml")} <= set(TABLES)
+    for table in TABLES:
+        for kind, kwargs in expectations_for(table):
+            assert kind.startswith("expect_")
+            assert not any(isinstance(v, str) and v.startswith("$") for v in kwargs.values())
+    assert "REBALANCE_IN_PROGRESS" in VALUE_SETS["kafka_errors"]

@@ -1,0 +1,81 @@
+"""Runs the views, report and validation tests share: the tiny trace and the sample, replayed once per
+session, and a Spark-style run in progress written micro-batch by micro-batch with the real sink."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from simulations.engines import run_local
+from simulations.inputs import read_events
+from simulations.parquet_tables import write_tables
+from simulations.settings import load_config
+from simulations.views.run_tables import BATCHES, TIME_COLUMNS
+from streaming.sink import BatchSink
+
+from ..conftest import SAMPLE
+
+TINY = Path(__file__).with_name("data") / "tiny-trace.jsonl"
+T0 = 1772442000000  # 2026-03-02T09:00:00Z, the tiny trace's first event
+
+
+def _tables(events: Path) -> dict[str, list[dict]]:
+    """Every table of a local replay of `events`, input rejects included (as `coordsim replay` writes them)."""
+    inputs = read_events([events])
+    tables = run_local(inputs.events, load_config()).tables
+    return dict(tables, rejects=inputs.rejects + tables["rejects"])
+
+
+def replay(events: Path, out: Path) -> Path:
+    write_tables(out, _tables(events))
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory) -> Path:
+    return replay(TINY, tmp_path_factory.mktemp("tiny") / "run")
+
+
+@pytest.fixture(scope="session")
+def sample_run(tmp_path_factory) -> Path:
+    return replay(SAMPLE, tmp_path_factory.mktemp("sample") / "run")
+
+
+class _Batch:
+    """What `BatchSink` needs of a Spark micro-batch: its envelope rows as Arrow."""
+
+    def __init__(self, rows: list[tuple[str, dict]]) -> None:
+        self.rows = rows
+
+    def toArrow(self) -> pa.Table:  # noqa: N802 (Spark's name)
+        return pa.table({"table": [t for t, _ in self.rows],
+                         "group_id": [r.get("group_id") for _, r in self.rows],
+                         "out_seq": [r.get("out_seq", 0) for _, r in self.rows],
+                         "payload": [pickle.dumps(r) for _, r in self.rows]})
+
+
+def live_run(events: Path, run_dir: Path, cuts: list[int]):
+    """Write the local engine's rows of `events` into `run_dir` the way the Spark engine's sink does, one
+    committed micro-batch per cut (rows up to that simulated time); yields after each batch."""
+    tables = _tables(events)
+    sink, done = BatchSink(run_dir / BATCHES), None
+    for batch_id, cut in enumerate(cuts):
+        batch = [(name, row) for name, rows in tables.items() for row in rows
+                 if _in_batch(_time(name, row), done, cut)]
+        sink(_Batch(batch), batch_id)
+        done = cut
+        yield batch_id
+
+
+def _time(table: str, row: dict) -> int | None:
+    columns = TIME_COLUMNS.get(table)
+    return row[columns[0]] if columns else None
+
+
+def _in_batch(time: int | None, done: int | None, cut: int) -> bool:
+    if time is None:  # rejects (and tables without a clock) come with the first batch
+        return done is None
+    return (done is None or time > done) and time <= cut

@@ -1,0 +1,136 @@
+"""`describe` and `offsets_log` on the tiny trace, against text written out by hand from what
+kafka-consumer-groups.sh and OffsetsMessageFormatter print (trailing spaces included)."""
+
+from __future__ import annotations
+
+import pytest
+
+from simulations.views import UnknownGroup, describe, load_run, offsets_log
+from simulations.views.describe import tool_order
+
+from .runs import T0, live_run, TINY
+
+C1 = "c1-708a9f81-e5ca-4caf-baf4-419c55f7b26f"
+C2 = "c2-static-d2dbf2a3-07ac-439e-bcf0-23e9c83a5988"
+STABLE_GEN1 = T0 + 6_500  # both members Stable: c1 has orders-0,1, c2 (static) orders-2,3; nothing committed
+AFTER_LEAVE = T0 + 8_050  # c2 left at +8 s; c1 has not rejoined: PreparingRebalance
+REBALANCING = "\nWarning: Consumer group 'orders' is rebalancing.\n"
+NO_MEMBERS = "\nConsumer group 'orders' has no active members.\n"
+
+
+def test_offsets_of_a_stable_group_list_owners_by_partition_count(tiny_run):
+    described = describe(tiny_run, "orders", STABLE_GEN1)
+    assert described.err == ""
+    assert described.out == (
+        "\n"
+        "GROUP           TOPIC           PARTITION  CURRENT-OFFSET  LOG-END-OFFSET  LAG             CONSUMER-ID                                    HOST            CLIENT-ID\n"
+        f"orders          orders          2          -               -               -               {C2} /10.0.0.2       c2\n"
+        f"orders          orders          3          -               -               -               {C2} /10.0.0.2       c2\n"
+        f"orders          orders          0          -               -               -               {C1}        /10.0.0.1       c1\n"
+        f"orders          orders          1          -               -               -               {C1}        /10.0.0.1       c1\n"
+    )
+
+
+def test_offsets_at_the_end_show_committed_partitions_without_owner(tiny_run):
+    described = describe(tiny_run, "orders")  # the group expired into Empty; its offsets remain
+    assert described.err == NO_MEMBERS
+    assert described.out == (
+        "\n"
+        "GROUP           TOPIC           PARTITION  CURRENT-OFFSET  LOG-END-OFFSET  LAG             CONSUMER-ID     HOST            CLIENT-ID\n"
+        "orders          orders          0          100             -               -               -               -               -\n"
+        "orders          orders          1          200             -               -               -               -               -\n"
+        "orders          orders          2          300             -               -               -               -               -\n"
+        "orders          orders          3          400             -               -               -               -               -\n"
+    )
+
+
+def test_a_rebalancing_group_has_no_owners(tiny_run):
+    described = describe(tiny_run, "orders", AFTER_LEAVE, "offsets")
+    assert described.err == REBALANCING
+    assert described.out.splitlines()[2:] == [
+        "orders          orders          0          100             -               -               -               -               -",
+        "orders          orders          1          200             -               -               -               -               -",
+        "orders          orders          2          300             -               -               -               -               -",
+    ]
+
+
+def test_members_with_a_static_member_show_its_instance_id(tiny_run):
+    described = describe(tiny_run, "orders", STABLE_GEN1, "members")
+    assert described.out == (
+        "\n"
+        "GROUP           CONSUMER-ID                                    GROUP-INSTANCE-ID HOST            CLIENT-ID       #PARTITIONS     \n"
+        f"orders          {C2} c2-static         /10.0.0.2       c2              2               \n"
+        f"orders          {C1}                          /10.0.0.1       c1              2               \n"
+    )
+
+
+def test_members_while_preparing_a_rebalance_leave_out_the_member_that_left(tiny_run):
+    described = describe(tiny_run, "orders", AFTER_LEAVE, "members")
+    assert described.err == REBALANCING
+    assert described.out == (
+        "\n"
+        "GROUP           CONSUMER-ID                             HOST            CLIENT-ID       #PARTITIONS     \n"
+        f"orders          {C1} /10.0.0.1       c1              0               \n"
+    )
+
+
+def test_members_of_an_empty_group_print_the_header_alone(tiny_run):
+    described = describe(tiny_run, "orders", None, "members")
+    assert (described.err, described.out) == (
+        NO_MEMBERS, "\nGROUP           CONSUMER-ID     HOST            CLIENT-ID       #PARTITIONS     \n")
+
+
+def test_state_names_the_coordinator_partition(tiny_run):
+    assert describe(tiny_run, "orders", STABLE_GEN1, "state").out == (
+        "\n"
+        "GROUP                       COORDINATOR (ID)          ASSIGNMENT-STRATEGY  STATE           #MEMBERS\n"
+        "orders                      __consumer_offsets-31  (31) range                Stable          2\n"
+    )
+    rebalancing = describe(tiny_run, "orders", AFTER_LEAVE, "state")
+    assert rebalancing.out.splitlines()[-1] == (
+        "orders                      __consumer_offsets-31  (31)                      PreparingRebalance 1")
+
+
+def test_a_group_not_created_yet_does_not_exist(tiny_run):
+    for mode in ("offsets", "state"):
+        assert describe(tiny_run, "orders", T0 - 1, mode).out == "\nError: Consumer group 'orders' does not exist.\n"
+
+
+def test_a_group_missing_from_the_run_is_an_error(tiny_run):
+    with pytest.raises(UnknownGroup, match="group 'ordres' is not in this run \\(groups: exporter, orders\\)"):
+        describe(tiny_run, "ordres")
+
+
+def test_offsets_log_prints_records_and_tombstones_in_write_order(tiny_run):
+    assert list(offsets_log(tiny_run)) == [
+        "[exporter,invoices,0]::[OffsetMetadata[42,batch-17],CommitTime 1772442001000,ExpirationTime 1772442061000]",
+        "[exporter,invoices,1]::[OffsetMetadata[7,NO_METADATA],CommitTime 1772442002000,ExpirationTime _]",
+        "[orders,orders,0]::[OffsetMetadata[100,NO_METADATA],CommitTime 1772442007000,ExpirationTime _]",
+        "[orders,orders,1]::[OffsetMetadata[200,batch-7],CommitTime 1772442007000,ExpirationTime _]",
+        "[orders,orders,2]::[OffsetMetadata[300,NO_METADATA],CommitTime 1772442007100,ExpirationTime _]",
+        "[orders,orders,3]::[OffsetMetadata[400,NO_METADATA],CommitTime 1772442009000,ExpirationTime _]",
+        "[exporter,invoices,0]::NULL",
+    ]
+    assert len(list(offsets_log(tiny_run, "exporter"))) == 3
+
+
+@pytest.mark.parametrize("partitions, printed", [
+    # What java.util.HashMap printed for these keys (TopicPartition.hashCode), checked with a JDK 17.
+    ([("orders", p) for p in range(13)], [("orders", p) for p in [7, 8, 9, 10, 11, 12, 0, 1, 2, 3, 4, 5, 6]]),
+    ([(t, p) for t in ("payments", "a") for p in range(3)],
+     [("a", 2), ("a", 1), ("a", 0), ("payments", 0), ("payments", 2), ("payments", 1)]),
+])
+def test_partitions_come_in_the_tool_s_hash_map_order(partitions, printed):
+    assert tool_order(partitions) == printed
+
+
+def test_a_run_in_progress_is_read_from_its_committed_micro_batches(tmp_path, tiny_run):
+    writer = live_run(TINY, tmp_path / "live", [T0 + 7_000, T0 + 800_000])
+    next(writer)
+    early = load_run(tmp_path / "live")
+    assert early.live and early.end_ts <= T0 + 7_000
+    assert describe(early, "orders", mode="state").out.splitlines()[-1].split()[-2:] == ["Stable", "2"]
+    next(writer)
+    final = load_run(tiny_run)
+    for name, frame in load_run(tmp_path / "live").tables.items():
+        assert len(frame) == len(final[name]), name
