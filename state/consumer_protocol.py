@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from itertools import repeat
 from typing import Iterable, NamedTuple, Sequence
 
@@ -40,6 +40,11 @@ class TopicPartition(NamedTuple):
 
     def __str__(self) -> str:
         return f"{self.topic}-{self.partition}"
+
+
+# TopicPartition from a (topic, partition) pair without the Python-level frame of TopicPartition._make; the
+# assignors build hundreds of thousands of them.
+new_topic_partition = partial(tuple.__new__, TopicPartition)
 
 
 class ConsumerProtocolError(ValueError):
@@ -219,6 +224,11 @@ def encode_cooperative_user_data(generation: int) -> bytes:
 # ---------------------------------------------------------------------------------------------- reading
 
 
+@lru_cache(maxsize=256)
+def _int32_array(n: int) -> struct.Struct:
+    return struct.Struct(f">{n}i")
+
+
 @lru_cache(maxsize=1 << 16)
 def _utf8(data: bytes) -> str:
     """Topic names repeat across every member's blob; decoding each once also hands all members the same
@@ -227,67 +237,57 @@ def _utf8(data: bytes) -> str:
 
 
 class _Reader:
-    __slots__ = ("_data", "_pos", "_what")
+    __slots__ = ("_data", "_pos", "_end", "_what")
 
     def __init__(self, data: bytes, what: str) -> None:
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise ConsumerProtocolError(f"{what}: expected bytes, got {type(data).__name__}")
         self._data = bytes(data)
         self._pos = 0
+        self._end = len(self._data)
         self._what = what
 
     def remaining(self) -> int:
-        return len(self._data) - self._pos
+        return self._end - self._pos
 
     def _fail(self, message: str) -> ConsumerProtocolError:
-        return ConsumerProtocolError(f"{self._what}: {message} (at byte {self._pos} of {len(self._data)})")
+        return ConsumerProtocolError(f"{self._what}: {message} (at byte {self._pos} of {self._end})")
 
-    def _need(self, n: int, field: str) -> None:
-        if n > self.remaining():
-            raise self._fail(f"{field} needs {n} bytes but only {self.remaining()} remain")
-
-    def _take(self, n: int, field: str) -> bytes:
-        self._need(n, field)
-        chunk = self._data[self._pos:self._pos + n]
-        self._pos += n
-        return chunk
+    def _advance(self, n: int, field: str) -> int:
+        """Claim the next n bytes; returns where they start."""
+        pos = self._pos
+        if pos + n > self._end:
+            raise self._fail(f"{field} needs {n} bytes but only {self._end - pos} remain")
+        self._pos = pos + n
+        return pos
 
     def int16(self, field: str) -> int:
-        self._need(2, field)
-        value = _INT16.unpack_from(self._data, self._pos)[0]
-        self._pos += 2
-        return value
+        return _INT16.unpack_from(self._data, self._advance(2, field))[0]
 
     def int32(self, field: str) -> int:
-        self._need(4, field)
-        value = _INT32.unpack_from(self._data, self._pos)[0]
-        self._pos += 4
-        return value
+        return _INT32.unpack_from(self._data, self._advance(4, field))[0]
 
-    def int32_array(self, field: str) -> tuple[int, ...]:
-        n = self.array_length(field)
-        self._need(4 * n, field)
-        values = struct.unpack_from(f">{n}i", self._data, self._pos)
-        self._pos += 4 * n
-        return values
+    def _bytes(self, n: int, field: str) -> bytes:
+        pos = self._advance(n, field)
+        return self._data[pos:pos + n]
 
     def string(self, field: str) -> str:
         length = self.int16(field)
         if length < 0:
             raise self._fail(f"non-nullable field {field} was serialized as null")
-        return _utf8(self._take(length, field))
+        return _utf8(self._bytes(length, field))
 
     def nullable_string(self, field: str) -> str | None:
         length = self.int16(field)
         if length < 0:
             return None
-        return _utf8(self._take(length, field))
+        return _utf8(self._bytes(length, field))
 
     def nullable_bytes(self, field: str) -> bytes | None:
         length = self.int32(field)
         if length < 0:
             return None
-        return self._take(length, field)
+        return self._bytes(length, field)
 
     def array_length(self, field: str) -> int:
         n = self.int32(field)
@@ -295,15 +295,18 @@ class _Reader:
             raise self._fail(f"non-nullable field {field} was serialized as null")
         # Every element takes at least one byte, so a larger count can only be garbage; Kafka's readers
         # refuse it before allocating.
-        if n > self.remaining():
-            raise self._fail(f"{field} claims {n} elements but only {self.remaining()} bytes remain")
+        if n > self._end - self._pos:
+            raise self._fail(f"{field} claims {n} elements but only {self._end - self._pos} bytes remain")
         return n
 
     def topic_partitions(self, field: str) -> list[TopicPartition]:
+        topic_field, partitions_field = f"{field}.topic", f"{field}.partitions"
         out: list[TopicPartition] = []
         for _ in range(self.array_length(field)):
-            topic = self.string(f"{field}.topic")
-            out.extend(map(TopicPartition._make, zip(repeat(topic), self.int32_array(f"{field}.partitions"))))
+            topic = self.string(topic_field)
+            n = self.array_length(partitions_field)
+            numbers = _int32_array(n).unpack_from(self._data, self._advance(4 * n, partitions_field))
+            out.extend(map(new_topic_partition, zip(repeat(topic), numbers)))
         return out
 
     def version(self) -> int:

@@ -17,6 +17,7 @@ import heapq
 from itertools import islice, repeat
 
 from state.assignors.model import GroupAssignmentInput, TopicPartition
+from state.consumer_protocol import new_topic_partition
 
 
 def assign(inp: GroupAssignmentInput) -> dict[str, list[TopicPartition]]:
@@ -36,7 +37,7 @@ def assign(inp: GroupAssignmentInput) -> dict[str, list[TopicPartition]]:
         n_members = sum(len(g) for g in groups)
         quota, extra = divmod(n_partitions, n_members)
         subscribers = groups[0] if len(groups) == 1 else heapq.merge(*groups, key=rank.__getitem__)
-        partitions = list(map(TopicPartition._make, zip(repeat(topic), range(n_partitions))))
+        partitions = list(map(new_topic_partition, zip(repeat(topic), range(n_partitions))))
         start = 0
         # With fewer partitions than subscribers only the first n_partitions subscribers get one.
         for i, member_id in enumerate(islice(subscribers, min(n_members, n_partitions))):

@@ -33,6 +33,7 @@ from typing import Callable, Iterable
 
 from state import consumer_protocol
 from state.assignors.model import AssignorError, GroupAssignmentInput, MemberSubscription, TopicPartition
+from state.consumer_protocol import new_topic_partition
 from state.java_compat import JavaHashSet, java_string_sort_key, to_int32, topic_partition_hash_code
 
 NO_GENERATION = -1  # AbstractStickyAssignor.DEFAULT_GENERATION
@@ -150,23 +151,39 @@ def _resolve_claims(inp: GroupAssignmentInput, data: dict[str, MemberData]) -> _
 def _partitions_of(topics: Iterable[str], partitions_per_topic: dict[str, int]) -> list[TopicPartition]:
     out: list[TopicPartition] = []
     for t in topics:
-        out.extend(map(TopicPartition._make, zip(repeat(t), range(partitions_per_topic[t]))))
+        out.extend(map(new_topic_partition, zip(repeat(t), range(partitions_per_topic[t]))))
     return out
 
 
+def _all_exist(partitions: Iterable[TopicPartition], partitions_per_topic: dict[str, int]) -> bool:
+    return all(0 <= tp.partition < partitions_per_topic[tp.topic] for tp in partitions)
+
+
 def _unassigned(
-    all_partitions: list[TopicPartition], kept: list[TopicPartition], order: Callable[[TopicPartition], object]
+    all_partitions: list[TopicPartition],
+    kept: list[TopicPartition],
+    kept_exist: bool,
+    order: Callable[[TopicPartition], object],
 ) -> list[TopicPartition]:
     """Kafka's getUnassignedPartitions: sort the kept partitions by `order` (the order of `all_partitions`)
     and walk both lists once, skipping each partition equal to the next kept one.
 
-    Kept partitions are unique after claim resolution, so while all of them exist this is a plain set
-    difference. A kept partition beyond its topic's partition count stalls Kafka's walk for the rest of the
-    list, so the partitions after it come out as unassigned even when kept; only then is the walk replayed.
+    Kept partitions are unique after claim resolution, so when they all exist this is a plain set
+    difference. A kept partition beyond its topic's partition count stalls Kafka's walk, and every partition
+    after it comes out unassigned even if kept; only that case needs the walk itself.
     """
-    if all(0 <= tp.partition < _partition_count[tp.topic] for tp in kept) if False else True:
-        pass
-    return []
+    if kept_exist:
+        kept_set = set(kept)
+        return [tp for tp in all_partitions if tp not in kept_set]
+    out: list[TopicPartition] = []
+    remaining = iter(sorted(kept, key=order))
+    next_kept = next(remaining, None)
+    for tp in all_partitions:
+        if next_kept is None or tp != next_kept:
+            out.append(tp)
+        else:
+            next_kept = next(remaining, None)
+    return out
 
 
 # ---------------------------------------------------------------------------------- constrained builder
@@ -214,8 +231,9 @@ def _constrained(inp: GroupAssignmentInput, claims: _Claims) -> StickyOutcome:
             maybe_revoked[tp] = member_id
 
     topics = sorted(ppt, key=topic_key.__getitem__)
-    kept.sort(key=lambda tp: (topic_key[tp.topic], tp.partition))
-    unassigned = _difference(_partitions_of(topics, ppt), kept)
+    unassigned = _unassigned(
+        _partitions_of(topics, ppt), kept, _all_exist(kept, ppt), lambda tp: (topic_key[tp.topic], tp.partition)
+    )
 
     # Kafka walks a LinkedList of under-quota members with an iterator, drops a member through the iterator
     # once it reaches minQuota, and restarts from the head when the walk ends. Here each walk is a round over
@@ -422,11 +440,10 @@ class _GeneralBuilder:
         topic_order = {t: (self.subscriber_count[t], java_string_sort_key(t)) for t in self.ppt}
         sorted_topics = sorted(self.ppt, key=topic_order.__getitem__)
         all_partitions = _partitions_of(sorted_topics, self.ppt)
-        kept.sort(key=lambda tp: (topic_order[tp.topic], tp.partition))
-        unassigned = _difference(all_partitions, kept)
-        if any(not 0 <= tp.partition < self.ppt[tp.topic] for tp in kept):
-            # A claim beyond its topic's partition count stalls the difference above, so Kafka hands out some
-            # partitions twice; only its literal balance check then gives Kafka's answer.
+        kept_exist = _all_exist(kept, self.ppt)
+        unassigned = _unassigned(all_partitions, kept, kept_exist, lambda tp: (topic_order[tp.topic], tp.partition))
+        if not kept_exist:
+            # Then Kafka hands some partitions out twice, and only its literal balance check gives its answer.
             self.compute_balanced = self._compute_balanced_literal
 
         initializing = all(not self.cur[m] for m in self.members)
