@@ -1,27 +1,38 @@
-"""The `coordsim` command line.
+"""The `coordsim` command line: `replay` recorded events, `generate` a scenario's events, `run` a scenario.
 
-A user's mistake (a missing file, an unwritable folder, an unknown setting, a bad --until) ends with one
-clear line on stderr and exit code 2, never a traceback; anything else is a bug and is allowed to raise.
+A user's mistake (a missing file, an unwritable folder, an unknown setting, a bad --until, a scenario that
+does not validate) ends with one clear line on stderr and exit code 2, never a traceback; anything else is a
+bug and is allowed to raise.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-
+import time
 from collections import Counter
+from pathlib import Path
 
 import click
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from simulations import scenarios
 from simulations.engines import RunResult, run_local
-from simulations.inputs import InputError, read_events
+from simulations.inputs import JSONL_SUFFIXES, InputError, read_events
 from simulations.parquet_tables import OutputError, write_tables
+from simulations.scenarios import ScenarioError
+from simulations.scenarios.summary import render, summarize
 from simulations.settings import load_config, non_default_settings
 from state.config import ConfigError, CoordinatorConfig
 from state.events import EventError, parse_ts
 
-USER_ERRORS = (InputError, OutputError, ConfigError, EventError)
+USER_ERRORS = (InputError, OutputError, ConfigError, EventError, ScenarioError)
+# Where `coordsim run` keeps the scenario it ran and the events it generated, inside --out.
+RUN_SCENARIO_DIR = "scenario"
+# The design's default is Spark; it gives the same tables, but until heartbeats are elided it takes about 3.5x
+# the local engine's time on the default scenario here (docs/benchmarks.md, "Storm"), too slow for the quick start.
+RUN_ENGINE = "local"
 SPARK_NOT_AVAILABLE = "the spark engine is not available yet; use --engine local"
 
 
@@ -46,7 +57,8 @@ class Timestamp(click.ParamType):
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="coordsim", prog_name="coordsim")
 def main() -> None:
-    """coordsim: Apache Kafka's classic consumer-group coordinator, simulated on recorded client events."""
+    """coordsim: Apache Kafka's classic consumer-group coordinator, simulated on recorded client events
+    (replay) or on synthetic consumers driven by a scenario (run, generate)."""
 
 
 @main.command()
@@ -99,10 +111,18 @@ def print_summary(console: Console, result: RunResult, tables: dict[str, list[di
         ("responses", ", ".join(f"{name} {count}" for name, count in by_count) or "0"),
         ("rejected rows", f"{rejected} (reasons in the rejects table)" if rejected else "0"),
     ]
+    lines += [*_settings_line(config), ("output", str(out_dir))]
+    _print_lines(console, lines)
+
+
+def _settings_line(config: CoordinatorConfig) -> list[tuple[str, str]]:
     changed = non_default_settings(config)
-    if changed:
-        lines.append(("settings", ", ".join(f"{name}={value}" for name, value in changed.items())))
-    lines.append(("output", str(out_dir)))
+    if not changed:
+        return []
+    return [("settings", ", ".join(f"{name}={value}" for name, value in changed.items()))]
+
+
+def _print_lines(console: Console, lines: list[tuple[str, str]]) -> None:
     width = max(len(label) for label, _ in lines)
     for label, value in lines:
         console.print(f"[bold]{label:<{width}}[/bold]  {escape(value)}", highlight=False, soft_wrap=True)
@@ -110,3 +130,183 @@ def print_summary(console: Console, result: RunResult, tables: dict[str, list[di
 
 def _iso(ts_ms: int) -> str:
     return _dt.datetime.fromtimestamp(ts_ms / 1000, _dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Scenarios
+
+def _load_scenario(argument: str) -> tuple[Path, scenarios.Scenario]:
+    path = scenarios.resolve(argument)
+    if not path.exists():
+        raise ScenarioError(f"no such file, and no shipped scenario of that name "
+                            f"(shipped: {', '.join(scenarios.shipped())})", argument)
+    return path, scenarios.load_scenario(path)
+
+
+def _write_text(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as error:
+        if path.parent.exists() and not path.parent.is_dir():
+            raise OutputError(f"cannot write {path}: {path.parent} is not a folder") from None
+        raise OutputError(f"cannot write {path}: {error.strerror or error}") from None
+
+
+@main.command()
+@click.argument("scenario", metavar="SCENARIO")
+@click.option("--out", "out_path", required=True, metavar="EVENTS",
+              help="The events file to write: *.jsonl (or *.json), or a folder, which gets events.jsonl.")
+def generate(scenario: str, out_path: str) -> None:
+    """Write the events of SCENARIO (a YAML file, or a shipped scenario's name) as a JSONL file.
+
+    The events are synthetic-client directives in the input contract (docs/events.md), sorted by time, each
+    with its group's `seq`. `coordsim replay EVENTS --until END --out DIR`, END being the end of the
+    scenario (printed below), gives the same tables as `coordsim run`. Parquet is not offered: directive rows
+    of different types give `topics` different shapes, which one Parquet schema cannot hold.
+    """
+    target = Path(out_path)
+    if target.suffix.lower() == ".parquet":
+        raise UserError(f"{out_path}: scenario events are written as JSONL (*.jsonl), not Parquet: the rows of "
+                        "different directives give 'topics' different shapes")
+    if target.suffix.lower() not in JSONL_SUFFIXES:
+        target = target / "events.jsonl"
+    try:
+        path, loaded = _load_scenario(scenario)
+        generated = scenarios.generate(loaded)
+        _write_text(target, scenarios.to_jsonl(generated.rows))
+    except USER_ERRORS as error:
+        raise UserError(str(error)) from None
+    lines = [
+        ("scenario", f"{loaded.name} ({path}), seed {loaded.seed}"),
+        ("groups", f"{sum(map(len, generated.groups.values())):,} in {len(generated.groups)} group set(s)"),
+        ("events", f"{len(generated.rows):,}"),
+        ("simulated", f"{_iso(generated.start_ms)} to {_iso(generated.until_ms)}"),
+        *(("note", note) for note in generated.notes),
+        ("output", str(target)),
+        ("replay with", " ".join([f"coordsim replay {target} --until {_iso(generated.until_ms)} --out DIR",
+                                  *(f"--set {name}={value}" for name, value in loaded.broker.items())])),
+    ]
+    _print_lines(Console(), lines)
+
+
+@main.command()
+@click.argument("scenario", metavar="SCENARIO")
+@click.option("--out", "out_dir", required=True, metavar="DIR",
+              help="Folder for the output tables (Parquet) and the run's scenario and events.")
+@click.option("--engine", type=click.Choice(["spark", "local"]), default=RUN_ENGINE, show_default=True,
+              help="Where the coordinators run; the tables are the same.")
+@click.option("--conf", "conf_file", metavar="FILE",
+              help="YAML file of broker settings (a 'coordinator:' mapping, Kafka names); wins over the "
+                   "scenario's broker: settings.")
+@click.option("--set", "overrides", multiple=True, metavar="NAME=VALUE",
+              help="Override one broker setting by its Kafka name, e.g. group.initial.rebalance.delay.ms=0.")
+def run(scenario: str, out_dir: str, engine: str, conf_file: str | None, overrides: tuple[str, ...]) -> None:
+    """Run SCENARIO: generate its events and simulate them, then summarize per group set. The main job.
+
+    SCENARIO is a YAML file, or the name of a shipped scenario (default, rolling-restart-dynamic-eager,
+    rolling-restart-static, rolling-restart-cooperative, crash, gc-pause, slow-consumer, flapping, scale-out,
+    partition-increase, offsets-expiry). A scenario, in brief:
+
+    \b
+      duration: 15m                  # required; also start (ISO time), seed, broker
+      group_sets:
+        - name: orders               # groups orders-000 ... orders-299
+          groups: 300
+          members: 6                 # clients orders-000-c0 ... -c5
+          topics: [{name: orders, partitions: 24, records_per_second: 100}]
+          assignors: [range]         # partition.assignment.strategy, in order
+          membership: dynamic        # or static (group.instance.id)
+          config: {session.timeout.ms: 45000}   # any consumer setting
+      timeline:
+        - {at: 2m, action: rolling_restart, downtime: 10s, gap: 30s}
+
+    \b
+    Actions: rolling_restart, crash, pause, slow_poll, flap, scale_out,
+    scale_in, partition_increase, idle. Reference: docs/scenarios.md.
+
+    The run ends at start + duration. Tables go to DIR as Parquet (docs/tables.md), the scenario and its
+    events to DIR/scenario/. The summary gives, per group set: rebalances by cause, rebalance duration
+    and time to Stable (p50/p99/max), unowned partition-seconds, partitions moved, duplicate and skipped
+    records, failed commits.
+    """
+    console = Console()
+    started = time.monotonic()
+    try:
+        path, loaded = _load_scenario(scenario)
+        config = load_config(conf_file, overrides, loaded.broker)
+        generated = scenarios.generate(loaded)
+        events_file = _write_run_inputs(path, generated, Path(out_dir), check_checkpoint=engine == "spark")
+        if engine == "local":
+            result = _run_local(console, events_file, config, generated.until_ms, out_dir)
+        else:
+            result = _run_spark(events_file, config, generated.until_ms, out_dir)
+    except USER_ERRORS as error:
+        raise UserError(str(error)) from None
+    wall_s = time.monotonic() - started
+    lines = [
+        ("scenario", f"{loaded.name} ({path}), seed {loaded.seed}"),
+        ("simulated", f"{_iso(generated.start_ms)} to {_iso(generated.until_ms)}"),
+        ("groups", f"{result.groups:,} in {len(generated.groups)} group set(s)"),
+        ("events", f"{len(generated.rows):,} directives; the clients sent {len(result.tables['requests']):,} "
+                   f"requests"),
+        ("engine", f"{engine}, {wall_s:.1f} s wall, {loaded.duration_ms / 1000 / wall_s:,.1f}x simulated time"),
+    ]
+    rejected = len(result.tables["rejects"])
+    if rejected:
+        lines.append(("rejected rows", f"{rejected} (reasons in the rejects table)"))
+    lines += [*_settings_line(config), *(("note", note) for note in generated.notes), ("output", out_dir)]
+    _print_lines(console, lines)
+    console.print()
+    render(console, summarize(loaded, generated.groups, result.tables))
+
+
+def _write_run_inputs(scenario_file: Path, generated: scenarios.Generated, out: Path, check_checkpoint: bool) -> Path:
+    """DIR/scenario/: the scenario as given and its events, which is what the engine reads."""
+    folder = out / RUN_SCENARIO_DIR
+    events_file = folder / "events.jsonl"
+    text = scenarios.to_jsonl(generated.rows)
+    if check_checkpoint and (out / "_checkpoints").exists() and events_file.is_file() \
+            and events_file.read_text(encoding="utf-8") != text:
+        # The Spark engine identifies a run by its input paths: new events under the old path would resume it.
+        raise OutputError(f"{out} holds a Spark run of other events; use another --out, or delete {out}")
+    if out.exists() and not out.is_dir():
+        raise OutputError(f"cannot write the output folder {out}: {out} is not a folder")
+    _write_text(folder / "scenario.yaml", scenario_file.read_text(encoding="utf-8"))
+    _write_text(events_file, text)
+    return events_file
+
+
+def _run_local(console: Console, events_file: Path, config: CoordinatorConfig, until: int, out_dir: str
+               ) -> RunResult:
+    columns = (TextColumn("{task.description:<18}"), BarColumn(), MofNCompleteColumn(), TextColumn("groups"),
+               TimeElapsedColumn())
+    with Progress(*columns, console=console) as bar:
+        task = bar.add_task("reading events", total=None)
+        rows = read_events([events_file])
+        bar.update(task, description="simulating")
+        result = run_local(rows.events, config, until,
+                           progress=lambda done, total: bar.update(task, completed=done, total=total))
+        bar.update(task, description="writing tables")
+        result.tables["rejects"] = rows.rejects + result.tables["rejects"]
+        write_tables(out_dir, result.tables)
+        bar.update(task, description="done")
+    return result
+
+
+def _run_spark(events_file: Path, config: CoordinatorConfig, until: int, out_dir: str) -> RunResult:
+    try:
+        from pyspark.sql import SparkSession
+
+        from streaming.engine import RunMismatch, run_spark
+        from streaming.session import SettingsError
+    except ImportError as error:
+        raise UserError(f"the spark engine cannot start ({error}); use --engine local") from None
+    try:
+        return run_spark([str(events_file)], out_dir, config, until)
+    except (RunMismatch, SettingsError) as error:
+        raise UserError(str(error)) from None
+    finally:
+        session = SparkSession.getActiveSession()
+        if session is not None:
+            session.stop()

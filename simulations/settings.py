@@ -1,5 +1,6 @@
-"""The coordinator's broker settings for a run: `conf/coordinator.yaml` (Kafka's defaults), then a user's
-`--conf FILE`, then `--set name=value` overrides, all under Kafka's config names.
+"""The coordinator's broker settings for a run: `conf/coordinator.yaml` (Kafka's defaults), then a scenario's
+`broker:` settings (`coordsim run`), then a user's `--conf FILE`, then `--set name=value` overrides, all under
+Kafka's config names.
 
 The defaults file sits at the repository root (`conf/`), next to the `simulations` package of a clone
 installed with `pip install -e .`; an installation without it runs on `CoordinatorConfig()`'s built-in
@@ -20,12 +21,14 @@ SECTION = "coordinator"
 DEFAULTS_FILE = Path(__file__).resolve().parent.parent / "conf" / "coordinator.yaml"
 
 
-def load_config(conf_file: str | os.PathLike | None = None, overrides: Iterable[str] = ()) -> CoordinatorConfig:
-    """Layer the defaults file, `conf_file` and `overrides` ("name=value" strings); ConfigError on any
-    unknown name, bad value or unreadable file."""
+def load_config(conf_file: str | os.PathLike | None = None, overrides: Iterable[str] = (),
+                scenario: Mapping[str, Any] | None = None) -> CoordinatorConfig:
+    """Layer the defaults file, a scenario's settings, `conf_file` and `overrides` ("name=value" strings);
+    ConfigError on any unknown name, bad value or unreadable file."""
     settings: dict[str, Any] = {}
     if DEFAULTS_FILE.is_file():
         settings.update(read_conf_file(DEFAULTS_FILE))
+    settings.update(scenario or {})
     if conf_file is not None:
         settings.update(read_conf_file(Path(conf_file)))
     settings.update(parse_overrides(overrides))

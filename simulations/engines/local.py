@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Callable, Iterable
 
 from state.config import CoordinatorConfig
 from state.events import Event
@@ -34,7 +34,9 @@ class RunResult:
     final_ts: int | None = None
 
 
-def run_local(events: Iterable[Event], config: CoordinatorConfig, until: int | None = None) -> RunResult:
+def run_local(events: Iterable[Event], config: CoordinatorConfig, until: int | None = None,
+              progress: Callable[[int, int], None] | None = None) -> RunResult:
+    """`progress(done, total)` is called as each group finishes its run (the bulk of the work)."""
     result = RunResult()
     by_group: dict[str, list[Event]] = defaultdict(list)
     for event in events:
@@ -59,12 +61,14 @@ def run_local(events: Iterable[Event], config: CoordinatorConfig, until: int | N
         final = max([final, *pending])
     else:
         final = None
-    for runtime in runtimes.values():
+    for done, runtime in enumerate(runtimes.values(), start=1):
         runtime.advance_to(final)
         runtime.finish()
         output = runtime.take_output()
         for name, rows in output.tables.items():
             result.tables[name].extend(rows)
         result.tables["rejects"].extend(output.rejects)
+        if progress is not None:
+            progress(done, len(runtimes))
     result.final_ts = final
     return result

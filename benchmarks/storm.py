@@ -1,0 +1,145 @@
+"""Rebalance storm vs quiet hour: N groups x M synthetic members for one simulated hour.
+
+- storm: every member of every group is restarted once (rolling restart from minute 5: 20 s down, 30 s gap,
+  up to 5 s jitter), dynamic members with eager range assignment and Kafka's default consumer settings;
+- quiet: the same groups for the same hour with nothing happening to them.
+
+Each run is end to end in a fresh process, as a user runs it: `coordsim run SCENARIO --engine local`, and for
+Spark `coordsim generate` then `python -m streaming.engine EVENTS --until END` with state buckets (JVM start
+included). Reported per run: wall time, simulated-time speed-up (one hour / wall time), peak memory, and the
+work behind it: directive events in, requests the synthetic clients sent (each one an event the coordinator
+processed), rows written per table. The quiet hour is reported as a fraction of the storm.
+
+    .venv/bin/python benchmarks/storm.py --groups 25 --members 10 --engines local spark
+    .venv/bin/python benchmarks/storm.py                      # the target size: 10,000 x 10
+
+Results are appended to benchmarks/results/storm.jsonl and printed as a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import pyarrow.parquet as pq  # noqa: E402
+
+from state.tables import TABLES  # noqa: E402
+
+HOUR_S = 3_600
+UNTIL = "2026-01-01T01:00:00Z"  # the scenarios' default start plus one hour
+TIME = "/usr/bin/time"
+
+
+def scenario(groups: int, members: int, storm: bool) -> str:
+    text = f"""\
+name: {"storm" if storm else "quiet"}
+duration: 1h
+seed: 1
+group_sets:
+  - name: fleet
+    groups: {groups}
+    members: {members}
+    topics: [{{name: orders, partitions: {2 * members}, records_per_second: 100}}]
+    assignors: [range]
+"""
+    if storm:
+        text += "timeline:\n  - {at: 5m, action: rolling_restart, downtime: 20s, gap: 30s, jitter: 5s}\n"
+    return text
+
+
+def timed(command: list[str], env: dict) -> tuple[float, int | None]:
+    """Wall seconds and peak resident memory (MB, when /usr/bin/time is there) of a command."""
+    report = None
+    if Path(TIME).exists():
+        report = Path(f"/tmp/coordsim-storm-time-{os.getpid()}")
+        command = [TIME, "-f", "%M", "-o", str(report), *command]
+    started = time.monotonic()
+    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
+    wall = time.monotonic() - started
+    if done.returncode != 0:
+        raise SystemExit(f"{command} failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}")
+    peak = None if report is None else round(int(report.read_text().split()[-1]) / 1024)
+    return wall, peak
+
+
+def run(engine: str, scenario_file: Path, out: Path, buckets: int, spark_sets: list[str]) -> tuple[float, int | None]:
+    shutil.rmtree(out, ignore_errors=True)
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
+    coordsim = str(REPO / ".venv" / "bin" / "coordsim")
+    if engine == "local":
+        return timed([coordsim, "run", str(scenario_file), "--out", str(out), "--engine", "local"], env)
+    events = out.parent / f"{out.name}-events.jsonl"
+    generate_s, _ = timed([coordsim, "generate", str(scenario_file), "--out", str(events)], env)
+    wall, peak = timed([sys.executable, "-m", "streaming.engine", str(events), "--out", str(out), "--until", UNTIL,
+                        "--spark-set", f"streaming.state.buckets={buckets}", "--quiet",
+                        *(arg for setting in spark_sets for arg in ("--spark-set", setting))], env)
+    return generate_s + wall, peak
+
+
+def work(out: Path) -> dict:
+    """What the run had to do: directives in, client requests processed, rows written per table."""
+    rows = {t: pq.read_metadata(out / t / "part-00000.parquet").num_rows for t in TABLES}
+    events = out / "scenario" / "events.jsonl"
+    if not events.exists():
+        events = out.parent / f"{out.name}-events.jsonl"
+    directives = sum(1 for _ in events.open())
+    return {"directives": directives, "requests": rows["requests"], "rows_written": sum(rows.values()),
+            "rows": rows}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--groups", type=int, default=10_000)
+    parser.add_argument("--members", type=int, default=10)
+    parser.add_argument("--engines", nargs="+", choices=["local", "spark"], default=["local", "spark"])
+    parser.add_argument("--buckets", type=int, default=64, help="Spark: streaming.state.buckets")
+    parser.add_argument("--spark-set", action="append", default=[], metavar="NAME=VALUE",
+                        help="Spark: another engine or spark.* setting, e.g. spark.driver.memory=12g")
+    parser.add_argument("--runs", nargs="+", choices=["storm", "quiet"], default=["storm", "quiet"])
+    parser.add_argument("--work", type=Path, default=Path("/tmp/coordsim-storm"))
+    parser.add_argument("--results", type=Path, default=REPO / "benchmarks" / "results" / "storm.jsonl")
+    args = parser.parse_args()
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    folder = args.work / f"g{args.groups}-m{args.members}"
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for engine in args.engines:
+        walls = {}
+        for kind in args.runs:
+            scenario_file = folder / f"{kind}.yaml"
+            scenario_file.write_text(scenario(args.groups, args.members, kind == "storm"))
+            out = folder / f"out-{engine}-{kind}"
+            wall, peak = run(engine, scenario_file, out, args.buckets, args.spark_set)
+            walls[kind] = wall
+            row = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "engine": engine,
+                   "run": kind, "groups": args.groups, "members": args.members,
+                   "buckets": args.buckets if engine == "spark" else 0,
+                   "spark_settings": args.spark_set if engine == "spark" else [], "wall_s": round(wall, 1),
+                   "speed_up": round(HOUR_S / wall, 1), "peak_mb": peak, **work(out)}
+            if kind == "quiet" and "storm" in walls:
+                row["quiet_over_storm"] = round(wall / walls["storm"], 2)
+            rows.append(row)
+            with args.results.open("a") as handle:
+                handle.write(json.dumps(row) + "\n")
+            print(json.dumps(row), flush=True)
+    print("\n| engine | run | groups × members | wall (s) | speed-up | peak MB | directives | client requests "
+          "| rows written | quiet / storm |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['engine']}{' (' + str(r['buckets']) + ' buckets)' if r['buckets'] else ''} | {r['run']} "
+              f"| {r['groups']:,} × {r['members']} | {r['wall_s']} | {r['speed_up']}× | {r['peak_mb'] or '-'} "
+              f"| {r['directives']:,} | {r['requests']:,} | {r['rows_written']:,} | {r.get('quiet_over_storm', '-')} |")
+
+
+if __name__ == "__main__":
+    main()

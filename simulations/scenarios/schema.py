@@ -1,0 +1,425 @@
+"""The scenario format: what a scenario file may say, read into typed objects and checked.
+
+A scenario names group sets (many groups alike: members, topics, assignors, membership, consumer settings)
+and a timeline of actions on them. Anything wrong is a `ScenarioError` naming the file, line and key path.
+docs/scenarios.md is the user's reference for the same format; `generator` turns a `Scenario` into events.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from simulations.scenarios.document import (Node, ScenarioError, Section, as_choice, as_duration_ms, as_int, as_list,
+                                            as_mapping, as_number, as_str, as_time_ms, describe, parse_yaml)
+from state.client_config import ClientConfig
+from state.config import ConfigError, CoordinatorConfig
+
+DEFAULT_START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z: fixed, so a scenario without `start` reproduces
+DEFAULT_RECORDS_PER_SECOND = 100.0
+DEFAULT_STAGGER_MS = 1_000
+NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]*"
+NAME_HINT = " (letters, digits, '.', '_' and '-', starting with a letter or digit)"
+ASSIGNMENT_STRATEGY = "partition.assignment.strategy"
+
+
+@dataclass(frozen=True)
+class Topic:
+    name: str
+    partitions: int
+    records_per_second: float
+
+
+@dataclass(frozen=True)
+class GroupSet:
+    name: str
+    groups: int
+    members: int
+    topics: tuple[Topic, ...]
+    static: bool
+    config: dict[str, Any]  # consumer settings under Kafka's names, as CLIENT_START carries them
+    stagger_ms: int
+    line: int
+
+
+@dataclass(frozen=True)
+class Share:
+    """How many of n: every one (`all`), a count, or a fraction rounded up."""
+
+    count: int | None = None
+    fraction: float | None = None
+
+    def of(self, n: int) -> int:
+        if self.count is not None:
+            return self.count
+        if self.fraction is not None:
+            return min(n, math.ceil(self.fraction * n - 1e-9))
+        return n
+
+
+ALL = Share()
+ONE = Share(count=1)
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """A duration drawn per member: `fixed` (low), `uniform` [low, high], `exponential` (mean low, capped at
+    high when high is set)."""
+
+    kind: str
+    low_ms: int
+    high_ms: int | None = None
+
+    def draw(self, rng: random.Random) -> int:
+        if self.kind == "fixed":
+            return self.low_ms
+        if self.kind == "uniform":
+            return rng.randint(self.low_ms, self.high_ms)
+        value = round(rng.expovariate(1 / self.low_ms)) if self.low_ms else 0
+        return value if self.high_ms is None else min(value, self.high_ms)
+
+
+@dataclass(frozen=True)
+class Action:
+    kind: str
+    at_ms: int | None  # None: when the previous action of the timeline ends
+    targets: tuple[str, ...]
+    groups: Share
+    members: Share
+    seed: str | None
+    path: str
+    line: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.path} ({self.kind}, line {self.line})"
+
+
+@dataclass(frozen=True)
+class RollingRestart(Action):
+    downtime_ms: int
+    gap_ms: int
+    batch: int
+    jitter_ms: int
+    crash: bool
+
+
+@dataclass(frozen=True)
+class Crash(Action):
+    restart_after: Distribution | None
+
+
+@dataclass(frozen=True)
+class Pause(Action):
+    duration: Distribution
+    scope: str  # process | poll
+
+
+@dataclass(frozen=True)
+class Flap(Action):
+    cycles: int
+    down_ms: int
+    up_ms: int
+    jitter_ms: int
+    crash: bool
+
+
+@dataclass(frozen=True)
+class ScaleOut(Action):
+    pass
+
+
+@dataclass(frozen=True)
+class ScaleIn(Action):
+    pass
+
+
+@dataclass(frozen=True)
+class PartitionIncrease(Action):
+    topic: str
+    partitions: int
+
+
+@dataclass(frozen=True)
+class Idle(Action):
+    duration_ms: int
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    start_ms: int
+    duration_ms: int
+    seed: int | str
+    broker: dict[str, Any]
+    group_sets: tuple[GroupSet, ...]
+    timeline: tuple[Action, ...]
+    source: str
+
+    @property
+    def until_ms(self) -> int:
+        return self.start_ms + self.duration_ms
+
+
+# ----------------------------------------------------------------------------------------------------------
+
+def load_scenario(path: str | Path) -> Scenario:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ScenarioError(f"cannot read ({error.strerror or error})", str(path)) from None
+    except UnicodeDecodeError:
+        raise ScenarioError("not UTF-8 text", str(path)) from None
+    return parse_scenario(text, str(path), path.stem)
+
+
+def parse_scenario(text: str, source: str = "<scenario>", default_name: str = "scenario") -> Scenario:
+    root = Section(parse_yaml(text, source), "the scenario").allow(
+        ["name", "description", "start", "duration", "seed", "broker", "group_sets", "timeline"])
+    name = _optional(root, "name", lambda n: as_str(n, NAME_PATTERN, NAME_HINT), default_name)
+    description = _optional(root, "description", as_str, "")
+    start_ms = _optional(root, "start", as_time_ms, DEFAULT_START_MS)
+    duration = root.require("duration")
+    duration_ms = as_duration_ms(duration, positive=True)
+    seed = _optional(root, "seed", _seed, 0)
+    broker = _optional(root, "broker", _broker, {})
+    sets_node = root.require("group_sets")
+    group_sets = tuple(_group_set(item) for item in as_list(sets_node))
+    names = [s.name for s in group_sets]
+    for index, group_set in enumerate(group_sets):
+        if names.index(group_set.name) != index:
+            raise ScenarioError(f"group set name {group_set.name!r} is used twice", source, group_set.line,
+                                f"group_sets[{index}].name")
+    timeline_node = root.get("timeline")
+    actions = [] if timeline_node is None or timeline_node.value is None else as_list(timeline_node, non_empty=False)
+    timeline = tuple(_action(item, group_sets, duration_ms) for item in actions)
+    return Scenario(name, description, start_ms, duration_ms, seed, broker, group_sets, timeline, source)
+
+
+def _optional(section: Section, key: str, read: Callable[[Node], Any], default: Any) -> Any:
+    node = section.get(key)
+    return default if node is None else read(node)
+
+
+def _seed(node: Node) -> int | str:
+    if isinstance(node.value, bool) or not isinstance(node.value, (int, str)):
+        raise node.error(f"must be an integer or text, got {describe(node.value)}")
+    return node.value
+
+
+def _broker(node: Node) -> dict[str, Any]:
+    located = as_mapping(node, "broker settings")
+    settings = {key: value.value for key, value in located.items()}
+    _check_settings(node, located, settings, CoordinatorConfig.from_kafka)
+    return settings
+
+
+def _check_settings(node: Node, located: dict[str, Node], settings: dict[str, Any],
+                    build: Callable[[dict], Any]) -> None:
+    """Check the settings as a whole. An error is reported at the one setting that fails alone with the same
+    message (an unknown name, a bad value), else at `node` (settings that only conflict together)."""
+    try:
+        build(settings)
+    except ConfigError as error:
+        for key, value in located.items():
+            try:
+                build({key: settings[key]})
+            except ConfigError as alone:
+                if str(alone) == str(error):
+                    raise value.error(str(error)) from None
+        raise node.error(str(error)) from None
+
+
+def _group_set(node: Node) -> GroupSet:
+    section = Section(node, "a group set").allow(
+        ["name", "groups", "members", "topics", "assignors", "membership", "config", "stagger"])
+    name = as_str(section.require("name"), NAME_PATTERN, NAME_HINT)
+    groups = _optional(section, "groups", lambda n: as_int(n, lo=1), 1)
+    members = as_int(section.require("members"), lo=1)
+    topics_node = section.require("topics")
+    topics = tuple(_topic(item) for item in as_list(topics_node))
+    topic_names = [t.name for t in topics]
+    for index, topic in enumerate(topics):
+        if topic_names.index(topic.name) != index:
+            raise topics_node.value[index].error(f"topic {topic.name!r} is listed twice")
+    membership = _optional(section, "membership", lambda n: as_choice(n, ("dynamic", "static")), "dynamic")
+    config = _consumer_config(section.get("config"), section.get("assignors"))
+    stagger_ms = _optional(section, "stagger", as_duration_ms, DEFAULT_STAGGER_MS)
+    return GroupSet(name, groups, members, topics, membership == "static", config, stagger_ms, node.line)
+
+
+def _topic(node: Node) -> Topic:
+    section = Section(node, "a topic").allow(["name", "partitions", "records_per_second"])
+    name = as_str(section.require("name"), NAME_PATTERN, NAME_HINT)
+    partitions = as_int(section.require("partitions"), lo=1)
+    rate = _optional(section, "records_per_second", as_number, DEFAULT_RECORDS_PER_SECOND)
+    return Topic(name, partitions, rate)
+
+
+def _consumer_config(config_node: Node | None, assignors_node: Node | None) -> dict[str, Any]:
+    located: dict[str, Node] = {}
+    if config_node is not None and config_node.value is not None:
+        located.update(as_mapping(config_node, "consumer settings"))
+    settings = {key: value.value for key, value in located.items()}
+    for key, value in located.items():
+        if isinstance(value.value, (dict, type(None))):
+            raise value.error(f"must be a value, got {describe(value.value)}")
+    if assignors_node is not None:
+        if ASSIGNMENT_STRATEGY in settings:
+            raise assignors_node.error(f"give the assignors either here or as config.{ASSIGNMENT_STRATEGY}, "
+                                       "not both")
+        names = assignors_node.value if isinstance(assignors_node.value, list) else [assignors_node]
+        settings[ASSIGNMENT_STRATEGY] = [as_str(n) for n in names]
+        located[ASSIGNMENT_STRATEGY] = assignors_node
+    if settings:
+        _check_settings(config_node or assignors_node, located, settings, ClientConfig.from_kafka)
+    return settings
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Actions
+
+def _share(node: Node | None, default: Share, allow_all: bool = True) -> Share:
+    if node is None:
+        return default
+    value = node.value
+    if value == "all" and allow_all:
+        return ALL
+    if isinstance(value, int) and not isinstance(value, bool):
+        return Share(count=as_int(node, lo=1))
+    if isinstance(value, str) and value.endswith("%"):
+        try:
+            percent = float(value[:-1])
+        except ValueError:
+            percent = -1.0
+        if 0 < percent <= 100:
+            return Share(fraction=percent / 100)
+    forms = "a count (2), a percentage ('25%')" + (" or all" if allow_all else "")
+    raise node.error(f"must be {forms}, got {describe(value)}")
+
+
+DISTRIBUTION_KEYS = {"fixed": ("value",), "uniform": ("min", "max"), "exponential": ("mean", "max")}
+
+
+def _distribution(node: Node) -> Distribution:
+    if not isinstance(node.value, dict):
+        return Distribution("fixed", as_duration_ms(node))
+    section = Section(node, "a duration distribution")
+    kind = as_choice(section.require("distribution"), DISTRIBUTION_KEYS)
+    section.allow(["distribution", *DISTRIBUTION_KEYS[kind]])
+    if kind == "fixed":
+        return Distribution("fixed", as_duration_ms(section.require("value")))
+    if kind == "uniform":
+        low, high_node = as_duration_ms(section.require("min")), section.require("max")
+        high = as_duration_ms(high_node)
+        if high < low:
+            raise high_node.error(f"must be >= min ({low} ms), got {high} ms")
+        return Distribution("uniform", low, high)
+    mean = as_duration_ms(section.require("mean"), positive=True)
+    return Distribution("exponential", mean, _optional(section, "max", as_duration_ms, None))
+
+
+def _stop_mode(section: Section) -> bool:
+    """True when members are killed (CLIENT_CRASH) rather than closed (CLIENT_STOP)."""
+    return _optional(section, "mode", lambda n: as_choice(n, ("stop", "crash")), "stop") == "crash"
+
+
+def _rolling_restart(section: Section, common: dict) -> Action:
+    return RollingRestart(**common, downtime_ms=as_duration_ms(section.require("downtime")),
+                          gap_ms=_optional(section, "gap", as_duration_ms, 30_000),
+                          batch=_optional(section, "batch", lambda n: as_int(n, lo=1), 1),
+                          jitter_ms=_optional(section, "jitter", as_duration_ms, 0), crash=_stop_mode(section))
+
+
+def _crash(section: Section, common: dict) -> Action:
+    return Crash(**common, restart_after=_optional(section, "restart_after", _distribution, None))
+
+
+def _pause(scope: str) -> Callable[[Section, dict], Action]:
+    def read(section: Section, common: dict) -> Action:
+        return Pause(**common, duration=_distribution(section.require("duration")), scope=scope)
+    return read
+
+
+def _flap(section: Section, common: dict) -> Action:
+    return Flap(**common, cycles=as_int(section.require("cycles"), lo=1),
+                down_ms=as_duration_ms(section.require("down"), positive=True),
+                up_ms=as_duration_ms(section.require("up"), positive=True),
+                jitter_ms=_optional(section, "jitter", as_duration_ms, 0), crash=_stop_mode(section))
+
+
+def _partition_increase(section: Section, common: dict, group_sets: dict[str, GroupSet]) -> Action:
+    topic_node = section.get("topic")
+    topics = {t.name for name in common["targets"] for t in group_sets[name].topics}
+    if topic_node is None:
+        if len(topics) != 1:
+            raise ScenarioError(f"missing required key 'topic' (the target sets have topics "
+                                f"{', '.join(sorted(topics))})", section.node.source, section.node.line,
+                                section.node.path)
+        topic = next(iter(topics))
+    else:
+        topic = as_str(topic_node)
+        for name in common["targets"]:
+            if topic not in {t.name for t in group_sets[name].topics}:
+                raise topic_node.error(f"group set {name!r} has no topic {topic!r}")
+    partitions = as_int(section.require("partitions"), lo=1)
+    return PartitionIncrease(**common, topic=topic, partitions=partitions)
+
+
+def _idle(section: Section, common: dict) -> Action:
+    return Idle(**common, duration_ms=as_duration_ms(section.require("duration"), positive=True))
+
+
+# kind -> (reader, its own keys, default members share; None = the action takes no `members`)
+ACTIONS: dict[str, tuple[Callable, tuple[str, ...], Share | None]] = {
+    "rolling_restart": (_rolling_restart, ("downtime", "gap", "batch", "jitter", "mode"), ALL),
+    "crash": (_crash, ("restart_after",), ONE),
+    "pause": (_pause("process"), ("duration",), ONE),
+    "slow_poll": (_pause("poll"), ("duration",), ONE),
+    "flap": (_flap, ("cycles", "down", "up", "jitter", "mode"), ONE),
+    "scale_out": (lambda section, common: ScaleOut(**common), (), ONE),
+    "scale_in": (lambda section, common: ScaleIn(**common), (), ONE),
+    "partition_increase": (_partition_increase, ("topic", "partitions"), None),
+    "idle": (_idle, ("duration",), None),
+}
+COMMON_KEYS = ("action", "at", "target", "groups", "members", "seed")
+
+
+def _action(node: Node, group_sets: tuple[GroupSet, ...], duration_ms: int) -> Action:
+    section = Section(node, "a timeline action")
+    kind = as_choice(section.require("action"), ACTIONS)
+    read, own_keys, default_members = ACTIONS[kind]
+    section.allow(COMMON_KEYS + own_keys)
+    at_node = section.get("at")
+    at_ms = None if at_node is None else as_duration_ms(at_node)
+    if at_ms is not None and at_ms >= duration_ms:
+        raise at_node.error(f"is at or after the end of the run (duration: {duration_ms} ms)")
+    by_name = {s.name: s for s in group_sets}
+    target_node = section.get("target")
+    if target_node is None:
+        targets = tuple(by_name)
+    else:
+        names = as_list(target_node) if isinstance(target_node.value, list) else [target_node]
+        targets = tuple(as_str(n) for n in names)
+        for name_node, name in zip(names, targets):
+            if name not in by_name:
+                raise name_node.error(f"no group set named {name!r}; the scenario has {', '.join(by_name)}")
+    members_node = section.get("members")
+    if kind == "idle":
+        for key in ("target", "groups", "members"):
+            if key in node.value:
+                raise node.value[key].error("an idle period applies to the whole scenario: remove it")
+    elif default_members is None and members_node is not None:
+        raise members_node.error(f"{kind} applies to whole groups: remove 'members'")
+    members = _share(members_node, default_members or ALL, allow_all=kind != "scale_out")
+    seed_node = section.get("seed")
+    common = dict(kind=kind, at_ms=at_ms, targets=targets, groups=_share(section.get("groups"), ALL),
+                  members=members, seed=None if seed_node is None else str(_seed(seed_node)),
+                  path=node.path, line=node.line)
+    return _partition_increase(section, common, by_name) if kind == "partition_increase" else read(section, common)
+

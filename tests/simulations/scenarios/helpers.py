@@ -1,0 +1,64 @@
+"""Small versions of the shipped scenarios, run on the local engine, and accessors over their tables."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import yaml
+
+from simulations import scenarios
+from simulations.engines import RunResult, run_local
+from simulations.scenarios import Generated, Scenario
+from simulations.settings import load_config
+from state.events import parse_event
+
+
+def shipped_small(name: str, sets: dict | None = None, timeline: list | None = None, **top) -> Scenario:
+    """The shipped scenario `name` with changes: `sets` maps a set name (or "*": every set) to keys to replace,
+    `timeline` replaces the timeline's actions' keys one by one, `top` replaces top-level keys."""
+    document = yaml.safe_load(scenarios.shipped()[name].read_text())
+    for group_set in document["group_sets"]:
+        group_set.update((sets or {}).get("*", {}))
+        group_set.update((sets or {}).get(group_set["name"], {}))
+    for action, changes in zip(document.get("timeline") or [], timeline or []):
+        action.update(changes)
+    document.update(top)
+    return scenarios.parse_scenario(yaml.safe_dump(document, sort_keys=False), f"{name}.yaml", name)
+
+
+@dataclass
+class Run:
+    scenario: Scenario
+    generated: Generated
+    result: RunResult
+
+    def rows(self, table: str, group_id: str | None = None) -> list[dict]:
+        rows = [r for r in self.result.tables[table] if group_id is None or r["group_id"] == group_id]
+        return sorted(rows, key=lambda r: (r["group_id"], r["out_seq"]))
+
+    def metrics(self, group_id: str) -> dict:
+        [row] = self.rows("metrics", group_id)
+        return row
+
+    def rebalances(self, group_id: str) -> list[tuple[int, str]]:
+        """(ms after the scenario start, cause) of every transition to PreparingRebalance."""
+        return [(r["ts"] - self.scenario.start_ms, r["cause"]) for r in self.rows("group_states", group_id)
+                if r["to_state"] == "PreparingRebalance"]
+
+    def directives(self, etype: str, group_id: str | None = None) -> list[dict]:
+        return [r for r in self.generated.rows if r["type"] == etype and (group_id is None or r["group_id"] == group_id)]
+
+    def group_ids(self, set_name: str | None = None) -> list[str]:
+        return [g for name, ids in self.generated.groups.items() if set_name in (None, name) for g in ids]
+
+    def client_config(self, key: str, default: int) -> int:
+        [group_set] = self.scenario.group_sets
+        return group_set.config.get(key, default)
+
+
+def run(scenario: Scenario) -> Run:
+    generated = scenarios.generate(scenario)
+    events = [parse_event(row, "scenario", line) for line, row in enumerate(generated.rows, start=1)]
+    result = run_local(events, load_config(scenario=scenario.broker), generated.until_ms)
+    assert result.tables["rejects"] == [], result.tables["rejects"][:3]
+    return Run(scenario, generated, result)

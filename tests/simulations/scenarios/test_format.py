@@ -1,0 +1,200 @@
+"""The scenario format: what it accepts, and errors that name the file, line and key path."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from simulations import scenarios
+from simulations.scenarios import ScenarioError, parse_scenario
+from simulations.scenarios.schema import ALL, Crash, Distribution, Pause, RollingRestart, Share
+
+MINIMAL = """\
+duration: 10m
+group_sets:
+  - name: orders
+    members: 3
+    topics:
+      - {name: orders, partitions: 6}
+"""
+
+
+def parse(text: str):
+    return parse_scenario(textwrap.dedent(text), "s.yaml", "s")
+
+
+def test_a_minimal_scenario_and_its_defaults():
+    scenario = parse(MINIMAL)
+    assert scenario.name == "s" and scenario.seed == 0 and scenario.broker == {} and scenario.timeline == ()
+    assert scenario.start_ms == 1_767_225_600_000  # 2026-01-01T00:00:00Z
+    assert scenario.until_ms == scenario.start_ms + 600_000
+    [group_set] = scenario.group_sets
+    assert (group_set.groups, group_set.members, group_set.static, group_set.config) == (1, 3, False, {})
+    assert group_set.topics[0].records_per_second == 100.0 and group_set.stagger_ms == 1_000
+
+
+def test_a_full_scenario():
+    scenario = parse(MINIMAL.replace("duration: 10m", """\
+name: full
+start: 2026-03-02T09:00:00+01:00
+duration: 1h30m
+seed: storm
+broker:
+  group.initial.rebalance.delay.ms: 0""") + """\
+    groups: 12
+    assignors: [cooperative-sticky, range]
+    membership: static
+    config: {session.timeout.ms: 60000, enable.auto.commit: false}
+    stagger: 250ms
+timeline:
+  - {at: 1m, action: rolling_restart, downtime: 15s, gap: 1m, batch: 2, jitter: 2s, mode: crash, members: 50%}
+  - {action: crash, groups: 3, members: 2, restart_after: {distribution: uniform, min: 10s, max: 1m}}
+  - {action: slow_poll, duration: {distribution: exponential, mean: 20s, max: 2m}, seed: 9}
+  - {action: idle, duration: 5m}
+  - {action: partition_increase, partitions: 12}
+""")
+    assert (scenario.name, scenario.seed, scenario.duration_ms) == ("full", "storm", 5_400_000)
+    assert scenario.start_ms == 1_772_438_400_000
+    assert scenario.broker == {"group.initial.rebalance.delay.ms": 0}
+    group_set = scenario.group_sets[0]
+    assert group_set.static and group_set.groups == 12 and group_set.stagger_ms == 250
+    assert group_set.config == {"session.timeout.ms": 60000, "enable.auto.commit": False,
+                                "partition.assignment.strategy": ["cooperative-sticky", "range"]}
+    restart, crash, slow, idle, increase = scenario.timeline
+    assert restart == RollingRestart("rolling_restart", 60_000, ("orders",), ALL, Share(fraction=0.5), None,
+                                     "timeline[0]", 18, 15_000, 60_000, 2, 2_000, True)
+    assert isinstance(crash, Crash) and crash.at_ms is None and crash.groups == Share(count=3)
+    assert crash.restart_after == Distribution("uniform", 10_000, 60_000)
+    assert isinstance(slow, Pause) and slow.scope == "poll" and slow.seed == "9"
+    assert slow.duration == Distribution("exponential", 20_000, 120_000)
+    assert idle.duration_ms == 300_000 and increase.topic == "orders" and increase.partitions == 12
+
+
+@pytest.mark.parametrize("text, duration_ms", [("500ms", 500), ("30s", 30_000), ("1h30m", 5_400_000),
+                                               ("7d 2h", 612_000_000), ("1.5s", 1_500), (250, 250)])
+def test_durations(text, duration_ms):
+    assert parse(MINIMAL.replace("10m", str(text))).duration_ms == duration_ms
+
+
+def test_shares_round_up_and_never_exceed_the_whole():
+    assert Share(fraction=0.1).of(6) == 1 and Share(fraction=0.5).of(5) == 3 and Share(fraction=1.0).of(7) == 7
+    assert ALL.of(4) == 4 and Share(count=2).of(9) == 2
+
+
+def test_every_shipped_scenario_loads_and_generates_without_notes():
+    assert {"default", "rolling-restart-dynamic-eager", "rolling-restart-static", "rolling-restart-cooperative",
+            "crash", "gc-pause", "slow-consumer", "flapping", "scale-out", "partition-increase",
+            "offsets-expiry"} <= set(scenarios.shipped())
+    for name, path in scenarios.shipped().items():
+        generated = scenarios.generate(scenarios.load_scenario(path))
+        assert generated.rows and generated.notes == [], name
+
+
+def test_yaml_anchors_and_merge_keys_work():
+    scenario = parse("""\
+        duration: 1m
+        group_sets:
+          - &base {name: a, members: 2, topics: [{name: t, partitions: 2}]}
+          - {<<: *base, name: b, members: 4}
+        """)
+    assert [(s.name, s.members) for s in scenario.group_sets] == [("a", 2), ("b", 4)]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "s.yaml:1: the scenario is empty"),
+    ("- 1\n", "s.yaml:1: a scenario is a mapping"),
+    ("duration: [1\n", "s.yaml:2: not valid YAML"),
+    (MINIMAL.replace("duration: 10m\n", ""), "s.yaml:1: missing required key 'duration' (the scenario)"),
+    (MINIMAL.replace("duration", "duraton"), "s.yaml:1: duraton: unknown key 'duraton' in the scenario "
+                                             "(did you mean 'duration'?)"),
+    (MINIMAL.replace("10m", "ten minutes"), "s.yaml:1: duration: must be a duration such as 500ms"),
+    (MINIMAL.replace("10m", "0s"), "s.yaml:1: duration: must be > 0"),
+    ("start: 2026-01-01T00:00:00\n" + MINIMAL, "s.yaml:1: start: has no time zone"),
+    ("start: tomorrow\n" + MINIMAL, "s.yaml:1: start: must be an ISO-8601 time with a zone"),
+    ("seed: [1]\n" + MINIMAL, "s.yaml:1: seed: must be an integer or text"),
+    (MINIMAL.replace("members: 3", "members: three"), "s.yaml:4: group_sets[0].members: must be an integer, "
+                                                     "got str 'three'"),
+    (MINIMAL.replace("members: 3", "members: 0"), "s.yaml:4: group_sets[0].members: must be >= 1, got 0"),
+    (MINIMAL.replace("partitions: 6", "partitions: -1"), "s.yaml:6: group_sets[0].topics[0].partitions: must be >= 1"),
+    (MINIMAL.replace("partitions: 6}", "partitions: 6, records_per_second: fast}"),
+     "s.yaml:6: group_sets[0].topics[0].records_per_second: must be a number"),
+    (MINIMAL.replace("name: orders\n", "name: orders/eu\n"), "s.yaml:3: group_sets[0].name: 'orders/eu' is not "
+                                                            "allowed here"),
+    (MINIMAL + "    membership: sticky\n", "s.yaml:7: group_sets[0].membership: must be one of dynamic, static"),
+    (MINIMAL + "    memebrs: 3\n", "s.yaml:7: group_sets[0].memebrs: unknown key 'memebrs' in a group set "
+                                   "(did you mean 'members'?)"),
+    (MINIMAL + "    members: 4\n", "s.yaml:7: group_sets[0]: duplicate key 'members'"),
+    (MINIMAL + "    config:\n      session.timeout.ms: 10000\n      heartbeat.interval.ms: 20000\n",
+     "s.yaml:7: group_sets[0].config: heartbeat.interval.ms must be > 0 and lower than session.timeout.ms"),
+    (MINIMAL + "    config:\n      session.timeout: 10000\n",
+     "s.yaml:8: group_sets[0].config.session.timeout: unknown consumer setting 'session.timeout'"),
+    (MINIMAL + "    assignors: [range, fancy]\n", "s.yaml:7: group_sets[0].assignors: partition.assignment.strategy: "
+                                                  "unknown assignor 'fancy'"),
+    (MINIMAL + "    assignors: [range]\n    config: {partition.assignment.strategy: range}\n",
+     "s.yaml:7: group_sets[0].assignors: give the assignors either here or as config.partition.assignment."
+     "strategy, not both"),
+    (MINIMAL + "  - name: orders\n    members: 1\n    topics: [{name: t, partitions: 1}]\n",
+     "s.yaml:7: group_sets[1].name: group set name 'orders' is used twice"),
+    ("broker:\n  group.initial.rebalance.delay: 0\n" + MINIMAL,
+     "s.yaml:2: broker.group.initial.rebalance.delay: unknown coordinator setting"),
+    ("broker:\n  group.min.session.timeout.ms: 10\n  group.max.session.timeout.ms: 5\n" + MINIMAL,
+     "s.yaml:3: broker.group.max.session.timeout.ms: group.max.session.timeout.ms must be >= group.min"),
+    (MINIMAL + "timeline:\n  - {action: restart}\n", "s.yaml:8: timeline[0].action: must be one of "
+                                                     "rolling_restart, crash"),
+    (MINIMAL + "timeline:\n  - {action: rolling_restart}\n", "s.yaml:8: timeline[0]: missing required key "
+                                                             "'downtime' (a timeline action)"),
+    (MINIMAL + "timeline:\n  - {action: rolling_restart, downtime: 1s, gap: 1s, batchsize: 2}\n",
+     "s.yaml:8: timeline[0].batchsize: unknown key 'batchsize' in a timeline action (did you mean 'batch'?)"),
+    (MINIMAL + "timeline:\n  - {action: crash, target: payments}\n",
+     "s.yaml:8: timeline[0].target: no group set named 'payments'; the scenario has orders"),
+    (MINIMAL + "timeline:\n  - {action: crash, at: 10m}\n", "s.yaml:8: timeline[0].at: is at or after the end "
+                                                            "of the run"),
+    (MINIMAL + "timeline:\n  - {action: crash, members: 150%}\n", "s.yaml:8: timeline[0].members: must be a "
+                                                                  "count (2), a percentage ('25%') or all"),
+    (MINIMAL + "timeline:\n  - {action: scale_out, members: all}\n", "s.yaml:8: timeline[0].members: must be a "
+                                                                     "count (2), a percentage ('25%'), got"),
+    (MINIMAL + "timeline:\n  - action: pause\n    duration: {distribution: normal, mean: 1s}\n",
+     "s.yaml:9: timeline[0].duration.distribution: must be one of fixed, uniform, exponential"),
+    (MINIMAL + "timeline:\n  - action: pause\n    duration: {distribution: uniform, min: 1m, max: 1s}\n",
+     "s.yaml:9: timeline[0].duration.max: must be >= min (60000 ms), got 1000 ms"),
+    (MINIMAL + "timeline:\n  - {action: partition_increase, members: 1, partitions: 9}\n",
+     "s.yaml:8: timeline[0].members: partition_increase applies to whole groups: remove 'members'"),
+    (MINIMAL + "timeline:\n  - {action: partition_increase, topic: payments, partitions: 9}\n",
+     "s.yaml:8: timeline[0].topic: group set 'orders' has no topic 'payments'"),
+    (MINIMAL + "timeline:\n  - {action: idle, duration: 1m, target: orders}\n",
+     "s.yaml:8: timeline[0].target: an idle period applies to the whole scenario: remove it"),
+])
+def test_errors_name_the_line_and_the_key_path(text, message):
+    with pytest.raises(ScenarioError) as error:
+        parse(text)
+    assert str(error.value).startswith(message), str(error.value)
+
+
+def test_errors_found_while_generating_name_the_action():
+    shrink = parse(MINIMAL + "timeline:\n  - {action: partition_increase, partitions: 6}\n")
+    with pytest.raises(ScenarioError, match=r"^s\.yaml:8: timeline\[0\]: partitions: topic 'orders' of group "
+                                            r"orders-0 has 6 partitions by then"):
+        scenarios.generate(shrink)
+    late = parse(MINIMAL.replace("10m", "9m") + "timeline:\n  - {action: idle, duration: 9m}\n  - {action: crash}\n")
+    with pytest.raises(ScenarioError, match=r"^s\.yaml:9: timeline\[1\]: starts at 540000 ms \(when the previous "
+                                            r"action ends\), at or after the end of the run"):
+        scenarios.generate(late)
+
+
+def test_settings_that_are_only_valid_together_are_accepted():
+    scenario = parse("broker:\n  group.min.session.timeout.ms: 100\n  group.max.session.timeout.ms: 5000\n" + MINIMAL
+                     + "    config:\n      session.timeout.ms: 2000\n      heartbeat.interval.ms: 500\n")
+    assert scenario.broker["group.max.session.timeout.ms"] == 5000
+    assert scenario.group_sets[0].config == {"session.timeout.ms": 2000, "heartbeat.interval.ms": 500}
+
+
+def test_the_scenarios_in_docs_scenarios_md_are_valid():
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[3] / "docs" / "scenarios.md").read_text()
+    examples = [block for block in re.findall(r"```yaml\n(.*?)```", text, re.S) if "group_sets:" in block]
+    assert len(examples) == 2
+    for example in examples:
+        assert scenarios.generate(parse_scenario(example, "docs/scenarios.md")).notes == []

@@ -1,0 +1,148 @@
+"""Each shipped scenario, shrunk to a few groups, shows the behaviour Kafka users know from production."""
+
+from __future__ import annotations
+
+from .helpers import Run, run, shipped_small
+
+SESSION_MS, HEARTBEAT_MS = 45_000, 3_000  # the Java consumer's defaults
+
+
+def after_the_first(rebalances: list[tuple[int, str]]) -> list[str]:
+    """Causes of every rebalance after the group's first one (its formation)."""
+    return [cause for _, cause in rebalances[1:]]
+
+
+def assigned_partitions(r: Run, group_id: str) -> set[tuple[str, int]]:
+    last = max(row["generation_id"] for row in r.rows("assignments", group_id))
+    return {(row["topic"], row["partition"]) for row in r.rows("assignments", group_id) if row["generation_id"] == last}
+
+
+def test_default_and_dynamic_rolling_restarts_cost_two_rebalances_per_member():
+    for name in ("default", "rolling-restart-dynamic-eager"):
+        r = run(shipped_small(name, sets={"*": {"groups": 2, "members": 4}}))
+        for group_id in r.group_ids():
+            causes = after_the_first(r.rebalances(group_id))
+            assert causes == ["member_leave", "member_join"] * 4, (name, group_id)
+            metrics = r.metrics(group_id)
+            assert metrics["end_state"] == "Stable" and metrics["end_members"] == 4
+            assert len(assigned_partitions(r, group_id)) == r.scenario.group_sets[0].topics[0].partitions
+
+
+def test_static_rolling_restart_within_the_session_timeout_never_rebalances():
+    r = run(shipped_small("rolling-restart-static", sets={"*": {"groups": 2, "members": 4}}))
+    for group_id in r.group_ids():
+        assert after_the_first(r.rebalances(group_id)) == []
+        assert r.metrics(group_id)["partitions_moved"] == 0
+        assert not [row for row in r.rows("responses", group_id) if row["api"] == "LeaveGroup"]
+    # ...but with a session timeout shorter than the downtime, every restarted member is expired first
+    short = run(shipped_small("rolling-restart-static", sets={"*": {"groups": 1, "members": 4,
+                                                                    "config": {"session.timeout.ms": 10_000}}}))
+    causes = after_the_first(short.rebalances(short.group_ids()[0]))
+    assert causes.count("session_timeout") == 4 and set(causes) <= {"session_timeout", "static_member_rejoin",
+                                                                    "member_join"}
+
+
+def test_cooperative_rolling_restart_moves_fewer_partitions_than_eager():
+    r = run(shipped_small("rolling-restart-cooperative", sets={"*": {"groups": 2, "members": 4}}))
+    moved = {name: sum(r.metrics(g)["partitions_moved"] for g in r.group_ids(name)) for name in ("eager", "cooperative")}
+    assert 0 < moved["cooperative"] < moved["eager"]
+    eager_causes = {c for g in r.group_ids("eager") for c in after_the_first(r.rebalances(g))}
+    cooperative_causes = {c for g in r.group_ids("cooperative") for c in after_the_first(r.rebalances(g))}
+    assert eager_causes == {"member_leave", "member_join"}
+    assert "member_metadata_update" in cooperative_causes  # the follow-up rebalance after a revocation
+
+
+def test_a_crash_is_detected_after_the_session_timeout_and_the_member_comes_back():
+    r = run(shipped_small("crash", sets={"*": {"groups": 2}}))
+    for group_id in r.group_ids():
+        [crash] = r.directives("CLIENT_CRASH", group_id)
+        last_heartbeat = max(row["request_ts"] for row in r.rows("responses", group_id)
+                             if row["api"] == "Heartbeat" and row["request_id"].startswith(f"{crash['client_id']}#0/"))
+        assert last_heartbeat <= crash["ts"]
+        expired = [row["ts"] for row in r.rows("group_states", group_id) if row["cause"] == "session_timeout"]
+        assert expired == [last_heartbeat + SESSION_MS]
+        restart = crash["ts"] + 120_000 - r.scenario.start_ms
+        assert [cause for ts, cause in r.rebalances(group_id) if ts >= restart] == ["member_join"]
+        assert r.metrics(group_id)["end_members"] == 4 and r.metrics(group_id)["unowned_partition_ms"] > 0
+
+
+def test_a_pause_longer_than_the_session_timeout_evicts_and_the_member_rejoins():
+    r = run(shipped_small("gc-pause", sets={"*": {"groups": 8}}))
+    session = r.client_config("session.timeout.ms", SESSION_MS)
+    evicted = kept = 0
+    for pause in r.directives("CLIENT_PAUSE"):
+        start, end = pause["ts"] - r.scenario.start_ms, pause["ts"] + pause["duration_ms"] - r.scenario.start_ms
+        during = [cause for ts, cause in r.rebalances(pause["group_id"]) if start < ts <= end]
+        if pause["duration_ms"] > session:
+            assert during == ["session_timeout"], pause
+            rejoin = [cause for ts, cause in r.rebalances(pause["group_id"]) if end <= ts <= end + HEARTBEAT_MS]
+            assert rejoin == ["member_join"], pause
+            evicted += 1
+        elif pause["duration_ms"] < session - HEARTBEAT_MS:
+            assert during == [], pause
+            kept += 1
+    assert evicted and kept
+    assert all(r.metrics(g)["end_members"] == 4 for g in r.group_ids())
+
+
+def test_a_poll_stall_longer_than_max_poll_interval_leaves_the_group_and_rejoins():
+    r = run(shipped_small("slow-consumer", sets={"*": {"groups": 10}}))
+    max_poll = r.client_config("max.poll.interval.ms", 300_000)
+    left = stayed = 0
+    for stall in r.directives("CLIENT_PAUSE"):
+        assert stall["scope"] == "poll"
+        leaves = [row["request_ts"] - stall["ts"] for row in r.rows("responses", stall["group_id"])
+                  if row["api"] == "LeaveGroup" and row["client_id"] == stall["client_id"]]
+        if stall["duration_ms"] > max_poll:
+            assert len(leaves) == 1 and max_poll <= leaves[0] <= max_poll + 10, stall
+            joins = [row for row in r.rows("responses", stall["group_id"]) if row["api"] == "JoinGroup"
+                     and row["client_id"] == stall["client_id"] and row["request_ts"] >= stall["ts"] + stall["duration_ms"]]
+            assert joins and joins[-1]["error"] == "NONE"
+            left += 1
+        else:
+            assert leaves == [], stall
+            stayed += 1
+    assert left and stayed
+
+
+def test_a_flapping_member_costs_two_rebalances_per_cycle():
+    r = run(shipped_small("flapping", sets={"*": {"groups": 1}}))
+    [group_id] = r.group_ids()
+    assert after_the_first(r.rebalances(group_id)) == ["member_leave", "member_join"] * 5
+
+
+def test_scale_out_eager_rebalances_once_cooperative_twice_and_moves_more():
+    r = run(shipped_small("scale-out", sets={"*": {"groups": 2}}))
+    for name, rounds in (("eager", ["member_join"]), ("cooperative", ["member_join", "member_metadata_update"])):
+        for group_id in r.group_ids(name):
+            scale_out = [cause for ts, cause in r.rebalances(group_id) if 60_000 <= ts < 180_000]
+            assert scale_out == rounds, (name, group_id)
+            assert r.metrics(group_id)["end_members"] == 4
+    moved = {name: sum(r.metrics(g)["partitions_moved"] for g in r.group_ids(name)) for name in ("eager", "cooperative")}
+    assert moved["cooperative"] < moved["eager"]
+
+
+def test_a_partition_increase_is_noticed_at_the_leaders_next_metadata_refresh():
+    r = run(shipped_small("partition-increase", sets={"*": {"groups": 2}}))
+    for group_id in r.group_ids():
+        first = r.rows("generations", group_id)[0]
+        [increase] = [row for row in r.directives("TOPIC_METADATA", group_id) if row["seq"] > 1]
+        [(rejoin, cause)] = r.rebalances(group_id)[1:]
+        assert cause == "leader_rejoin"
+        refresh = first["join_complete_ts"] + 300_000 - r.scenario.start_ms  # metadata.max.age.ms after assigning
+        assert increase["ts"] - r.scenario.start_ms < refresh <= rejoin <= refresh + 200
+        assert len(assigned_partitions(r, group_id)) == 24
+
+
+def test_offsets_expire_after_the_retention_once_the_group_is_empty():
+    r = run(shipped_small("offsets-expiry", sets={"*": {"groups": 1}}))
+    [group_id] = r.group_ids()
+    retention, check = 7 * 24 * 3_600_000, 600_000  # Kafka's defaults
+    [empty] = [row["ts"] for row in r.rows("group_states", group_id) if row["to_state"] == "Empty"
+               and row["cause"] != "group_created"]
+    tombstones = [row for row in r.rows("offsets", group_id) if row["offset"] is None]
+    assert len(tombstones) == 12
+    assert {row["write_ts"] for row in tombstones} == {(empty + retention + check - 1) // check * check}
+    dead = r.rows("group_states", group_id)[-1]
+    assert (dead["to_state"], dead["cause"], dead["ts"]) == ("Dead", "group_expired", tombstones[0]["write_ts"])
+    assert r.metrics(group_id)["end_state"] is None  # deleted
