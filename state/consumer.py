@@ -154,6 +154,8 @@ class ConsumerHandlers:
             self._send(client, None, "LEAVE_GROUP", members=[{"member_id": client.member_id,
                                                               "reason": "the consumer is being closed"}])
         self._stop_client(client)
+        if not any(c.alive for c in self.clients.values()):
+            self.consumption_ended()
 
     # ======================================================================================================
     # Consumption

@@ -4,7 +4,8 @@ many changed hands, and the records processed twice or never.
 
 Ownership here is the consumers' own view, which is what costs users time: a partition is unowned from the
 moment its owner stops consuming it (it revoked it for a rebalance, lost it, crashed, closed) until a client
-starts consuming it again after a SyncGroup; time before a partition's first assignment is not counted. A
+starts consuming it again after a SyncGroup; time before a partition's first assignment, and time after the
+group's last running consumer was closed, are not counted. A
 consumer keeps up with production while it polls; its position freezes when it stops. A new owner starts at
 the committed offset: what the previous owner had processed beyond it is processed again (duplicates). With
 no committed offset it follows auto.offset.reset: `earliest` reprocesses everything the previous owner had,
@@ -108,6 +109,13 @@ class MetricsHandlers:
             del m.owner[tp]
             m.unowned_since[tp] = self.now
             m.last_position[tp] = position
+
+    def consumption_ended(self) -> None:
+        """The group's last running consumer was closed on purpose: partitions nobody is meant to consume
+        any more stop counting as unowned (a crash, by contrast, leaves them waiting for a consumer)."""
+        m = self.metrics
+        m.unowned_ms += sum(self.now - since for since in m.unowned_since.values())
+        m.unowned_since.clear()
 
     def metrics_row(self) -> dict:
         m = self.metrics

@@ -299,3 +299,21 @@ def test_groups_without_synthetic_clients_report_no_client_side_figures():
     m = end_metrics(ctx)
     assert m["rebalances"] == 1 and m["generations"] == 1 and m["time_to_stable_ms"] == 6_000
     assert m["unowned_partition_ms"] is None and m["duplicate_records"] is None
+
+
+def test_partitions_of_a_group_closed_on_purpose_stop_counting_as_unowned():
+    ctx = GroupContext()
+    start(ctx, 1)
+    ctx.sleep(20_000)
+    ctx.send("CLIENT_STOP", client_id="c0")
+    ctx.sleep(3_600_000)
+    assert end_metrics(ctx)["unowned_partition_ms"] == 0
+
+
+def test_partitions_of_a_crashed_consumer_count_as_unowned_until_the_end():
+    ctx = GroupContext()
+    start(ctx, 1)
+    ctx.sleep(20_000)
+    ctx.send("CLIENT_CRASH", client_id="c0")
+    ctx.sleep(60_000)
+    assert end_metrics(ctx)["unowned_partition_ms"] == 6 * 60_000
