@@ -14,10 +14,14 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from simulations import scenarios
+from simulations.capture.commands import USER_ERRORS as CAPTURE_ERRORS
+from simulations.capture.commands import capture, replay_with_capture
+from simulations.capture.compare import print_divergence_summary, write_divergences
+from simulations.cli_common import Timestamp, UserError, print_lines
+from simulations.reports.commands import COMMANDS as REPORT_COMMANDS
 from simulations.engines import RunResult, run_local
 from simulations.inputs import JSONL_SUFFIXES, InputError, read_events
 from simulations.parquet_tables import OutputError, write_tables
@@ -27,31 +31,12 @@ from simulations.settings import load_config, non_default_settings
 from state.config import ConfigError, CoordinatorConfig
 from state.events import EventError, parse_ts
 
-USER_ERRORS = (InputError, OutputError, ConfigError, EventError, ScenarioError)
+USER_ERRORS = (InputError, OutputError, ConfigError, EventError, ScenarioError, *CAPTURE_ERRORS)
 # Where `coordsim run` keeps the scenario it ran and the events it generated, inside --out.
 RUN_SCENARIO_DIR = "scenario"
 # The design's default is Spark; it gives the same tables, but until heartbeats are elided it takes about 3.5x
 # the local engine's time on the default scenario here (docs/benchmarks.md, "Storm"), too slow for the quick start.
 RUN_ENGINE = "local"
-SPARK_NOT_AVAILABLE = "the spark engine is not available yet; use --engine local"
-
-
-class UserError(click.ClickException):
-    exit_code = 2
-
-
-class Timestamp(click.ParamType):
-    """Epoch milliseconds or ISO-8601 with a zone, as in the events' `ts`."""
-
-    name = "TS"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, int):
-            return value
-        try:
-            return parse_ts(value, param.name if param else "ts")
-        except EventError as error:
-            self.fail(str(error), param, ctx)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -64,33 +49,49 @@ def main() -> None:
 @main.command()
 @click.argument("events", nargs=-1, required=True, metavar="EVENTS...")
 @click.option("--out", "out_dir", required=True, metavar="DIR", help="Folder for the output tables (Parquet).")
-@click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
-              help="Where the coordinators run.")
+@click.option("--engine", type=click.Choice(["spark", "local"]), default="spark", show_default=True,
+              help="Where the coordinators run; the tables are the same.")
 @click.option("--conf", "conf_file", metavar="FILE",
               help="YAML file of broker settings (a 'coordinator:' mapping, Kafka names) over conf/coordinator.yaml.")
 @click.option("--set", "overrides", multiple=True, metavar="NAME=VALUE",
               help="Override one broker setting by its Kafka name, e.g. group.initial.rebalance.delay.ms=0.")
 @click.option("--until", type=Timestamp(), metavar="TS",
               help="Stop at this time (inclusive): epoch ms or ISO-8601 with a zone. Later events are skipped.")
+@click.option("--compare-captured", "captured_file", metavar="FILE",
+              help="Captured responses (*.captured.ndjson from `coordsim capture import`): map the broker's "
+                   "member ids to the simulator's and report where the simulated answers diverge (local engine).")
 def replay(events: tuple[str, ...], out_dir: str, engine: str, conf_file: str | None,
-           overrides: tuple[str, ...], until: int | None) -> None:
+           overrides: tuple[str, ...], until: int | None, captured_file: str | None) -> None:
     """Replay client requests from EVENTS (JSONL/Parquet files or folders) through the coordinator.
 
     Every output table is written as Parquet under DIR (docs/tables.md); rows that are not valid events go to
     the rejects table and the run goes on. Without --until the run continues past the last event until every
     pending protocol timeout has fired (docs/events.md, "How a run ends").
     """
-    if engine == "spark":
-        raise UserError(SPARK_NOT_AVAILABLE)
+    console = Console()
+    captured = None
     try:
         config = load_config(conf_file, overrides)
-        rows = read_events(events)
-        result = run_local(rows.events, config, until)
-        tables = dict(result.tables, rejects=rows.rejects + result.tables["rejects"])
-        write_tables(out_dir, tables)
+        if engine == "spark" and captured_file is None:
+            result = _run_spark(list(events), config, until, out_dir)
+            tables = result.tables
+        else:
+            rows = read_events(events)
+            if captured_file is not None:
+                captured = replay_with_capture(rows.events, captured_file, config, until)
+                result = captured.result
+            else:
+                result = run_local(rows.events, config, until)
+            tables = dict(result.tables, rejects=rows.rejects + result.tables["rejects"])
+            write_tables(out_dir, tables)
+            if captured is not None:
+                write_divergences(out_dir, captured.divergences)
     except USER_ERRORS as error:
         raise UserError(str(error)) from None
-    print_summary(Console(), result, tables, config, out_dir)
+    print_summary(console, result, tables, config, out_dir)
+    if captured is not None:
+        console.print()
+        print_divergence_summary(console, captured.divergences, captured.offsets)
 
 
 def print_summary(console: Console, result: RunResult, tables: dict[str, list[dict]], config: CoordinatorConfig,
@@ -112,7 +113,7 @@ def print_summary(console: Console, result: RunResult, tables: dict[str, list[di
         ("rejected rows", f"{rejected} (reasons in the rejects table)" if rejected else "0"),
     ]
     lines += [*_settings_line(config), ("output", str(out_dir))]
-    _print_lines(console, lines)
+    print_lines(console, lines)
 
 
 def _settings_line(config: CoordinatorConfig) -> list[tuple[str, str]]:
@@ -120,12 +121,6 @@ def _settings_line(config: CoordinatorConfig) -> list[tuple[str, str]]:
     if not changed:
         return []
     return [("settings", ", ".join(f"{name}={value}" for name, value in changed.items()))]
-
-
-def _print_lines(console: Console, lines: list[tuple[str, str]]) -> None:
-    width = max(len(label) for label, _ in lines)
-    for label, value in lines:
-        console.print(f"[bold]{label:<{width}}[/bold]  {escape(value)}", highlight=False, soft_wrap=True)
 
 
 def _iso(ts_ms: int) -> str:
@@ -187,7 +182,7 @@ def generate(scenario: str, out_path: str) -> None:
         ("replay with", " ".join([f"coordsim replay {target} --until {_iso(generated.until_ms)} --out DIR",
                                   *(f"--set {name}={value}" for name, value in loaded.broker.items())])),
     ]
-    _print_lines(Console(), lines)
+    print_lines(Console(), lines)
 
 
 @main.command()
@@ -201,7 +196,12 @@ def generate(scenario: str, out_path: str) -> None:
                    "scenario's broker: settings.")
 @click.option("--set", "overrides", multiple=True, metavar="NAME=VALUE",
               help="Override one broker setting by its Kafka name, e.g. group.initial.rebalance.delay.ms=0.")
-def run(scenario: str, out_dir: str, engine: str, conf_file: str | None, overrides: tuple[str, ...]) -> None:
+@click.option("--report/--no-report", "write_report", default=True, show_default=True,
+              help="Write the HTML report to DIR/report.html at the end.")
+@click.option("--validate/--no-validate", "run_validation", default=True, show_default=True,
+              help="Check the tables at the end (schema, values, protocol invariants; exit 1 if one fails).")
+def run(scenario: str, out_dir: str, engine: str, conf_file: str | None, overrides: tuple[str, ...],
+        write_report: bool, run_validation: bool) -> None:
     """Run SCENARIO: generate its events and simulate them, then summarize per group set. The main job.
 
     SCENARIO is a YAML file, or the name of a shipped scenario (default, rolling-restart-dynamic-eager,
@@ -240,7 +240,7 @@ def run(scenario: str, out_dir: str, engine: str, conf_file: str | None, overrid
         if engine == "local":
             result = _run_local(console, events_file, config, generated.until_ms, out_dir)
         else:
-            result = _run_spark(events_file, config, generated.until_ms, out_dir)
+            result = _run_spark([events_file], config, generated.until_ms, out_dir)
     except USER_ERRORS as error:
         raise UserError(str(error)) from None
     wall_s = time.monotonic() - started
@@ -256,9 +256,26 @@ def run(scenario: str, out_dir: str, engine: str, conf_file: str | None, overrid
     if rejected:
         lines.append(("rejected rows", f"{rejected} (reasons in the rejects table)"))
     lines += [*_settings_line(config), *(("note", note) for note in generated.notes), ("output", out_dir)]
-    _print_lines(console, lines)
+    print_lines(console, lines)
     console.print()
     render(console, summarize(loaded, generated.groups, result.tables))
+    _finish_run(console, out_dir, events_file, generated.until_ms, write_report, run_validation)
+
+
+def _finish_run(console: Console, out_dir: str, events_file: Path, until: int, write_report: bool,
+                run_validation: bool) -> None:
+    """The report and the validation that close a run; each can be switched off."""
+    if write_report:
+        from simulations.reports import build_report
+
+        console.print(f"report: {build_report(out_dir)}", highlight=False)
+    if run_validation:
+        from simulations.validation import validate
+
+        result = validate(out_dir, None, [events_file], until)
+        console.print(result.summary(), highlight=False)
+        if not result.success:
+            raise SystemExit(1)
 
 
 def _write_run_inputs(scenario_file: Path, generated: scenarios.Generated, out: Path, check_checkpoint: bool) -> Path:
@@ -294,7 +311,7 @@ def _run_local(console: Console, events_file: Path, config: CoordinatorConfig, u
     return result
 
 
-def _run_spark(events_file: Path, config: CoordinatorConfig, until: int, out_dir: str) -> RunResult:
+def _run_spark(paths: list, config: CoordinatorConfig, until: int | None, out_dir: str) -> RunResult:
     try:
         from pyspark.sql import SparkSession
 
@@ -303,10 +320,15 @@ def _run_spark(events_file: Path, config: CoordinatorConfig, until: int, out_dir
     except ImportError as error:
         raise UserError(f"the spark engine cannot start ({error}); use --engine local") from None
     try:
-        return run_spark([str(events_file)], out_dir, config, until)
+        return run_spark([str(p) for p in paths], out_dir, config, until)
     except (RunMismatch, SettingsError) as error:
         raise UserError(str(error)) from None
     finally:
         session = SparkSession.getActiveSession()
         if session is not None:
             session.stop()
+
+
+main.add_command(capture)
+for _command in REPORT_COMMANDS:
+    main.add_command(_command)

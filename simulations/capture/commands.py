@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Callable, Iterable
 
 import click
 from rich.console import Console
-from rich.markup import escape
 
 from simulations.capture.captured import CapturedError, captured_records
 from simulations.capture.compare import compare_captured, final_offsets
 from simulations.capture.importer import DEFAULT_PORTS, ImportResult, import_capture, write_import
 from simulations.capture.replay import replay_captured
 from simulations.capture.segments import CaptureError
+from simulations.cli_common import UserError, print_lines
 from simulations.engines.local import RunResult
 from state.config import CoordinatorConfig
 from state.events import Event
@@ -28,10 +28,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
 USER_ERRORS = (CaptureError, CapturedError)
-
-
-class _UserError(click.ClickException):
-    exit_code = 2
 
 
 @click.group("capture")
@@ -53,12 +49,12 @@ def import_command(file: str, out: str, ports: tuple[int, ...]) -> None:
     `coordsim replay ... --compare-captured`. Anything unusable is counted in `.rejects.ndjson`.
     """
     if not out.lower().endswith((".jsonl", ".json")):
-        raise _UserError(f"--out {out}: the events file must end in .jsonl (replay reads it by its suffix)")
+        raise UserError(f"--out {out}: the events file must end in .jsonl (replay reads it by its suffix)")
     try:
         result = import_capture(file, ports or DEFAULT_PORTS)
         paths = write_import(result, out)
     except USER_ERRORS as error:
-        raise _UserError(str(error)) from None
+        raise UserError(str(error)) from None
     print_import_summary(Console(), result, paths, ports or DEFAULT_PORTS)
 
 
@@ -79,9 +75,7 @@ def print_import_summary(console: Console, result: ImportResult, paths, ports) -
     reasons = result.reject_reasons()
     rejected = ", ".join(f"{reason} {n}" for reason, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])))
     lines.append(("rejects", f"{len(result.rejects)} ({rejected}) -> {rejects_path}" if result.rejects else "0"))
-    width = max(len(label) for label, _ in lines)
-    for label, value in lines:
-        console.print(f"[bold]{label:<{width}}[/bold]  {escape(value)}", highlight=False, soft_wrap=True)
+    print_lines(console, lines)
 
 
 @dataclass

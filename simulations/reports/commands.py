@@ -10,25 +10,7 @@ from __future__ import annotations
 
 import click
 
-from state.events import EventError, parse_ts
-
-
-class UserError(click.ClickException):
-    exit_code = 2
-
-
-class Timestamp(click.ParamType):
-    """Epoch milliseconds or ISO-8601 with a zone, as in the events' `ts`."""
-
-    name = "TS"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, int):
-            return value
-        try:
-            return parse_ts(value, param.name if param else "ts")
-        except EventError as error:
-            self.fail(str(error), param, ctx)
+from simulations.cli_common import Timestamp, UserError
 
 
 RUN_DIR = click.argument("run_dir", metavar="RUN_DIR", type=click.Path(file_okay=False))

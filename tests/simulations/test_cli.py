@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from simulations.cli import SPARK_NOT_AVAILABLE, main
+from simulations.cli import main
 from simulations.parquet_tables import PART_FILE, read_table
 from state.tables import TABLES
 
@@ -19,7 +19,8 @@ HEARTBEAT = {"ts": 1_000, "group_id": "g", "type": "HEARTBEAT", "member_id": "m"
 
 
 def replay(*args: str):
-    return CliRunner().invoke(main, ["replay", *map(str, args)])
+    # The Spark engine's own tests are in tests/streaming; these check the command line around it.
+    return CliRunner().invoke(main, ["replay", "--engine", "local", *map(str, args)])
 
 
 def assert_user_error(result, message: str) -> None:
@@ -62,7 +63,6 @@ def test_until_accepts_epoch_ms_and_counts_later_events(tmp_path, write_jsonl):
     (["--set", "no-equals-sign"], "--set expects name=value"),
     (["--conf", "absent.yaml"], "absent.yaml: cannot read"),
     (["--until", "2026-03-02T09:04:00"], "has no time zone"),
-    (["--engine", "spark"], SPARK_NOT_AVAILABLE),
 ])
 def test_user_errors_exit_2_with_a_message(tmp_path, args, message):
     assert_user_error(replay(SAMPLE, "--out", tmp_path / "out", *args), message)
@@ -82,12 +82,13 @@ def test_version():
 
 def test_installed_console_script(tmp_path):
     script = Path(sys.executable).with_name("coordsim")
-    done = subprocess.run([script, "replay", "simulations/samples/sample-trace.jsonl", "--out", tmp_path / "out"],
+    done = subprocess.run([script, "replay", "simulations/samples/sample-trace.jsonl", "--engine", "local", "--out", tmp_path / "out"],
                           cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "rejected rows   2" in done.stdout
     assert "generations     9" in done.stdout
-    bad = subprocess.run([script, "replay", "simulations/samples/sample-trace.jsonl", "--out", tmp_path / "out",
+    bad = subprocess.run([script, "replay", "simulations/samples/sample-trace.jsonl", "--engine", "local", "--out",
+                          tmp_path / "out",
                           "--set", "group.max.size=-1"], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2
     assert "group.max.size must be >= 1" in bad.stderr

@@ -74,7 +74,7 @@ def test_run_writes_every_table_and_summarizes_each_group_set(scenario_file, tmp
 def test_run_gives_the_tables_of_generate_then_replay_until_the_end(scenario_file, tmp_path):
     assert cli("run", scenario_file, "--out", tmp_path / "run").exit_code == 0
     assert cli("generate", scenario_file, "--out", tmp_path / "events.jsonl").exit_code == 0
-    result = cli("replay", tmp_path / "events.jsonl", "--out", tmp_path / "replay", "--until",
+    result = cli("replay", "--engine", "local", tmp_path / "events.jsonl", "--out", tmp_path / "replay", "--until",
                  "2026-01-01T00:03:00Z", "--set", "group.initial.rebalance.delay.ms=1000")
     assert result.exit_code == 0, result.output
     for table in TABLES:

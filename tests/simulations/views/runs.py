@@ -7,6 +7,7 @@ import pickle
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from simulations.engines import run_local
@@ -45,16 +46,29 @@ def sample_run(tmp_path_factory) -> Path:
 
 
 class _Batch:
-    """What `BatchSink` needs of a Spark micro-batch: its envelope rows as Arrow."""
+    """What `BatchSink` needs of a Spark micro-batch: `batch_df.write.partitionBy("table").parquet(path)`
+    writing its envelope rows as Spark would (one folder per table, the partition column left out)."""
 
     def __init__(self, rows: list[tuple[str, dict]]) -> None:
         self.rows = rows
 
-    def toArrow(self) -> pa.Table:  # noqa: N802 (Spark's name)
-        return pa.table({"table": [t for t, _ in self.rows],
-                         "group_id": [r.get("group_id") for _, r in self.rows],
-                         "out_seq": [r.get("out_seq", 0) for _, r in self.rows],
-                         "payload": [pickle.dumps(r) for _, r in self.rows]})
+    @property
+    def write(self) -> "_Batch":
+        return self
+
+    def partitionBy(self, column: str) -> "_Batch":  # noqa: N802 (Spark's name)
+        assert column == "table"
+        return self
+
+    def parquet(self, path: str) -> None:
+        for table in sorted({t for t, _ in self.rows}):
+            rows = [r for t, r in self.rows if t == table]
+            folder = Path(path) / f"table={table}"
+            folder.mkdir(parents=True)
+            pq.write_table(pa.table({"group_id": [r.get("group_id") for r in rows],
+                                     "out_seq": pa.array([r.get("out_seq", 0) for r in rows], pa.int64()),
+                                     "payload": [pickle.dumps(r) for r in rows]}), folder / "part-00000.parquet")
+        Path(path).mkdir(parents=True, exist_ok=True)
 
 
 def live_run(events: Path, run_dir: Path, cuts: list[int]):
