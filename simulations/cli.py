@@ -34,9 +34,8 @@ from state.events import EventError, parse_ts
 USER_ERRORS = (InputError, OutputError, ConfigError, EventError, ScenarioError, *CAPTURE_ERRORS)
 # Where `coordsim run` keeps the scenario it ran and the events it generated, inside --out.
 RUN_SCENARIO_DIR = "scenario"
-# The design's default is Spark; it gives the same tables, but until heartbeats are elided it takes about 3.5x
-# the local engine's time on the default scenario here (docs/benchmarks.md, "Storm"), too slow for the quick start.
-RUN_ENGINE = "local"
+# The main job runs on Spark, as the design asks; the local engine gives byte-identical tables.
+RUN_ENGINE = "spark"
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -43,7 +43,11 @@ def scenario_file(tmp_path):
 
 
 def cli(*args):
-    return CliRunner().invoke(main, [str(a) for a in args])
+    args = [str(a) for a in args]
+    if args[:1] == ["run"] and "--help" not in args:
+        # The Spark engine's parity with the local one is tested in tests/streaming.
+        args += ["--engine", "local"]
+    return CliRunner().invoke(main, args)
 
 
 def test_generate_writes_the_events_as_jsonl(scenario_file, tmp_path):
@@ -64,6 +68,9 @@ def test_run_writes_every_table_and_summarizes_each_group_set(scenario_file, tmp
         assert (tmp_path / "out" / table / PART_FILE).is_file()
     assert (tmp_path / "out" / "scenario" / "scenario.yaml").read_text() == SCENARIO
     assert len(read_table(tmp_path / "out", "metrics")) == 3
+    # the run ends with its report and a passing validation
+    assert "<svg" in (tmp_path / "out" / "report.html").read_text()
+    assert "PASSED" in result.output
     for text in ("tiny (", "groups     3 in 2 group set(s)", "settings   group.initial.rebalance.delay.ms=1000",
                  "orders", "audit", "rebalances", "member_leave 6", "member_join 2",
                  "2.00 / 24.02 / 24.02 s", "partitions moved",
