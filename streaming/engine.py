@@ -1,0 +1,329 @@
+"""The Spark engine: a replay of event files through Structured Streaming, with the local engine's tables.
+
+One streaming query per run, checkpointed under `OUT/_checkpoints/events`, run with `availableNow` in up to
+three phases; each phase is a restart of the same query over a longer file list:
+
+1. main: every input file. The watermark trails the latest event by `streaming.watermark.delay.ms`.
+2. drain to L (skipped with `until`): a control file whose sentinel row moves the watermark to L + 1, L
+   being the last event's time; every group is then at L, as the local engine's groups are before it picks
+   the final time. The driver reads the groups' latest pending deadlines from the committed `engine_meta` rows:
+   final = max(L, the latest of them), or `until`.
+3. finish at final: one control file moves the watermark past final, the next carries an end-of-run row for
+   every group; each group applies everything up to final, then ends its run.
+
+Then the committed batches are compacted into `OUT/<table>/part-00000.parquet` with the local engine's
+writer. Every decision is kept in a file (the control files, the checkpoint, the sink's commit log), so
+running the same command again after a kill resumes where it stopped and gives the same tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+from simulations.engines.local import RunResult
+from simulations.inputs import event_files
+from simulations.parquet_tables import write_tables
+from state.config import CoordinatorConfig
+from state.tables import TABLES
+from streaming import sink as batches
+from streaming.progress import ProgressListener, RunDisplay, print_summary
+from streaming.session import get_session, resolve_settings, run_session
+from streaming.source import SOURCE_NAME, EventFileSource, read_control_final, write_control
+from streaming.step import META_TABLE, OUTPUT_SCHEMA, STATE_SCHEMA, GroupFacts, decode_row, make_step
+
+RUN_FILE = "_run.json"
+# Control files, in the order the phases write them (the source reads files in list order).
+DRAIN_TO_LAST = "1-drain-to-last-event.control"
+ADVANCE_TO_FINAL = "2-advance-to-final.control"
+END_OF_RUN = "3-end-of-run.control"
+
+
+class RunMismatch(Exception):
+    """OUT holds the checkpoint of a different run (other inputs or settings)."""
+
+
+@dataclass
+class SparkRunResult(RunResult):
+    """The local engine's result, plus what only a Spark run has. `tables` holds every table as written
+    under `out_dir`, input rejects included."""
+
+    out_dir: str = ""
+    batches: int = 0
+    late_rows: int = 0
+    # Committed micro-batches whose progress report was lost in a kill: their late rows are not counted.
+    late_rows_unknown_batches: list[int] = field(default_factory=list)
+    wall_s: float = 0.0
+    phases_s: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class _Facts:
+    """The committed `engine_meta` rows folded together: each group's latest facts and the run's totals."""
+
+    groups: dict[str, GroupFacts] = field(default_factory=dict)
+    events: int = 0
+    after_until: int = 0
+    max_event_ts: int | None = None
+
+    @property
+    def known(self) -> list[str]:
+        return sorted(g for g, f in self.groups.items() if f.known)
+
+    def max_pending_deadline(self) -> int | None:
+        deadlines = [f.max_pending_deadline for f in self.groups.values() if f.max_pending_deadline is not None]
+        return max(deadlines) if deadlines else None
+
+
+def run_spark(paths: Sequence[str], out_dir: str, config: CoordinatorConfig, until: int | None = None,
+              settings: Mapping[str, Any] | None = None, progress: bool = True, *, profile: str = "local",
+              master: str | None = None) -> SparkRunResult:
+    """Replay the event files `paths` into `out_dir` on Spark; the same tables as `run_local`.
+
+    `settings`: engine (`streaming.*`) and `spark.*` settings over the profile's (`conf/spark-<profile>.yaml`).
+    Running the same call again on the same `out_dir` resumes an interrupted run (or re-writes a finished
+    one's tables); a call with other inputs or settings on it raises RunMismatch."""
+    started = time.monotonic()
+    resolved = resolve_settings(profile, settings)
+    inputs = [str(Path(p).resolve()) for p in event_files(paths)]
+    run = _Run(inputs, Path(out_dir), config, until, resolved, RunDisplay(progress, until))
+    run.check_same_run()
+    spark = run_session(get_session(profile, master, resolved), resolved)
+    spark.dataSource.register(EventFileSource)
+    spark.streams.addListener(run.listener)
+    try:
+        with run.display:
+            result = run.execute(spark)
+    finally:
+        spark.streams.removeListener(run.listener)
+    result.wall_s = round(time.monotonic() - started, 3)
+    run.write_run_file(result, resolved)
+    if progress:
+        print_summary(result)
+    return result
+
+
+class _Run:
+    def __init__(self, inputs: list[str], out: Path, config: CoordinatorConfig, until: int | None,
+                 settings: Mapping[str, Any], display: RunDisplay) -> None:
+        self.inputs = inputs
+        self.out = out
+        self.config = config
+        self.until = until
+        self.settings = settings
+        self.delay = settings["streaming.watermark.delay.ms"]
+        self.buckets = settings["streaming.state.buckets"]
+        self.control = out / "_control"
+        self.checkpoint = out / "_checkpoints" / "events"
+        self.batches = out / "_batches"
+        self.display = display
+        self.listener = ProgressListener(self.batches, display)
+        self.phases_s: dict[str, float] = {}
+        self.phase: str | None = None
+        self.phase_started = 0.0
+
+    # -- the run's identity --------------------------------------------------------------------------------
+    def identity(self) -> dict:
+        return {"inputs": self.inputs, "until": self.until, "coordinator": self.config.to_kafka(),
+                "streaming.watermark.delay.ms": self.delay, "streaming.state.buckets": self.buckets}
+
+    def check_same_run(self) -> None:
+        path = self.out / "_checkpoints" / "run.json"
+        if path.exists():
+            previous = json.loads(path.read_text(encoding="utf-8"))
+            if previous != json.loads(json.dumps(self.identity())):
+                raise RunMismatch(f"{self.out} holds a Spark run of other inputs or settings; resuming it "
+                                  f"would mix two runs. Use another --out, or delete {self.out}.")
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.identity(), indent=1), encoding="utf-8")
+
+    # -- phases --------------------------------------------------------------------------------------------
+    def execute(self, spark) -> SparkRunResult:
+        self.control.mkdir(parents=True, exist_ok=True)
+        self.begin("main")
+        # No trailing no-data micro-batch: the next phase's first batch fires the same timeouts anyway.
+        self.run_query(spark, no_data_batches=False)
+        facts = self.facts()
+        final = self.until
+        if facts.known:
+            if self.until is None:
+                last = facts.max_event_ts
+                self.ensure_control(DRAIN_TO_LAST, last, last)
+                self.begin("drain to the last event")
+                self.run_query(spark)
+                facts = self.facts()
+                decided, pending = self.decided_final(), facts.max_pending_deadline()
+                final = decided if decided is not None else max(last, last if pending is None else pending)
+            beyond = max(final, facts.max_event_ts)
+            self.ensure_control(ADVANCE_TO_FINAL, beyond, final)
+            self.ensure_control(END_OF_RUN, beyond, final, facts.known)
+            self.begin("finish at the final time")
+            self.run_query(spark)
+        self.begin("compaction")
+        result = self.compact(final)
+        self.begin(None)
+        result.phases_s = self.phases_s
+        return result
+
+    def begin(self, phase: str | None) -> None:
+        """End the current phase (its wall time goes to the run record) and start `phase`."""
+        now = time.monotonic()
+        if self.phase is not None:
+            self.phases_s[self.phase] = round(now - self.phase_started, 3)
+        self.phase, self.phase_started = phase, now
+        if phase is not None:
+            self.display.phase(phase)
+
+    def files(self) -> list[str]:
+        return self.inputs + [str(p) for p in sorted(self.control.glob("*.control"))]
+
+    def run_query(self, spark, no_data_batches: bool = True) -> None:
+        from pyspark.sql import functions as F
+        from pyspark.sql.streaming.state import GroupStateTimeout
+
+        spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", str(no_data_batches).lower())
+        rows = (spark.readStream.format(SOURCE_NAME)
+                .option("files", json.dumps(self.files()))
+                .option("files_per_trigger", self.settings["streaming.files.per.trigger"])
+                .load()
+                .withWatermark("event_time", f"{self.delay} milliseconds"))
+        # Catalyst pushes a filter below the watermark unless it reads the event time: this one does, so
+        # sentinel rows move the watermark before they are dropped. Rejects (null event time) stay.
+        kind = F.when(F.col("event_time").isNotNull(), F.col("kind")).otherwise(F.lit("reject"))
+        rows = rows.filter(kind != "sentinel")
+        group = F.col("key")
+        key = group
+        if self.buckets:
+            key = F.when(group.isNotNull(), F.pmod(F.xxhash64(group), F.lit(self.buckets)).cast("string"))
+        columns = [key.alias("key"), "event_time", "payload"] + ([group.alias("group_id")] if self.buckets else [])
+        rows = rows.select(*columns)
+        step = make_step(self.config, self.until, bucketed=bool(self.buckets))
+        query = (rows.groupBy("key")
+                 .applyInPandasWithState(step, OUTPUT_SCHEMA, STATE_SCHEMA, "Append", GroupStateTimeout.EventTimeTimeout)
+                 .writeStream
+                 .foreachBatch(batches.BatchSink(self.batches, self.on_batch if self.display.enabled else None))
+                 .option("checkpointLocation", str(self.checkpoint))
+                 .trigger(availableNow=True)
+                 .start())
+        query.awaitTermination()
+        # The listener bus may still hold the last reports; recentProgress has them already.
+        for report in query.recentProgress:
+            self.listener.record(report)
+
+    def on_batch(self, batch_id: int) -> None:
+        meta = batches.read_batch(self.batches, batch_id, META_TABLE)
+        rejects = batches.read_batch(self.batches, batch_id, "rejects")
+        facts = [] if meta is None else list(self.meta_rows(meta))
+        self.display.batch_committed(batch_id, facts, 0 if rejects is None else rejects.num_rows)
+
+    @staticmethod
+    def meta_rows(part) -> Iterator[tuple[str, GroupFacts]]:
+        for group_id, payload in zip(part["group_id"].to_pylist(), part["payload"].to_pylist()):
+            yield group_id, GroupFacts(*decode_row(payload))
+
+    def ensure_control(self, name: str, beyond: int, final: int, end_groups: Sequence[str] = ()) -> None:
+        """Write control file `name` unless a previous attempt of this run already did: its sentinel sits
+        `delay + 1` ms after `beyond`, so the watermark reaches beyond + 1 and nothing it carries is late."""
+        path = self.control / name
+        if not path.exists():
+            write_control(path, beyond + self.delay + 1, final, end_groups)
+
+    def decided_final(self) -> int | None:
+        path = self.control / ADVANCE_TO_FINAL
+        return read_control_final(path) if path.exists() else None
+
+    # -- results -------------------------------------------------------------------------------------------
+    def facts(self) -> _Facts:
+        facts = _Facts()
+        for _, part in batches.read_committed(self.batches, META_TABLE):
+            for group_id, group in self.meta_rows(part):
+                facts.groups[group_id] = group
+                facts.events += group.events
+                facts.after_until += group.after_until
+                if group.max_event_ts is not None and (facts.max_event_ts is None
+                                                       or group.max_event_ts > facts.max_event_ts):
+                    facts.max_event_ts = group.max_event_ts
+        return facts
+
+    def compact(self, final: int | None) -> SparkRunResult:
+        tables = {name: [] for name in TABLES}
+        for name in TABLES:
+            for _, part in batches.read_committed(self.batches, name):
+                tables[name].extend(map(decode_row, part["payload"].to_pylist()))
+        write_tables(self.out, tables)
+        facts = self.facts()
+        committed = batches.committed_batches(self.batches)
+        reports = batches.read_progress(self.batches)
+        return SparkRunResult(
+            tables=tables,
+            groups=len(facts.known),
+            events_applied=facts.events,
+            events_after_until=facts.after_until,
+            final_ts=final,
+            out_dir=str(self.out),
+            batches=len(committed),
+            late_rows=sum(reports[b]["late_rows"] for b in committed if b in reports),
+            late_rows_unknown_batches=[b for b in committed if b not in reports],
+        )
+
+    def write_run_file(self, result: SparkRunResult, settings: Mapping[str, Any]) -> None:
+        record = {
+            "engine": "spark",
+            "inputs": self.inputs,
+            "until": self.until,
+            "final_ts": result.final_ts,
+            "batches": result.batches,
+            "events": result.events_applied,
+            "events_after_until": result.events_after_until,
+            "groups": result.groups,
+            "late_rows": result.late_rows,
+            "late_rows_unknown_batches": result.late_rows_unknown_batches,
+            "rows": {name: len(rows) for name, rows in result.tables.items()},
+            "wall_s": result.wall_s,
+            "phases_s": result.phases_s,
+            "coordinator": self.config.to_kafka(),
+            "settings": dict(settings),
+        }
+        path = self.out / RUN_FILE
+        path.write_text(json.dumps(record, indent=1, default=str) + "\n", encoding="utf-8")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m streaming.engine EVENTS... --out DIR`: `coordsim replay --engine spark` without the CLI
+    package, for scripts and for the restart tests (which kill it)."""
+    from simulations.settings import load_config, parse_overrides
+    from state.events import parse_ts
+
+    parser = argparse.ArgumentParser(prog="python -m streaming.engine", description=main.__doc__)
+    parser.add_argument("events", nargs="+", help="JSONL / Parquet event files or folders")
+    parser.add_argument("--out", required=True, help="output folder (tables, checkpoint, run record)")
+    parser.add_argument("--until", help="inclusive end time: epoch ms or ISO-8601 with a zone")
+    parser.add_argument("--conf", help="YAML file of broker settings (Kafka names)")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="broker setting")
+    parser.add_argument("--spark-set", action="append", default=[], metavar="NAME=VALUE",
+                        help="engine (streaming.*) or Spark (spark.*) setting")
+    parser.add_argument("--profile", default="local", help="Spark profile: conf/spark-<profile>.yaml")
+    parser.add_argument("--master", help="Spark master URL (overrides the profile's)")
+    parser.add_argument("--quiet", action="store_true", help="no progress display or summary")
+    args = parser.parse_args(argv)
+    config = load_config(args.conf, args.set)
+    until = None if args.until is None else parse_ts(args.until, "--until")
+    try:
+        run_spark(args.events, args.out, config, until, parse_overrides(args.spark_set), not args.quiet,
+                  profile=args.profile, master=args.master)
+    finally:
+        from pyspark.sql import SparkSession
+
+        session = SparkSession.getActiveSession()
+        if session is not None:
+            session.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

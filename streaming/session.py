@@ -1,0 +1,140 @@
+"""Spark profiles and the SparkSession: `conf/spark-<profile>.yaml` (master + settings), overrides on top.
+
+A profile's `settings` mix two kinds of keys: `streaming.*` settings belong to the engine
+(`streaming.engine`), `spark.*` keys go to Spark. Everything else about Spark lives here, so the engine and
+the tests share one way of starting it. A JVM has one SparkContext, so `get_session` hands back the session
+that is already running (tests share one); a run's own SQL settings are applied to a child session
+(`run_session`), never to the shared one.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+
+# The engine's settings: name -> (default, smallest allowed value). docs/spark.md documents each.
+ENGINE_SETTINGS: dict[str, tuple[int, int]] = {
+    # The late-row filter drops rows at or before the previous watermark; the drain relies on a row at
+    # watermark + delay never being late, hence at least 1.
+    "streaming.watermark.delay.ms": (30_000, 1),
+    "streaming.state.buckets": (0, 0),
+    "streaming.files.per.trigger": (0, 0),
+}
+
+
+class SettingsError(ValueError):
+    """An unknown profile or setting, or a value the engine cannot use."""
+
+
+def conf_dir() -> Path:
+    # The Docker image installs the package without the repository around it and points here instead.
+    return Path(os.environ.get("COORDSIM_CONF_DIR") or CONF_DIR)
+
+
+def load_profile(profile: str) -> tuple[str | None, dict[str, Any]]:
+    """(master, settings) of `conf/spark-<profile>.yaml`."""
+    path = conf_dir() / f"spark-{profile}.yaml"
+    try:
+        document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except OSError as error:
+        raise SettingsError(f"Spark profile {profile!r}: cannot read {path} ({error.strerror or error})") from None
+    except yaml.YAMLError as error:
+        raise SettingsError(f"{path}: not valid YAML ({error})") from None
+    if not isinstance(document, Mapping) or set(document) - {"master", "settings"}:
+        raise SettingsError(f"{path}: expected only 'master:' and 'settings:'")
+    return document.get("master"), dict(document.get("settings") or {})
+
+
+def resolve_settings(profile: str = "local", overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The profile's settings with `overrides` on top; engine settings checked and made integers."""
+    _, settings = load_profile(profile)
+    settings.update(overrides or {})
+    for name, value in settings.items():
+        if name in ENGINE_SETTINGS:
+            _, lowest = ENGINE_SETTINGS[name]
+            try:
+                number = int(value)
+            except (TypeError, ValueError):
+                raise SettingsError(f"setting {name} must be an integer, got {value!r}") from None
+            if number < lowest or number != float(value):
+                raise SettingsError(f"setting {name} must be an integer >= {lowest}, got {value!r}")
+            settings[name] = number
+        elif not name.startswith("spark."):
+            known = ", ".join(sorted(ENGINE_SETTINGS))
+            raise SettingsError(f"unknown Spark engine setting {name!r}; engine settings: {known}; "
+                                f"Spark's own settings start with 'spark.'")
+    for name, (default, _) in ENGINE_SETTINGS.items():
+        settings.setdefault(name, default)
+    return settings
+
+
+def spark_settings(settings: Mapping[str, Any]) -> dict[str, str]:
+    """The `spark.*` part of `settings`, as the strings Spark expects."""
+    return {name: _spark_value(value) for name, value in settings.items() if name.startswith("spark.")}
+
+
+def _spark_value(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def build_session(profile: str = "local", master: str | None = None,
+                  overrides: Mapping[str, Any] | None = None):
+    """Start (or join) the SparkSession of `profile`. The master: `master`, else spark-submit's, else the
+    profile's."""
+    from pyspark.sql import SparkSession
+
+    profile_master, _ = load_profile(profile)
+    # Under spark-submit the JVM is already up with spark-submit's --master: a profile must not override it.
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ
+    master = master or (None if submitted else profile_master)
+    if not master and not submitted:
+        raise SettingsError(f"Spark profile {profile!r} has no master; give one (e.g. --master spark://host:7077)")
+    conf = spark_settings(resolve_settings(profile, overrides))
+    # Python workers must run this interpreter: it is the one with pandas, pyarrow and coordsim installed.
+    conf.setdefault("spark.pyspark.python", sys.executable)
+    os.environ.setdefault("PYSPARK_PYTHON", conf["spark.pyspark.python"])
+    builder = SparkSession.builder.appName("coordsim")
+    if master:
+        builder = builder.master(master)
+    for name, value in conf.items():
+        builder = builder.config(name, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("WARN")
+    return session
+
+
+def get_session(profile: str = "local", master: str | None = None, overrides: Mapping[str, Any] | None = None):
+    """The running SparkSession if there is one (whatever its profile), else a new one from `profile`."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    return active if active is not None else build_session(profile, master, overrides)
+
+
+def run_session(base, settings: Mapping[str, Any]):
+    """A child of `base` (same SparkContext, own SQL settings and listeners) with a run's `spark.*` SQL
+    settings applied; settings Spark only reads at startup must already match, or the run would silently
+    ignore them."""
+    session = base.newSession()
+    for name, value in spark_settings(settings).items():
+        if session.conf.isModifiable(name):
+            session.conf.set(name, value)
+            continue
+        current = base.sparkContext.getConf().get(name, None)
+        if current is not None and current != value and name not in _STARTUP_ONLY_TOLERATED:
+            raise SettingsError(f"{name}={value} needs a new Spark application; the running one has {current}")
+    return session
+
+
+# Startup settings that only affect how the session was started (memory of a JVM that already runs,
+# cosmetic UI switches): a shared session that differs on them runs the engine just the same.
+_STARTUP_ONLY_TOLERATED = frozenset({
+    "spark.driver.memory", "spark.executor.memory", "spark.ui.enabled", "spark.ui.showConsoleProgress",
+    "spark.pyspark.python",
+})

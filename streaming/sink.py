@@ -1,0 +1,117 @@
+"""Exactly-once micro-batch output: `OUT/_batches/`, written by the query's `foreachBatch` and read back only
+through its commit log.
+
+Layout:
+    _batches/batch-<id>/table=<table>/part-*.parquet   envelope rows (group_id, out_seq, payload) of a batch
+    _batches/_committed                                 one batch id per line, appended once the batch exists
+    _batches/_progress.jsonl                            per batch id, the facts only Spark's progress reports
+
+The executors write a batch's rows themselves (Spark's Parquet writer, partitioned by table) into a temporary
+folder; the driver renames it to `batch-<id>`, then appends the id to `_committed`. Nothing flows through the
+driver, whose memory would otherwise have to hold a whole micro-batch of output (millions of rows when a
+drain advances 100k groups at once). Spark re-executes a batch it had not committed itself with the same
+input, state and watermark, so the step produces the same rows: if `batch-<id>` is already there, the new
+copy is dropped. Readers take only committed ids: a batch killed half-way is never read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+COMMITTED = "_committed"
+PROGRESS = "_progress.jsonl"
+ENVELOPE_COLUMNS = ["group_id", "out_seq", "payload"]
+
+
+def batch_folder(root: Path, batch_id: int) -> Path:
+    return Path(root) / f"batch-{batch_id}"
+
+
+def table_folder(root: Path, batch_id: int, table: str) -> Path:
+    return batch_folder(root, batch_id) / f"table={table}"
+
+
+class BatchSink:
+    """The `foreachBatch` function. `on_batch(batch_id)` runs on the driver once the batch is committed."""
+
+    def __init__(self, root: Path, on_batch: Callable[[int], None] | None = None) -> None:
+        self.root = Path(root)
+        self.on_batch = on_batch
+        for leftover in self.root.glob(".batch-*.tmp"):  # written by an attempt that was killed
+            shutil.rmtree(leftover)
+
+    def __call__(self, batch_df, batch_id: int) -> None:
+        final = batch_folder(self.root, batch_id)
+        temp = self.root / f".batch-{batch_id}-{uuid.uuid4().hex}.tmp"
+        # Always executed, even when the batch already exists: running it is what advances the state store.
+        batch_df.write.partitionBy("table").parquet(str(temp))
+        if final.exists():
+            shutil.rmtree(temp)
+        else:
+            os.replace(temp, final)
+        _append_line(self.root / COMMITTED, str(batch_id))
+        if self.on_batch is not None:
+            self.on_batch(batch_id)
+
+
+def _append_line(path: Path, line: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+b") as handle:
+        handle.seek(0)
+        text = handle.read()
+        if text and not text.endswith(b"\n"):
+            # A line cut short by a kill: drop it, or the new line would complete it into another number.
+            handle.truncate(text.rfind(b"\n") + 1)
+        handle.write(line.encode("utf-8") + b"\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _complete_lines(path: Path) -> list[str]:
+    """Lines ended by a newline: a line cut short by a kill is not there yet."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    return text.split("\n")[:-1]
+
+
+def committed_batches(root: Path) -> list[int]:
+    return sorted({int(line) for line in _complete_lines(Path(root) / COMMITTED)})
+
+
+def read_batch(root: Path, batch_id: int, table: str) -> pa.Table | None:
+    """The envelope rows of `table` in one batch, or None if it has none."""
+    folder = table_folder(root, batch_id, table)
+    if not folder.exists():
+        return None
+    return pq.read_table(folder, columns=ENVELOPE_COLUMNS, partitioning=None)
+
+
+def read_committed(root: Path, table: str) -> Iterator[tuple[int, pa.Table]]:
+    """(batch id, envelope rows) of every committed batch that has rows of `table`, in batch order."""
+    for batch_id in committed_batches(root):
+        part = read_batch(root, batch_id, table)
+        if part is not None:
+            yield batch_id, part
+
+
+def record_progress(root: Path, batch_id: int, facts: dict) -> None:
+    _append_line(Path(root) / PROGRESS, json.dumps({"batch_id": batch_id, **facts}))
+
+
+def read_progress(root: Path) -> dict[int, dict]:
+    """The last progress record of each batch id (a re-executed batch reports again)."""
+    records = {}
+    for line in _complete_lines(Path(root) / PROGRESS):
+        record = json.loads(line)
+        records[record["batch_id"]] = record
+    return records

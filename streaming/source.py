@@ -1,0 +1,204 @@
+"""The engine's streaming source: a fixed, ordered list of files in, one row per input row out.
+
+Input files are read with the local engine's own reader (`simulations.inputs.read_events`), so every row is
+validated and numbered exactly as `coordsim replay --engine local` does it. Offsets are indexes into the
+file list, so a query restarted from its checkpoint replays exactly the same micro-batches; the engine only
+ever appends to the list. After the input files come the engine's control files (`*.control`, written by
+`write_control`): the sentinel and end-of-run rows that drain a finite run. A control file always travels
+alone in its micro-batch, so the watermark it moves is in force before the next one is read.
+
+Rows: `kind` ('event' | 'reject' | 'sentinel' | 'end'), `key` (the group id; null for rejects and
+sentinels), `event_time` (null for rejects), `payload` (a pickled Event or reject row dict, or an
+end-of-run marker).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import os
+import pickle
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles, SupportsTriggerAvailableNow
+
+SOURCE_NAME = "coordsim_events"
+SCHEMA = "kind string, key string, event_time timestamp, payload binary"
+CONTROL_SUFFIX = ".control"
+# Rows per Arrow batch handed to Spark: bounds a worker's memory on large files.
+ROWS_PER_BATCH = 20_000
+
+
+# Payload of an end-of-run row; a pickled event never starts like this (pickles start with b"\x80").
+END_OF_RUN = b"coordsim-end-of-run:"
+
+
+def end_of_run_payload(final: int) -> bytes:
+    """The run ends at `final` for the row's group (the step calls `end_run_at(final)`)."""
+    return END_OF_RUN + str(final).encode("ascii")
+
+
+def end_of_run_final(payload: bytes) -> int | None:
+    return int(payload[len(END_OF_RUN):]) if payload.startswith(END_OF_RUN) else None
+
+
+def is_control(path: str) -> bool:
+    return path.endswith(CONTROL_SUFFIX)
+
+
+def write_control(path: Path, sentinel_ts: int, final: int, end_groups: Iterable[str] = ()) -> None:
+    """Write a control file atomically: a sentinel row at `sentinel_ts` (it moves the watermark), and one
+    end-of-run row per group of `end_groups` for `final`. `final` is kept in the file either way, so a
+    resumed run reads the decision back instead of recomputing it from state that has moved on since."""
+    lines = [json.dumps({"kind": "sentinel", "ts": sentinel_ts, "final": final})]
+    lines += [json.dumps({"kind": "end", "ts": sentinel_ts, "final": final, "group_id": g}) for g in end_groups]
+    temp = path.with_name(path.name + ".tmp")
+    with temp.open("w", encoding="utf-8") as handle:
+        handle.write("\n".join(lines) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temp, path)
+
+
+def read_control_final(path: Path) -> int:
+    with path.open(encoding="utf-8") as handle:
+        return json.loads(handle.readline())["final"]
+
+
+class EventFileSource(DataSource):
+    """Options: `files` (JSON list of paths, in order), `files_per_trigger` (0 = no limit)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_NAME
+
+    def schema(self) -> str:
+        return SCHEMA
+
+    def streamReader(self, schema) -> "EventFileReader":
+        return EventFileReader(json.loads(self.options["files"]), int(self.options.get("files_per_trigger", 0)))
+
+
+class FilePartition(InputPartition):
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+
+
+class EventFileReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, files: list[str], files_per_trigger: int) -> None:
+        self.files = files
+        self.files_per_trigger = files_per_trigger
+        self.target: int | None = None
+
+    def initialOffset(self) -> dict:
+        return {"file": 0}
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self.target = len(self.files)
+
+    def getDefaultReadLimit(self):
+        return ReadMaxFiles(self.files_per_trigger) if self.files_per_trigger else ReadAllAvailable()
+
+    def latestOffset(self, start: dict, limit) -> dict:
+        begin = start["file"]
+        end = len(self.files) if self.target is None else self.target
+        if isinstance(limit, ReadMaxFiles):
+            end = min(end, begin + limit.max_files)
+        if begin < end and is_control(self.files[begin]):
+            end = begin + 1
+        else:
+            end = next((i for i in range(begin, end) if is_control(self.files[i])), end)
+        return {"file": max(begin, end)}
+
+    def partitions(self, start: dict, end: dict) -> list[FilePartition]:
+        return [FilePartition(self.files[i]) for i in range(start["file"], end["file"])]
+
+    def read(self, partition: FilePartition) -> Iterator:
+        rows = _control_rows(partition.value) if is_control(partition.value) else _input_rows(partition.value)
+        yield from _arrow_batches(rows)
+
+
+def _input_rows(path: str) -> Iterator[tuple]:
+    from simulations.inputs import read_events
+
+    rows = read_events([path])
+    dumps = EventPickler.dumper()
+    for event in rows.events:
+        yield "event", event.group_id, event.ts, dumps(event)
+    for reject in rows.rejects:
+        yield "reject", None, None, pickle.dumps(reject, protocol=5)
+
+
+class EventPickler(pickle.Pickler):
+    """Pickles the input contract's dataclasses as `cls(*field values)`. Frozen slotted dataclasses
+    otherwise pickle through `dataclasses`' generic state methods, which look up the fields on every object:
+    unpickling an event took about twice as long. The result is plain pickle, read with `pickle.loads`."""
+
+    _fields: dict[type, tuple[str, ...] | None] = {}
+
+    def reducer_override(self, obj):
+        cls = type(obj)
+        names = self._fields.get(cls, ())
+        if names == ():
+            names = self._fields[cls] = _constructor_fields(cls)
+        if names is None:
+            return NotImplemented
+        return cls, tuple(getattr(obj, name) for name in names)
+
+    @classmethod
+    def dumper(cls):
+        """A `dumps(obj) -> bytes` that reuses one pickler and buffer (each result is a complete pickle)."""
+        buffer = io.BytesIO()
+        pickler = cls(buffer, protocol=5)
+
+        def dumps(obj) -> bytes:
+            buffer.seek(0)
+            buffer.truncate()
+            pickler.clear_memo()
+            pickler.dump(obj)
+            return buffer.getvalue()
+
+        return dumps
+
+
+def _constructor_fields(cls: type) -> tuple[str, ...] | None:
+    """The fields `cls(*values)` rebuilds an object from, if `cls` is a dataclass of `state.events` that
+    its constructor rebuilds exactly (every field an init field, no __post_init__)."""
+    if not dataclasses.is_dataclass(cls) or cls.__module__ != "state.events" or hasattr(cls, "__post_init__"):
+        return None
+    fields = dataclasses.fields(cls)
+    if not all(f.init for f in fields):
+        return None
+    return tuple(f.name for f in fields)
+
+
+def _control_rows(path: str) -> Iterator[tuple]:
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            row = json.loads(line)
+            if row["kind"] == "sentinel":
+                yield "sentinel", None, row["ts"], b""
+            else:
+                yield "end", row["group_id"], row["ts"], end_of_run_payload(row["final"])
+
+
+def _arrow_batches(rows: Iterator[tuple]) -> Iterator:
+    import pyarrow as pa
+
+    schema = pa.schema([("kind", pa.string()), ("key", pa.string()),
+                        ("event_time", pa.timestamp("us", tz="UTC")), ("payload", pa.binary())])
+    columns: tuple[list, ...] = ([], [], [], [])
+    for kind, key, ts_ms, payload in rows:
+        columns[0].append(kind)
+        columns[1].append(key)
+        columns[2].append(None if ts_ms is None else ts_ms * 1000)
+        columns[3].append(payload)
+        if len(columns[0]) >= ROWS_PER_BATCH:
+            yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(columns, schema.types)], schema=schema)
+            for column in columns:
+                column.clear()
+    if columns[0]:
+        yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(columns, schema.types)], schema=schema)

@@ -1,0 +1,201 @@
+"""The applyInPandasWithState function: one call drives the groups of one Spark key.
+
+A key is a group id, or (with `streaming.state.buckets`) a hash bucket of group ids; the null key carries
+the input's rejects. The key's state maps each of its groups to a slot: the group's `GroupRuntime` (encoded)
+and the events that arrived but cannot be applied yet (still pickled, with their times). Per call: add the
+new events to their slots, then for every group with something due at or before the horizon offer those
+events, advance the runtime to the horizon and emit the rows it produced; finally set the key's event-time
+timeout to the earliest thing due in any of its slots.
+
+The horizon is `watermark - 1` (capped at `until`). Spark drops, in every later batch, rows at or before
+the watermark this call sees, so nothing at or before the horizon can still arrive; and a timeout T fires in
+the first batch whose watermark is > T, i.e. exactly when T <= horizon. The horizon is a function of the
+watermark alone, so a micro-batch re-executed after a crash, in whichever phase of the run, redoes exactly
+what it did the first time. A group's runtime is only decoded when something is due: events waiting for
+the watermark cost no unpickling and no re-encoding.
+
+Output (one DataFrame per call): envelope rows `(table, group_id, out_seq, payload)`, the payload being the
+row dict in `marshal` format (`decode_row`: several times faster to read back than pickle, and rows are plain
+data); rejects carry their source and line in `group_id` / `out_seq` (their sort key); and one `engine_meta` row
+(out_seq -1) per group touched, whose payload is a `GroupFacts` tuple for the driver.
+"""
+
+from __future__ import annotations
+
+import marshal
+import pickle
+from typing import Iterator, NamedTuple
+
+import pandas as pd
+
+from state.config import CoordinatorConfig
+from state.runtime import GroupRuntime
+from streaming.source import end_of_run_final
+
+OUTPUT_SCHEMA = "table string, group_id string, out_seq long, payload binary"
+STATE_SCHEMA = "slots binary"
+META_TABLE = "engine_meta"  # not an output table: GroupFacts for the driver
+
+# Envelope payloads: output rows hold only str, int, float, bool, None, bytes, list and dict.
+encode_row = marshal.dumps
+decode_row = marshal.loads
+
+STATE_FORMAT = b"coordsim-slots"
+STATE_FORMAT_VERSION = 1
+
+
+class Slot(NamedTuple):
+    """One group inside a key's state."""
+
+    runtime: bytes | None                   # GroupRuntime.encode(); None until the group's first event is due
+    runtime_wakeup: int | None              # the runtime's next_wakeup() when it was encoded
+    max_pending_deadline: int | None        # its max_pending_deadline() then
+    pending: tuple[tuple[int, bytes], ...]  # (ts, payload) not offered yet: events and end-of-run markers
+
+    @property
+    def wakeup(self) -> int | None:
+        times = [ts for ts, _ in self.pending]
+        if self.runtime_wakeup is not None:
+            times.append(self.runtime_wakeup)
+        return min(times, default=None)
+
+
+EMPTY_SLOT = Slot(None, None, None, ())
+
+
+class GroupFacts(NamedTuple):
+    """What the driver needs of a group after a call, to plan the end of a finite run."""
+
+    known: bool                       # the group has events to apply (before or at `until`)
+    max_pending_deadline: int | None  # GroupRuntime.max_pending_deadline() after the call
+    max_event_ts: int | None          # latest event time this call received (events after `until` too)
+    events: int                       # events this call received and kept
+    after_until: int                  # events of this call after `until`, left out as the local engine does
+
+
+def make_step(config: CoordinatorConfig, until: int | None, bucketed: bool):
+    """The function for `applyInPandasWithState(..., OUTPUT_SCHEMA, STATE_SCHEMA, "Append",
+    EventTimeTimeout)` over columns `key`, `group_id`, `event_time`, `payload`; `key` is the group id
+    unless `bucketed`."""
+
+    def step(key: tuple, chunks: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
+        out = _Envelopes()
+        if key[0] is None:
+            for chunk in chunks:
+                for payload in chunk["payload"].tolist():
+                    out.reject(pickle.loads(payload))
+            yield out.frame()
+            return
+        horizon = state.getCurrentWatermarkMs() - 1
+        if until is not None:
+            horizon = min(horizon, until)
+        arrivals: dict[str, list[tuple[int, bytes]]] = {}
+        for chunk in chunks:
+            times = (chunk["event_time"].to_numpy(dtype="datetime64[ms]").astype("int64").tolist())
+            groups = chunk["group_id"].tolist() if bucketed else [key[0]] * len(times)
+            for group_id, ts, payload in zip(groups, times, chunk["payload"].tolist()):
+                arrivals.setdefault(group_id, []).append((ts, payload))
+        slots = _decode(state.get[0]) if state.exists else {}
+        due = {g for g, slot in slots.items() if (w := slot.wakeup) is not None and w <= horizon}
+        for group_id in sorted(due | arrivals.keys()):
+            slot = _visit(group_id, slots.get(group_id, EMPTY_SLOT), arrivals.get(group_id, ()), horizon,
+                          config, until, out)
+            if slot is not None:
+                slots[group_id] = slot
+        if slots:
+            state.update((_encode(slots),))
+        wakeup = min((w for w in (slot.wakeup for slot in slots.values()) if w is not None), default=None)
+        # Past `until` nothing is ever applied (the horizon stops there): no timeout for it.
+        if wakeup is not None and (until is None or wakeup <= until):
+            state.setTimeoutTimestamp(wakeup)
+        yield out.frame()
+
+    return step
+
+
+def _visit(group_id: str, slot: Slot, arrivals, horizon: int, config: CoordinatorConfig,
+           until: int | None, out: "_Envelopes") -> Slot | None:
+    """Add `arrivals` to the group's slot and apply what is due; None if the group has nothing to keep."""
+    events, markers, after_until, max_ts = [], [], 0, None
+    for item in arrivals:
+        final = end_of_run_final(item[1])
+        if final is not None:
+            markers.append((final, item[1]))  # due at the final time, not when its row arrived
+            continue
+        max_ts = item[0] if max_ts is None else max(max_ts, item[0])
+        if until is not None and item[0] > until:
+            after_until += 1
+        else:
+            events.append(item)
+    runtime_blob, runtime_wakeup, deadline = slot.runtime, slot.runtime_wakeup, slot.max_pending_deadline
+    pending = slot.pending + tuple(events) + tuple(markers)
+    due = [item for item in pending if item[0] <= horizon]
+    if due or (runtime_wakeup is not None and runtime_wakeup <= horizon):
+        runtime = None if runtime_blob is None else GroupRuntime.decode(runtime_blob, config)
+        finals = [final for _, payload in due if (final := end_of_run_final(payload)) is not None]
+        offered = [pickle.loads(payload) for _, payload in due if end_of_run_final(payload) is None]
+        if runtime is None and offered:
+            runtime = GroupRuntime(group_id, config)
+        if runtime is not None:
+            runtime.offer(offered)
+            for final in finals:
+                runtime.end_run_at(final)
+            runtime.advance_to(horizon)
+            out.group_output(runtime.take_output())
+            runtime_blob, runtime_wakeup = runtime.encode(), runtime.next_wakeup()
+            deadline = runtime.max_pending_deadline()
+        pending = tuple(item for item in pending if item[0] > horizon)
+    known = runtime_blob is not None or bool(pending)
+    out.meta(group_id, GroupFacts(known, deadline, max_ts, len(events), after_until))
+    return Slot(runtime_blob, runtime_wakeup, deadline, pending) if known else None
+
+
+def _encode(slots: dict[str, Slot]) -> bytes:
+    # Plain tuples, not Slot: the encoding must not depend on this module's class names.
+    return STATE_FORMAT + bytes([STATE_FORMAT_VERSION]) + marshal.dumps({g: tuple(s) for g, s in slots.items()})
+
+
+def _decode(blob: bytes) -> dict[str, Slot]:
+    if not blob.startswith(STATE_FORMAT):
+        raise ValueError("not a coordsim key state")
+    version = blob[len(STATE_FORMAT)]
+    if version != STATE_FORMAT_VERSION:
+        raise ValueError(f"key state format v{version} is not readable by this release (reads v{STATE_FORMAT_VERSION})")
+    return {g: Slot(*t) for g, t in marshal.loads(blob[len(STATE_FORMAT) + 1:]).items()}
+
+
+class _Envelopes:
+    """Columns of one call's output DataFrame, filled row by row in plain lists."""
+
+    def __init__(self) -> None:
+        self.table: list[str] = []
+        self.group_id: list[str] = []
+        self.out_seq: list[int] = []
+        self.payload: list[bytes] = []
+
+    def _add(self, table: str, group_id: str, out_seq: int, row) -> None:
+        self.table.append(table)
+        self.group_id.append(group_id)
+        self.out_seq.append(out_seq)
+        self.payload.append(encode_row(row))
+
+    def group_output(self, output) -> None:
+        for table, rows in output.tables.items():
+            for row in rows:
+                self._add(table, row["group_id"], row["out_seq"], row)
+        for row in output.rejects:
+            self.reject(row)
+
+    def reject(self, row: dict) -> None:
+        self._add("rejects", row["source"], row["line"], row)
+
+    def meta(self, group_id: str, facts: GroupFacts) -> None:
+        self._add(META_TABLE, group_id, -1, tuple(facts))
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame({
+            "table": self.table,
+            "group_id": self.group_id,
+            "out_seq": pd.array(self.out_seq, dtype="int64"),
+            "payload": self.payload,
+        })

@@ -1,0 +1,52 @@
+"""Exactly-once across a crash: SIGKILL the whole driver (Python, JVM, Python workers) once it has
+committed a micro-batch, run the same command again, and get the tables of an uninterrupted run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from state.config import CoordinatorConfig
+from streaming.sink import COMMITTED
+from tests.streaming.conftest import REPO, assert_same_tables, local_run
+from tests.streaming.inputs import DELAY_MS, write_layouts
+
+pytestmark = pytest.mark.spark
+
+
+def command(events: list[str], out) -> list[str]:
+    return [sys.executable, "-m", "streaming.engine", *events, "--out", str(out), "--quiet",
+            "--spark-set", f"streaming.watermark.delay.ms={DELAY_MS}", "--spark-set", "streaming.files.per.trigger=1"]
+
+
+def environment() -> dict:
+    return dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
+
+
+def test_sigkill_then_rerun_gives_the_uninterrupted_tables(tmp_path):
+    events = write_layouts(tmp_path / "in")["ordered"]
+    out = tmp_path / "out"
+    committed = out / "_batches" / COMMITTED
+    driver = subprocess.Popen(command(events, out), cwd=REPO, env=environment(), start_new_session=True,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 240
+        while not (committed.exists() and committed.read_text().strip()):
+            assert driver.poll() is None, "the run ended before it could be killed"
+            assert time.monotonic() < deadline, "no micro-batch committed within 240 s"
+            time.sleep(0.05)
+    finally:
+        os.killpg(driver.pid, signal.SIGKILL)  # its own process group: the driver, its JVM, the workers
+        driver.wait()
+    assert not (out / "responses").exists(), "killed after the end: nothing was interrupted"
+
+    rerun = subprocess.run(command(events, out), cwd=REPO, env=environment(), capture_output=True, text=True,
+                           timeout=600)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    expected_dir, _ = local_run(events, tmp_path / "local", CoordinatorConfig())
+    assert_same_tables(expected_dir, out)

@@ -1,0 +1,77 @@
+"""The source's micro-batch plan, control files, and the sink's commit log."""
+
+from __future__ import annotations
+
+import pickle
+import shutil
+
+import pytest
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles
+
+from streaming import sink
+from streaming.source import EventFileReader, _control_rows, end_of_run_final, read_control_final, write_control
+from streaming.step import OUTPUT_SCHEMA
+
+
+def plan(files: list[str], files_per_trigger: int) -> list[list[str]]:
+    """The files of each micro-batch an availableNow run reads."""
+    reader = EventFileReader(files, files_per_trigger)
+    reader.prepareForTriggerAvailableNow()
+    limit = reader.getDefaultReadLimit()
+    batches, start = [], reader.initialOffset()
+    while (end := reader.latestOffset(start, limit)) != start:
+        batches.append([p.value for p in reader.partitions(start, end)])
+        start = end
+    return batches
+
+
+def test_control_files_travel_alone():
+    files = ["a.jsonl", "b.jsonl", "c.parquet", "1.control", "2.control", "3.control"]
+    assert plan(files, 0) == [["a.jsonl", "b.jsonl", "c.parquet"], ["1.control"], ["2.control"], ["3.control"]]
+    assert plan(files, 2) == [["a.jsonl", "b.jsonl"], ["c.parquet"], ["1.control"], ["2.control"], ["3.control"]]
+
+
+def test_all_available_limit_and_a_longer_list_keep_earlier_offsets():
+    reader = EventFileReader(["a.jsonl", "b.jsonl"], 1)
+    assert reader.latestOffset({"file": 0}, ReadAllAvailable()) == {"file": 2}
+    longer = EventFileReader(["a.jsonl", "b.jsonl", "x.control"], 1)
+    assert longer.latestOffset({"file": 2}, ReadMaxFiles(1)) == {"file": 3}
+
+
+def test_control_file_round_trip(tmp_path):
+    path = tmp_path / "3.control"
+    write_control(path, sentinel_ts=2_000, final=1_000, end_groups=["g1", "g2"])
+    rows = list(_control_rows(str(path)))
+    assert rows[0] == ("sentinel", None, 2_000, b"")
+    assert [(kind, key, ts, end_of_run_final(p)) for kind, key, ts, p in rows[1:]] == [
+        ("end", "g1", 2_000, 1_000), ("end", "g2", 2_000, 1_000)]
+    assert end_of_run_final(pickle.dumps({"a": 1})) is None
+    assert read_control_final(path) == 1_000
+
+
+@pytest.mark.spark
+def test_only_committed_batches_are_read_and_a_re_executed_batch_keeps_its_rows(spark, tmp_path):
+    def batch(rows):
+        return spark.createDataFrame(rows, OUTPUT_SCHEMA)
+
+    sink.BatchSink(tmp_path)(batch([("responses", "g", 0, b"r0"), ("engine_meta", "g", -1, b"m")]), 0)
+    # Spark re-executes batch 0 (it had not committed it itself): the first complete copy stands.
+    sink.BatchSink(tmp_path)(batch([("responses", "g", 0, b"r0")]), 0)
+    assert sink.read_batch(tmp_path, 0, "engine_meta")["payload"].to_pylist() == [b"m"]
+    # Batch 1 was killed after its files were renamed into place, before its commit line was complete.
+    shutil.copytree(sink.batch_folder(tmp_path, 0), sink.batch_folder(tmp_path, 1))
+    with open(tmp_path / sink.COMMITTED, "a") as handle:
+        handle.write("1")
+    assert sink.committed_batches(tmp_path) == [0]
+    assert [(b, t["payload"].to_pylist()) for b, t in sink.read_committed(tmp_path, "responses")] == [(0, [b"r0"])]
+    (tmp_path / ".batch-2-dead.tmp").mkdir()  # a write killed half-way
+    sink.BatchSink(tmp_path)(batch([("rejects", "f.jsonl", 3, b"x")]), 2)
+    assert sink.committed_batches(tmp_path) == [0, 2]
+    assert not list(tmp_path.glob(".batch-*"))
+
+
+@pytest.mark.parametrize("records", [[(3, 1), (3, 2)], [(3, 2)]])
+def test_progress_keeps_the_last_report_per_batch(tmp_path, records):
+    for batch_id, late in records:
+        sink.record_progress(tmp_path, batch_id, {"late_rows": late})
+    assert sink.read_progress(tmp_path) == {3: {"batch_id": 3, "late_rows": 2}}
