@@ -29,11 +29,10 @@ the event. The run ends exactly as `run_local` ends, so without captured respons
 from __future__ import annotations
 
 import dataclasses
-from collections import defaultdict
 from typing import Callable, Iterable
 
 from simulations.capture.captured import CapturedInput, captured_records
-from simulations.engines.local import RunResult
+from simulations.engines.local import RunResult, events_by_group
 from state.config import CoordinatorConfig
 from state.events import Event, Heartbeat, JoinGroup, LeaveGroup, OffsetCommit, SyncGroup
 from state.runtime import GroupRuntime
@@ -166,14 +165,8 @@ def replay_captured(events: Iterable[Event], captured_responses: CapturedInput, 
     and counts as `run_local`; without matching captured responses the tables are equal to its."""
     captured = {row["request_id"]: row for row in captured_records(captured_responses)}
     result = RunResult()
-    by_group: dict[str, list[Event]] = defaultdict(list)
-    for event in events:
-        if until is not None and event.ts > until:
-            result.events_after_until += 1
-            continue
-        by_group[event.group_id].append(event)
-        result.events_applied += 1
-    replays = {group_id: _GroupReplay(group_id, config, captured, result) for group_id in sorted(by_group)}
+    by_group = events_by_group(events, until, result)
+    replays = {group_id: _GroupReplay(group_id, config, captured, result) for group_id in by_group}
     for group_id, replay in replays.items():
         replay.run(sorted(by_group[group_id], key=lambda e: e.sort_key))
     result.groups = len(replays)

@@ -34,10 +34,8 @@ class RunResult:
     final_ts: int | None = None
 
 
-def run_local(events: Iterable[Event], config: CoordinatorConfig, until: int | None = None,
-              progress: Callable[[int, int], None] | None = None) -> RunResult:
-    """`progress(done, total)` is called as each group finishes its run (the bulk of the work)."""
-    result = RunResult()
+def events_by_group(events: Iterable[Event], until: int | None, result: RunResult) -> dict[str, list[Event]]:
+    """The events each group applies, by group id in sorted order; those after `until` are only counted."""
     by_group: dict[str, list[Event]] = defaultdict(list)
     for event in events:
         if until is not None and event.ts > until:
@@ -45,7 +43,14 @@ def run_local(events: Iterable[Event], config: CoordinatorConfig, until: int | N
             continue
         by_group[event.group_id].append(event)
         result.events_applied += 1
+    return {group_id: by_group[group_id] for group_id in sorted(by_group)}
 
+
+def run_local(events: Iterable[Event], config: CoordinatorConfig, until: int | None = None,
+              progress: Callable[[int, int], None] | None = None) -> RunResult:
+    """`progress(done, total)` is called as each group finishes its run (the bulk of the work)."""
+    result = RunResult()
+    by_group = events_by_group(events, until, result)
     runtimes = {group_id: GroupRuntime(group_id, config) for group_id in sorted(by_group)}
     for group_id, runtime in runtimes.items():
         runtime.offer(by_group[group_id])
