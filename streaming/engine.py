@@ -89,7 +89,9 @@ def run_spark(paths: Sequence[str], out_dir: str, config: CoordinatorConfig, unt
     one's tables); a call with other inputs or settings on it raises RunMismatch."""
     started = time.monotonic()
     resolved = resolve_settings(profile, settings)
-    inputs = [str(Path(p).resolve()) for p in event_files(paths)]
+    # Rows name their file as given (relative paths stay relative, as with the local engine); Spark reads it
+    # by its absolute path.
+    inputs = [(str(Path(p).absolute()), str(p)) for p in event_files(paths)]
     run = _Run(inputs, Path(out_dir), config, until, resolved, RunDisplay(progress, until))
     run.check_same_run()
     spark = run_session(get_session(profile, master, resolved), resolved)
@@ -108,7 +110,7 @@ def run_spark(paths: Sequence[str], out_dir: str, config: CoordinatorConfig, unt
 
 
 class _Run:
-    def __init__(self, inputs: list[str], out: Path, config: CoordinatorConfig, until: int | None,
+    def __init__(self, inputs: list[tuple[str, str]], out: Path, config: CoordinatorConfig, until: int | None,
                  settings: Mapping[str, Any], display: RunDisplay) -> None:
         self.inputs = inputs
         self.out = out
@@ -128,8 +130,9 @@ class _Run:
 
     # -- the run's identity --------------------------------------------------------------------------------
     def identity(self) -> dict:
-        return {"inputs": self.inputs, "until": self.until, "coordinator": self.config.to_kafka(),
-                "streaming.watermark.delay.ms": self.delay, "streaming.state.buckets": self.buckets}
+        return {"inputs": [list(pair) for pair in self.inputs], "until": self.until,
+                "coordinator": self.config.to_kafka(), "streaming.watermark.delay.ms": self.delay,
+                "streaming.state.buckets": self.buckets}
 
     def check_same_run(self) -> None:
         path = self.out / "_checkpoints" / "run.json"
@@ -179,8 +182,8 @@ class _Run:
         if phase is not None:
             self.display.phase(phase)
 
-    def files(self) -> list[str]:
-        return self.inputs + [str(p) for p in sorted(self.control.glob("*.control"))]
+    def files(self) -> list[tuple[str, str]]:
+        return self.inputs + [(str(p), str(p)) for p in sorted(self.control.glob("*.control"))]
 
     def run_query(self, spark, no_data_batches: bool = True) -> None:
         from pyspark.sql import functions as F
@@ -274,7 +277,7 @@ class _Run:
     def write_run_file(self, result: SparkRunResult, settings: Mapping[str, Any]) -> None:
         record = {
             "engine": "spark",
-            "inputs": self.inputs,
+            "inputs": [name for _, name in self.inputs],
             "until": self.until,
             "final_ts": result.final_ts,
             "batches": result.batches,

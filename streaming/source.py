@@ -69,7 +69,9 @@ def read_control_final(path: Path) -> int:
 
 
 class EventFileSource(DataSource):
-    """Options: `files` (JSON list of paths, in order), `files_per_trigger` (0 = no limit)."""
+    """Options: `files` (JSON list of [path to read, name], in order), `files_per_trigger` (0 = no limit).
+    The name is the path as the user gave it (relative, say): rows carry it as their `source`, as the local
+    engine's do, while executors, whose working folder differs, read the absolute path."""
 
     @classmethod
     def name(cls) -> str:
@@ -83,12 +85,13 @@ class EventFileSource(DataSource):
 
 
 class FilePartition(InputPartition):
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, name: str) -> None:
         super().__init__(path)
+        self.name = name
 
 
 class EventFileReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, files: list[str], files_per_trigger: int) -> None:
+    def __init__(self, files: list[list[str]], files_per_trigger: int) -> None:
         self.files = files
         self.files_per_trigger = files_per_trigger
         self.target: int | None = None
@@ -107,29 +110,32 @@ class EventFileReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         end = len(self.files) if self.target is None else self.target
         if isinstance(limit, ReadMaxFiles):
             end = min(end, begin + limit.max_files)
-        if begin < end and is_control(self.files[begin]):
+        if begin < end and is_control(self.files[begin][0]):
             end = begin + 1
         else:
-            end = next((i for i in range(begin, end) if is_control(self.files[i])), end)
+            end = next((i for i in range(begin, end) if is_control(self.files[i][0])), end)
         return {"file": max(begin, end)}
 
     def partitions(self, start: dict, end: dict) -> list[FilePartition]:
-        return [FilePartition(self.files[i]) for i in range(start["file"], end["file"])]
+        return [FilePartition(*self.files[i]) for i in range(start["file"], end["file"])]
 
     def read(self, partition: FilePartition) -> Iterator:
-        rows = _control_rows(partition.value) if is_control(partition.value) else _input_rows(partition.value)
+        path = partition.value
+        rows = _control_rows(path) if is_control(path) else _input_rows(path, partition.name)
         yield from _arrow_batches(rows)
 
 
-def _input_rows(path: str) -> Iterator[tuple]:
+def _input_rows(path: str, name: str) -> Iterator[tuple]:
     from simulations.inputs import read_events
 
     rows = read_events([path])
     dumps = EventPickler.dumper()
     for event in rows.events:
+        if event.source != name:
+            event = dataclasses.replace(event, source=name)
         yield "event", event.group_id, event.ts, dumps(event)
     for reject in rows.rejects:
-        yield "reject", None, None, pickle.dumps(reject, protocol=5)
+        yield "reject", None, None, pickle.dumps(dict(reject, source=name), protocol=5)
 
 
 class EventPickler(pickle.Pickler):

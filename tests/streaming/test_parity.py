@@ -3,6 +3,9 @@ partitions, keying or arrival order within the allowed lateness."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+
 import pytest
 
 from state.config import CoordinatorConfig
@@ -21,7 +24,7 @@ PER_FILE = {"streaming.files.per.trigger": 1}
 # One micro-batch per input file is the rule except in "all-at-once"; the default 2 partitions are covered
 # by the other test modules.
 VARIANTS = {
-    "all-at-once": ("ordered", {}, None),
+    "all-at-once-relative-paths": ("ordered", {}, None),
     "partitions-1": ("ordered", dict(PER_FILE, **{"spark.sql.shuffle.partitions": 1}), None),
     "partitions-4": ("ordered", dict(PER_FILE, **{"spark.sql.shuffle.partitions": 4}), None),
     "buckets-8": ("ordered", dict(PER_FILE, **{"streaming.state.buckets": 8}), None),
@@ -32,20 +35,32 @@ VARIANTS = {
 
 
 @pytest.fixture(scope="module")
-def layouts(tmp_path_factory):
-    return write_layouts(tmp_path_factory.mktemp("inputs"))
+def inputs_root(tmp_path_factory):
+    return tmp_path_factory.mktemp("inputs")
 
 
 @pytest.fixture(scope="module")
-def oracle(layouts, tmp_path_factory):
-    """The local engine's tables for (layout, until), computed once."""
+def layouts(inputs_root):
+    return write_layouts(inputs_root)
+
+
+def given(paths: list[str], relative: bool, root) -> list[str]:
+    """The EVENTS arguments: absolute, or relative to `root` (the working folder of such a run)."""
+    return [os.path.relpath(p, root) for p in paths] if relative else paths
+
+
+@pytest.fixture(scope="module")
+def oracle(layouts, inputs_root, tmp_path_factory):
+    """The local engine's tables for (layout, until, relative paths), computed once."""
     cache = {}
 
-    def tables(layout: str, until: int | None):
-        if (layout, until) not in cache:
+    def tables(layout: str, until: int | None, relative: bool = False):
+        key = layout, until, relative
+        if key not in cache:
             out = tmp_path_factory.mktemp(f"local-{layout}")
-            cache[layout, until] = local_run(layouts[layout], out, CONFIG, until)
-        return cache[layout, until]
+            with contextlib.chdir(inputs_root):
+                cache[key] = local_run(given(layouts[layout], relative, inputs_root), out, CONFIG, until)
+        return cache[key]
 
     return tables
 
@@ -57,11 +72,15 @@ def test_shuffled_layout_is_the_same_history(oracle):
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
-def test_spark_tables_equal_local_tables(spark, layouts, oracle, tmp_path, variant):
+def test_spark_tables_equal_local_tables(spark, layouts, inputs_root, oracle, tmp_path, variant):
     layout, settings, until = VARIANTS[variant]
     settings = dict(settings, **{"streaming.watermark.delay.ms": DELAY_MS})
-    result = run_spark(layouts[layout], tmp_path / "out", CONFIG, until, settings, progress=False)
-    expected_dir, expected = oracle(layout, until)
+    # Rejects name their file as given: a relative path must stay relative, as with the local engine.
+    relative = variant.endswith("relative-paths")
+    with contextlib.chdir(inputs_root):
+        paths = given(layouts[layout], relative, inputs_root)
+        result = run_spark(paths, tmp_path / "out", CONFIG, until, settings, progress=False)
+    expected_dir, expected = oracle(layout, until, relative)
     assert_same_tables(expected_dir, tmp_path / "out")
     assert_same_counts(result, expected)
     assert result.late_rows == 0

@@ -15,7 +15,7 @@ from streaming.step import OUTPUT_SCHEMA
 
 def plan(files: list[str], files_per_trigger: int) -> list[list[str]]:
     """The files of each micro-batch an availableNow run reads."""
-    reader = EventFileReader(files, files_per_trigger)
+    reader = EventFileReader([[f, f] for f in files], files_per_trigger)
     reader.prepareForTriggerAvailableNow()
     limit = reader.getDefaultReadLimit()
     batches, start = [], reader.initialOffset()
@@ -32,9 +32,9 @@ def test_control_files_travel_alone():
 
 
 def test_all_available_limit_and_a_longer_list_keep_earlier_offsets():
-    reader = EventFileReader(["a.jsonl", "b.jsonl"], 1)
+    reader = EventFileReader([["a.jsonl", "a"], ["b.jsonl", "b"]], 1)
     assert reader.latestOffset({"file": 0}, ReadAllAvailable()) == {"file": 2}
-    longer = EventFileReader(["a.jsonl", "b.jsonl", "x.control"], 1)
+    longer = EventFileReader([["a.jsonl", "a"], ["b.jsonl", "b"], ["x.control", "x"]], 1)
     assert longer.latestOffset({"file": 2}, ReadMaxFiles(1)) == {"file": 3}
 
 
