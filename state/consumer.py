@@ -256,7 +256,9 @@ class ConsumerHandlers:
         raw = {"ts": arrival, "group_id": self.group_id, "type": etype, "seq": self.synthetic_seq,
                "request_id": request_id, "client_id": client.client_id, **fields}
         event = parse_event(raw, source="synthetic", line=self.synthetic_seq, origin=client.origin)
-        self.out.request(raw)
+        # Written to `requests` when it reaches the coordinator: one still on the wire when the run ends
+        # was never seen, as an input row after the end would not be.
+        self.requests_in_flight[request_id] = raw
         if slot is not None:
             client.in_flight[slot] = request_id
         self.hold(event)

@@ -58,6 +58,7 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers, Metrics
         self.cluster_topics: dict[str, int] = {}
         self.production: dict[str, tuple[int, float, int]] = {}  # topic -> (since_ts, records/s, base offset)
         self.synthetic_seq = 0
+        self.requests_in_flight: dict[str, dict] = {}
         self.metrics = GroupMetrics()
         self.offsets_version = 0
         self._sweep_inputs_seen: tuple | None = None
@@ -141,6 +142,8 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers, Metrics
             self._handle_fault(event)
             return
         self.note_activity()
+        if event.origin is not None:
+            self.out.request(self.requests_in_flight.pop(event.request_id))
         if event.type in CLIENT_DIRECTIVE_CLASSES:
             if isinstance(event, TopicMetadata):
                 self._update_production(event)

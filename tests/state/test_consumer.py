@@ -317,3 +317,12 @@ def test_partitions_of_a_crashed_consumer_count_as_unowned_until_the_end():
     ctx.send("CLIENT_CRASH", client_id="c0")
     ctx.sleep(60_000)
     assert end_metrics(ctx)["unowned_partition_ms"] == 6 * 60_000
+
+
+@pytest.mark.parametrize("end", [25_000, 25_001, 25_002, 26_000, 26_001])
+def test_every_request_in_the_requests_table_was_answered_whatever_ms_the_run_ends(end):
+    ctx = GroupContext()
+    start(ctx, 2)
+    ctx.sleep(end)
+    answered = {r["request_id"] for r in ctx.responses()}
+    assert {r["request_id"] for r in ctx.rows("requests")} <= answered
