@@ -29,7 +29,7 @@ from simulations.scenarios import ScenarioError
 from simulations.scenarios.summary import render, summarize
 from simulations.settings import load_config, non_default_settings
 from state.config import ConfigError, CoordinatorConfig
-from state.events import EventError, parse_ts
+from state.events import EventError
 
 USER_ERRORS = (InputError, OutputError, ConfigError, EventError, ScenarioError, *CAPTURE_ERRORS)
 # Where `coordsim run` keeps the scenario it ran and the events it generated, inside --out.

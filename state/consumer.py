@@ -18,6 +18,7 @@ leader noticing partition-count changes at its metadata refresh.
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -522,6 +523,4 @@ def _partition_lists(partitions) -> list[dict]:
 def _user_data_field(user_data: bytes | None) -> dict:
     if user_data is None:
         return {}
-    import base64
-
     return {"user_data": base64.b64encode(user_data).decode("ascii")}

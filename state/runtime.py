@@ -16,7 +16,6 @@ import uuid
 from typing import Iterable
 
 from state.config import CoordinatorConfig
-from state.errors import append_error_to_response_error
 from state.consumer import ConsumerHandlers
 from state.events import CLIENT_DIRECTIVE_CLASSES, CoordinatorFault, EndOfRun, Event, TopicMetadata
 from state.group import ClassicGroup
