@@ -18,7 +18,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from simulations import scenarios
 from simulations.capture.commands import USER_ERRORS as CAPTURE_ERRORS
-from simulations.capture.commands import capture, replay_with_capture
+from simulations.capture.captured import captured_records
+from simulations.capture.commands import capture, captured_report
+from simulations.capture.replay import attach_captured, captured_answers
 from simulations.capture.compare import print_divergence_summary, write_divergences
 from simulations.cli_common import Timestamp, UserError, print_lines
 from simulations.reports.commands import COMMANDS as REPORT_COMMANDS
@@ -58,7 +60,8 @@ def main() -> None:
               help="Stop at this time (inclusive): epoch ms or ISO-8601 with a zone. Later events are skipped.")
 @click.option("--compare-captured", "captured_file", metavar="FILE",
               help="Captured responses (*.captured.ndjson from `coordsim capture import`): map the broker's "
-                   "member ids to the simulator's and report where the simulated answers diverge (local engine).")
+                   "member ids to the simulator's and report where the simulated answers diverge (either engine; "
+                   "the divergences table goes to DIR).")
 def replay(events: tuple[str, ...], out_dir: str, engine: str, conf_file: str | None,
            overrides: tuple[str, ...], until: int | None, captured_file: str | None) -> None:
     """Replay client requests from EVENTS (JSONL/Parquet files or folders) through the coordinator.
@@ -68,29 +71,28 @@ def replay(events: tuple[str, ...], out_dir: str, engine: str, conf_file: str | 
     pending protocol timeout has fired (docs/events.md, "How a run ends").
     """
     console = Console()
-    captured = None
+    report = None
     try:
         config = load_config(conf_file, overrides)
-        if engine == "spark" and captured_file is None:
-            result = _run_spark(list(events), config, until, out_dir)
+        captured = None if captured_file is None else captured_records(captured_file)
+        if engine == "spark":
+            result = _run_spark(list(events), config, until, out_dir, captured_file)
             tables = result.tables
         else:
             rows = read_events(events)
-            if captured_file is not None:
-                captured = replay_with_capture(rows.events, captured_file, config, until)
-                result = captured.result
-            else:
-                result = run_local(rows.events, config, until)
+            replayed = rows.events if captured is None else attach_captured(rows.events, captured_answers(captured))
+            result = run_local(replayed, config, until)
             tables = dict(result.tables, rejects=rows.rejects + result.tables["rejects"])
             write_tables(out_dir, tables)
-            if captured is not None:
-                write_divergences(out_dir, captured.divergences)
+        if captured is not None:
+            report = captured_report(tables, captured)
+            write_divergences(out_dir, report.divergences)
     except USER_ERRORS as error:
         raise UserError(str(error)) from None
     print_summary(console, result, tables, config, out_dir)
-    if captured is not None:
+    if report is not None:
         console.print()
-        print_divergence_summary(console, captured.divergences, captured.offsets)
+        print_divergence_summary(console, report.divergences, report.offsets)
 
 
 def print_summary(console: Console, result: RunResult, tables: dict[str, list[dict]], config: CoordinatorConfig,
@@ -310,7 +312,8 @@ def _run_local(console: Console, events_file: Path, config: CoordinatorConfig, u
     return result
 
 
-def _run_spark(paths: list, config: CoordinatorConfig, until: int | None, out_dir: str) -> RunResult:
+def _run_spark(paths: list, config: CoordinatorConfig, until: int | None, out_dir: str,
+               captured_file: str | None = None) -> RunResult:
     try:
         from pyspark.sql import SparkSession
 
@@ -319,7 +322,7 @@ def _run_spark(paths: list, config: CoordinatorConfig, until: int | None, out_di
     except ImportError as error:
         raise UserError(f"the spark engine cannot start ({error}); use --engine local") from None
     try:
-        return run_spark([str(p) for p in paths], out_dir, config, until)
+        return run_spark([str(p) for p in paths], out_dir, config, until, captured=captured_file)
     except (RunMismatch, SettingsError) as error:
         raise UserError(str(error)) from None
     finally:

@@ -93,6 +93,18 @@ class CommitPartition:
 
 
 @dataclass(frozen=True, slots=True)
+class CapturedAnswer:
+    """What a captured broker answered to a replayed request, as much as the runtime's id mapping needs
+    (state/captured_ids.py). Never read from an input row: the engines attach it from a captured-responses
+    file (docs/captures.md). `error` is None when the capture holds no response."""
+
+    connection: str | None
+    error: str | None
+    member_id: str | None
+    generation_id: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class Event:
     """Fields every event carries. `seq` orders events of equal `ts`; `line` is the row's position in its
     source and breaks the remaining ties, so the order is total and independent of how rows are batched."""
@@ -108,6 +120,8 @@ class Event:
     api_version: int = 0
     # Set on requests a synthetic client made: the client that gets the response.
     origin: str | None = None
+    # Set on replayed captured requests: the captured broker's answer, whose ids the runtime maps to its own.
+    captured: CapturedAnswer | None = None
 
     @property
     def sort_key(self) -> tuple[int, int, str, int]:

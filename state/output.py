@@ -119,4 +119,6 @@ def event_json(event: Event) -> str:
             return base64.b64encode(value).decode("ascii")
         raise TypeError(type(value).__name__)
 
-    return json.dumps(dataclasses.asdict(event), default=encode, sort_keys=True)
+    fields = dataclasses.asdict(event)
+    del fields["captured"]  # attached by the engine from the captured responses, not part of the input row
+    return json.dumps(fields, default=encode, sort_keys=True)

@@ -5,6 +5,10 @@
 returns the rows produced since the last call. The object pickles (`encode`/`decode`), so the Spark engine
 can keep it as the group's state between micro-batches and get the same rows as one uninterrupted local
 run: outputs never depend on how events were batched.
+
+A replayed captured request (`Event.captured` set) is translated into the group's own ids right before it is
+handled, and its answer teaches the translation (state/captured_ids.py): the map lives here, in the group's
+state, so both engines replay a capture alike.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import pickle
 import uuid
 from typing import Iterable
 
+from state.captured_ids import IdMap
 from state.config import CoordinatorConfig
 from state.consumer import ConsumerHandlers
 from state.events import CLIENT_DIRECTIVE_CLASSES, CoordinatorFault, EndOfRun, Event, TopicMetadata
@@ -28,7 +33,7 @@ from state.output import Output
 from state.timers import Timer, TimerQueue
 
 STATE_FORMAT = b"coordsim-group-state"
-STATE_FORMAT_VERSION = 1
+STATE_FORMAT_VERSION = 2
 
 # Timer kinds that belong to the group's protocol (the periodic offsets sweep is housekeeping).
 SWEEP_TIMER = ("sweep",)
@@ -61,6 +66,8 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers, Metrics
         self.metrics = GroupMetrics()
         self.offsets_version = 0
         self._sweep_inputs_seen: tuple | None = None
+        self.captured_ids: IdMap | None = None  # made by the first captured request
+        self._captured_retries: list[Event] = []
 
     # -- driving -------------------------------------------------------------------------------------------
     def offer(self, events: Iterable[Event]) -> None:
@@ -134,6 +141,17 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers, Metrics
 
     # -- dispatch ------------------------------------------------------------------------------------------
     def _handle(self, event: Event) -> None:
+        if event.captured is None:
+            self._apply(event)
+            return
+        if self.captured_ids is None:
+            self.captured_ids = IdMap()
+        self._apply(self.captured_ids.rewrite(event))
+        # A client sends its MEMBER_ID_REQUIRED round at once: before anything else reaches the group.
+        while self._captured_retries:
+            self._apply(self._captured_retries.pop(0))
+
+    def _apply(self, event: Event) -> None:
         if isinstance(event, EndOfRun):
             self.finish()
             return
@@ -197,6 +215,10 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers, Metrics
         row = self.out.response(request, self.now, error, self.coordinator_partition, **fields)
         if request.origin is not None:
             self.route_response(request, row)
+        elif request.captured is not None:
+            retry = self.captured_ids.learn(request, row)
+            if retry is not None:
+                self._captured_retries.append(retry)
 
     def _update_production(self, event: TopicMetadata) -> None:
         for topic, _ in event.topics:

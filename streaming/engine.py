@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
+from simulations.capture.captured import captured_records
 from simulations.engines.local import RunResult
 from simulations.inputs import event_files
 from simulations.parquet_tables import write_tables
@@ -81,8 +83,12 @@ class _Facts:
 
 def run_spark(paths: Sequence[str], out_dir: str, config: CoordinatorConfig, until: int | None = None,
               settings: Mapping[str, Any] | None = None, progress: bool = True, *, profile: str = "local",
-              master: str | None = None) -> SparkRunResult:
+              master: str | None = None, captured: str | os.PathLike | None = None) -> SparkRunResult:
     """Replay the event files `paths` into `out_dir` on Spark; the same tables as `run_local`.
+
+    `captured`: a captured-responses file (`coordsim capture import`); its answers are attached to the events
+    they answer, as `simulations.capture.replay.attach_captured` does for `run_local` (an unreadable file
+    raises CapturedError before Spark starts).
 
     `settings`: engine (`streaming.*`) and `spark.*` settings over the profile's (`conf/spark-<profile>.yaml`).
     Running the same call again on the same `out_dir` resumes an interrupted run (or re-writes a finished
@@ -92,7 +98,10 @@ def run_spark(paths: Sequence[str], out_dir: str, config: CoordinatorConfig, unt
     # Rows name their file as given (relative paths stay relative, as with the local engine); Spark reads it
     # by its absolute path.
     inputs = [(str(Path(p).absolute()), str(p)) for p in event_files(paths)]
-    run = _Run(inputs, Path(out_dir), config, until, resolved, RunDisplay(progress, until))
+    if captured is not None:
+        captured = str(Path(captured).absolute())
+        captured_records(captured)
+    run = _Run(inputs, Path(out_dir), config, until, resolved, RunDisplay(progress, until), captured)
     run.check_same_run()
     spark = run_session(get_session(profile, master, resolved), resolved)
     spark.dataSource.register(EventFileSource)
@@ -111,8 +120,9 @@ def run_spark(paths: Sequence[str], out_dir: str, config: CoordinatorConfig, unt
 
 class _Run:
     def __init__(self, inputs: list[tuple[str, str]], out: Path, config: CoordinatorConfig, until: int | None,
-                 settings: Mapping[str, Any], display: RunDisplay) -> None:
+                 settings: Mapping[str, Any], display: RunDisplay, captured: str | None) -> None:
         self.inputs = inputs
+        self.captured = captured
         self.out = out
         self.config = config
         self.until = until
@@ -130,9 +140,12 @@ class _Run:
 
     # -- the run's identity --------------------------------------------------------------------------------
     def identity(self) -> dict:
-        return {"inputs": [list(pair) for pair in self.inputs], "until": self.until,
-                "coordinator": self.config.to_kafka(), "streaming.watermark.delay.ms": self.delay,
-                "streaming.state.buckets": self.buckets}
+        identity = {"inputs": [list(pair) for pair in self.inputs], "until": self.until,
+                    "coordinator": self.config.to_kafka(), "streaming.watermark.delay.ms": self.delay,
+                    "streaming.state.buckets": self.buckets}
+        if self.captured is not None:
+            identity["captured"] = self.captured
+        return identity
 
     def check_same_run(self) -> None:
         path = self.out / "_checkpoints" / "run.json"
@@ -193,6 +206,7 @@ class _Run:
         rows = (spark.readStream.format(SOURCE_NAME)
                 .option("files", json.dumps(self.files()))
                 .option("files_per_trigger", self.settings["streaming.files.per.trigger"])
+                .option("captured", self.captured or "")
                 .load()
                 .withWatermark("event_time", f"{self.delay} milliseconds"))
         # Catalyst pushes a filter below the watermark unless it reads the event time: this one does, so
@@ -278,6 +292,7 @@ class _Run:
         record = {
             "engine": "spark",
             "inputs": [name for _, name in self.inputs],
+            "captured": self.captured,
             "until": self.until,
             "final_ts": result.final_ts,
             "batches": result.batches,

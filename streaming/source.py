@@ -7,6 +7,10 @@ ever appends to the list. After the input files come the engine's control files 
 `write_control`): the sentinel and end-of-run rows that drain a finite run. A control file always travels
 alone in its micro-batch, so the watermark it moves is in force before the next one is read.
 
+With a captured-responses file (`captured` option, `coordsim replay --compare-captured`), each event gets
+the captured broker's answer to it attached, as the local engine's replay does (simulations/capture/replay.py);
+every reading process loads the file once.
+
 Rows: `kind` ('event' | 'reject' | 'sentinel' | 'end'), `key` (the group id; null for rejects and
 sentinels), `event_time` (null for rejects), `payload` (a pickled Event or reject row dict, or an
 end-of-run marker).
@@ -15,6 +19,7 @@ end-of-run marker).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import io
 import json
 import os
@@ -69,7 +74,8 @@ def read_control_final(path: Path) -> int:
 
 
 class EventFileSource(DataSource):
-    """Options: `files` (JSON list of [path to read, name], in order), `files_per_trigger` (0 = no limit).
+    """Options: `files` (JSON list of [path to read, name], in order), `files_per_trigger` (0 = no limit),
+    `captured` (absolute path of a captured-responses file; empty or absent: none).
     The name is the path as the user gave it (relative, say): rows carry it as their `source`, as the local
     engine's do, while executors, whose working folder differs, read the absolute path."""
 
@@ -81,7 +87,8 @@ class EventFileSource(DataSource):
         return SCHEMA
 
     def streamReader(self, schema) -> "EventFileReader":
-        return EventFileReader(json.loads(self.options["files"]), int(self.options.get("files_per_trigger", 0)))
+        return EventFileReader(json.loads(self.options["files"]), int(self.options.get("files_per_trigger", 0)),
+                               self.options.get("captured") or None)
 
 
 class FilePartition(InputPartition):
@@ -91,9 +98,10 @@ class FilePartition(InputPartition):
 
 
 class EventFileReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, files: list[list[str]], files_per_trigger: int) -> None:
+    def __init__(self, files: list[list[str]], files_per_trigger: int, captured: str | None = None) -> None:
         self.files = files
         self.files_per_trigger = files_per_trigger
+        self.captured = captured
         self.target: int | None = None
 
     def initialOffset(self) -> dict:
@@ -121,16 +129,20 @@ class EventFileReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: FilePartition) -> Iterator:
         path = partition.value
-        rows = _control_rows(path) if is_control(path) else _input_rows(path, partition.name)
+        rows = _control_rows(path) if is_control(path) else _input_rows(path, partition.name, self.captured)
         yield from _arrow_batches(rows)
 
 
-def _input_rows(path: str, name: str) -> Iterator[tuple]:
+def _input_rows(path: str, name: str, captured: str | None) -> Iterator[tuple]:
+    from simulations.capture.replay import attach_captured
     from simulations.inputs import read_events
 
     rows = read_events([path])
+    events = rows.events
+    if captured is not None:
+        events = attach_captured(events, _captured_answers(captured, os.stat(captured).st_mtime_ns))
     dumps = EventPickler.dumper()
-    for event in rows.events:
+    for event in events:
         if event.source != name:
             event = dataclasses.replace(event, source=name)
         yield "event", event.group_id, event.ts, dumps(event)
@@ -179,6 +191,15 @@ def _constructor_fields(cls: type) -> tuple[str, ...] | None:
     if not all(f.init for f in fields):
         return None
     return tuple(f.name for f in fields)
+
+
+@functools.lru_cache(maxsize=2)
+def _captured_answers(path: str, mtime_ns: int) -> dict:
+    """The file's answers by request id, kept for the process's later partitions (`mtime_ns`: a file
+    rewritten since is read again)."""
+    from simulations.capture.replay import captured_answers
+
+    return captured_answers(path)
 
 
 def _control_rows(path: str) -> Iterator[tuple]:

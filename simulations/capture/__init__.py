@@ -4,8 +4,9 @@
   events -> events of the input contract, the captured broker's responses (captured.py) and rejects.
   Underneath: segments.py (tshark), streams.py (TCP reassembly, Kafka framing), wire.py and messages.py
   (the group APIs' wire format, declared from Kafka's message specs), contract.py (messages -> rows).
-- `replay.replay_captured(events, captured_responses, config)`: the open-loop replay, with the captured
-  broker's member ids and generations mapped to the simulator's as the responses come in.
+- `replay.attach_captured(events, captured_answers(captured_responses))`: the events with the captured
+  broker's answers attached, for an open-loop replay on either engine; the group's runtime maps the captured
+  member ids and generations to its own (state/captured_ids.py).
 - `compare.compare_captured(tables, captured_responses)`: the divergence report, per request.
 - `commands`: the `coordsim capture import` command and what `coordsim replay --compare-captured` calls.
 
@@ -15,7 +16,7 @@ docs/captures.md is the user's guide.
 from simulations.capture.captured import read_captured
 from simulations.capture.compare import compare_captured, final_offsets, print_divergence_summary, write_divergences
 from simulations.capture.importer import import_capture, write_import
-from simulations.capture.replay import replay_captured
+from simulations.capture.replay import attach_captured, captured_answers
 
-__all__ = ["compare_captured", "final_offsets", "import_capture", "print_divergence_summary", "read_captured",
-           "replay_captured", "write_divergences", "write_import"]
+__all__ = ["attach_captured", "captured_answers", "compare_captured", "final_offsets", "import_capture",
+           "print_divergence_summary", "read_captured", "write_divergences", "write_import"]

@@ -101,8 +101,9 @@ def captured_records(captured: CapturedInput) -> list[dict]:
 
 
 def _complete(row: dict, where) -> dict:
-    if not isinstance(row, dict) or "request_id" not in row:
-        raise CapturedError(f"{where}: not a captured-responses file (rows need a request_id)")
+    # An events file has request ids too: the API name is what only captured responses carry.
+    if not isinstance(row, dict) or "request_id" not in row or "api" not in row:
+        raise CapturedError(f"{where}: not a captured-responses file (rows need a request_id and an api)")
     return {**empty_row(), **{k: v for k, v in row.items() if k in dict(CAPTURED_COLUMNS)}}
 
 

@@ -1,5 +1,5 @@
 """The capture features on the command line: the `capture` click group (`coordsim capture import`) and the
-click-free pieces `coordsim replay --compare-captured FILE` is made of.
+click-free report `coordsim replay --compare-captured FILE` writes after the run.
 
 Same rule as simulations/cli.py: a user's mistake (a missing file, no tshark, an unreadable captured-responses
 file) ends with one line on stderr and exit code 2, never a traceback.
@@ -7,22 +7,17 @@ file) ends with one line on stderr and exit code 2, never a traceback.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
 
-from simulations.capture.captured import CapturedError, captured_records
+from simulations.capture.captured import CapturedError
 from simulations.capture.compare import compare_captured, final_offsets
 from simulations.capture.importer import DEFAULT_PORTS, ImportResult, import_capture, write_import
-from simulations.capture.replay import replay_captured
 from simulations.capture.segments import CaptureError
 from simulations.cli_common import UserError, print_lines
-from simulations.engines.local import RunResult
-from state.config import CoordinatorConfig
-from state.events import Event
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -79,18 +74,13 @@ def print_import_summary(console: Console, result: ImportResult, paths, ports) -
 
 
 @dataclass
-class CapturedRun:
-    """A replay against captured responses: the run's tables and counts, and the comparison."""
+class CapturedReport:
+    """How a replay's answers compare with the captured broker's."""
 
-    result: RunResult
     divergences: "pd.DataFrame"  # compare.compare_captured
     offsets: "pd.DataFrame"  # compare.final_offsets
 
 
-def replay_with_capture(events: Iterable[Event], captured_file: str | os.PathLike, config: CoordinatorConfig,
-                        until: int | None = None, progress: Callable[[int, int], None] | None = None) -> CapturedRun:
-    """What `coordsim replay EVENTS --compare-captured FILE` runs instead of `run_local`: the replay with the
-    member-id mapping, then the report. Raises CapturedError (a user error) for an unreadable FILE."""
-    captured = captured_records(captured_file)
-    result = replay_captured(events, captured, config, until, progress)
-    return CapturedRun(result, compare_captured(result.tables, captured), final_offsets(result.tables, captured))
+def captured_report(tables: dict[str, list[dict]], captured: list[dict]) -> CapturedReport:
+    """The report on a finished run's tables (either engine's), against the captured rows."""
+    return CapturedReport(compare_captured(tables, captured), final_offsets(tables, captured))

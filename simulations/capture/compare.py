@@ -19,8 +19,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from simulations.capture.captured import CapturedInput, captured_records
-from simulations.capture.replay import RETRY_SUFFIX
 from simulations.parquet_tables import PART_FILE, OutputError
+from state.captured_ids import RETRY_SUFFIX
 
 # First matching kind wins; the order puts what a client would notice first.
 KINDS = (

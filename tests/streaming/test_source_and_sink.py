@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import pickle
 import shutil
 
 import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles
 
-from streaming import sink
-from streaming.source import EventFileReader, _control_rows, end_of_run_final, read_control_final, write_control
+from simulations.capture import replay
+from state.events import CapturedAnswer
+from streaming import sink, source
+from streaming.source import (EventFileReader, FilePartition, _control_rows, end_of_run_final, read_control_final,
+                              write_control)
 from streaming.step import OUTPUT_SCHEMA
 
 
@@ -36,6 +40,25 @@ def test_all_available_limit_and_a_longer_list_keep_earlier_offsets():
     assert reader.latestOffset({"file": 0}, ReadAllAvailable()) == {"file": 2}
     longer = EventFileReader([["a.jsonl", "a"], ["b.jsonl", "b"], ["x.control", "x"]], 1)
     assert longer.latestOffset({"file": 2}, ReadMaxFiles(1)) == {"file": 3}
+
+
+def test_events_carry_their_captured_answers_and_a_process_reads_the_file_once(tmp_path, monkeypatch):
+    events = tmp_path / "events.jsonl"
+    events.write_text("".join(json.dumps({"ts": 1_000 + i, "group_id": "g", "type": "HEARTBEAT", "member_id": "0x1",
+                                          "generation_id": 2, "request_id": f"r{i}"}) + "\n" for i in range(2)))
+    captured = tmp_path / "events.captured.ndjson"
+    captured.write_text(json.dumps({"request_id": "r0", "api": "Heartbeat", "connection": "c1", "error": "NONE",
+                                    "member_id": "0x1", "generation_id": 2}) + "\n")
+    reads = []
+    monkeypatch.setattr(replay, "captured_answers", lambda path, read=replay.captured_answers: reads.append(path)
+                        or read(path))
+    source._captured_answers.cache_clear()
+    reader = EventFileReader([[str(events), "events.jsonl"]], 0, str(captured))
+    for _ in range(2):  # two partitions of the same file, as a re-executed micro-batch reads them
+        batches = reader.read(FilePartition(str(events), "events.jsonl"))
+        payloads = [p for batch in batches for p in batch.column("payload").to_pylist()]
+        assert [pickle.loads(p).captured for p in payloads] == [CapturedAnswer("c1", "NONE", "0x1", 2), None]
+    assert reads == [str(captured)]
 
 
 def test_control_file_round_trip(tmp_path):

@@ -1,5 +1,6 @@
 """Shared fixtures: the committed captures (tests/data/captures, made by record.py there), imported once per
-session through tshark and replayed once each on the local engine.
+session through tshark and replayed once each on the local engine (tests/streaming/test_captures.py replays
+them on Spark).
 
 Reading a pcap needs the `tshark` binary (Debian package `tshark`); tests that need it are skipped with that
 reason when it is missing.
@@ -16,8 +17,8 @@ import pytest
 
 from simulations.capture.compare import compare_captured, final_offsets
 from simulations.capture.importer import ImportResult, import_capture, write_import
-from simulations.capture.replay import replay_captured
-from simulations.engines.local import RunResult
+from simulations.capture.replay import attach_captured, captured_answers
+from simulations.engines.local import RunResult, run_local
 from simulations.inputs import read_events
 from state.config import CoordinatorConfig
 
@@ -58,7 +59,7 @@ def replayed(tmp_path_factory) -> dict[str, Replayed]:
         imported = import_capture(CAPTURES / manifest["file"], manifest["ports"])
         events_path, captured_path, _ = write_import(imported, out / f"{name}.jsonl")
         events = read_events([events_path]).events
-        result = replay_captured(events, captured_path, MOCK_CONFIG)
+        result = run_local(attach_captured(events, captured_answers(captured_path)), MOCK_CONFIG)
         runs[name] = Replayed(name, manifest, imported, events_path, captured_path, events, result,
                               compare_captured(result.tables, captured_path),
                               final_offsets(result.tables, captured_path))

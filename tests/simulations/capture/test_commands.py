@@ -6,9 +6,11 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from simulations.capture.commands import capture, replay_with_capture
+from simulations.capture.commands import capture, captured_report
 from simulations.capture.compare import write_divergences
 from simulations.capture.captured import CapturedError, read_captured
+from simulations.capture.replay import attach_captured, captured_answers
+from simulations.engines.local import run_local
 from simulations.inputs import read_events
 
 from .conftest import CAPTURES, MANIFEST, MOCK_CONFIG, needs_tshark
@@ -27,11 +29,13 @@ def test_import_command_writes_events_captured_responses_and_rejects(tmp_path):
     assert captured["request_id"].is_unique and str(captured["seq"].dtype) == "Int64"
     assert (tmp_path / "fleet" / "events.rejects.ndjson").exists()
 
-    run = replay_with_capture(read_events([out]).events, tmp_path / "fleet" / "events.captured.ndjson", MOCK_CONFIG)
-    assert len(run.divergences) == (captured["api"] != "FindCoordinator").sum()
-    assert run.result.groups == 1
-    folder = write_divergences(tmp_path / "run", run.divergences)
-    assert pq.read_table(folder).num_rows == len(run.divergences)
+    answers = captured_answers(tmp_path / "fleet" / "events.captured.ndjson")
+    result = run_local(attach_captured(read_events([out]).events, answers), MOCK_CONFIG)
+    report = captured_report(result.tables, captured)
+    assert len(report.divergences) == (captured["api"] != "FindCoordinator").sum()
+    assert result.groups == 1
+    folder = write_divergences(tmp_path / "run", report.divergences)
+    assert pq.read_table(folder).num_rows == len(report.divergences)
 
 
 def test_the_events_file_must_be_jsonl(tmp_path):
@@ -39,10 +43,26 @@ def test_the_events_file_must_be_jsonl(tmp_path):
     assert outcome.exit_code == 2 and "must end in .jsonl" in outcome.output
 
 
-@pytest.mark.parametrize("content", [None, "not json\n", '{"no": "request id"}\n'])
+@pytest.mark.parametrize("content", [None, "not json\n", '{"no": "request id"}\n',
+                                     '{"ts": 0, "group_id": "g", "type": "HEARTBEAT", "request_id": "r1"}\n'])
 def test_an_unreadable_captured_responses_file_is_a_user_error(tmp_path, content):
     path = tmp_path / "x.captured.ndjson"
     if content is not None:
         path.write_text(content)
     with pytest.raises(CapturedError):
-        replay_with_capture([], path, MOCK_CONFIG)
+        captured_answers(path)
+
+
+def test_replay_reads_the_captured_responses_before_any_engine_starts(tmp_path, monkeypatch):
+    from simulations import cli
+
+    def no_spark(*args):
+        raise AssertionError("the Spark engine must not start")
+
+    monkeypatch.setattr(cli, "_run_spark", no_spark)
+    events = tmp_path / "events.jsonl"
+    events.write_text("")
+    outcome = CliRunner().invoke(cli.main, ["replay", str(events), "--out", str(tmp_path / "out"),
+                                            "--compare-captured", str(tmp_path / "absent.captured.ndjson")])
+    assert outcome.exit_code == 2, outcome.output
+    assert "absent.captured.ndjson: cannot read the captured responses" in outcome.output

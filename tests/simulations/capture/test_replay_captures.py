@@ -1,21 +1,23 @@
-"""Import -> replay -> report on each committed capture (local engine): the coordinator's invariants hold on
+"""Import -> replay -> report on each committed capture (local engine; the Spark engine's tables and report are
+the same, tests/streaming/test_captures.py): the coordinator's invariants hold on
 the replayed run, and the report shows the differences between Kafka's coordinator and librdkafka's mock
 that any recording of these scenarios has (the mock numbers generations from 2, skips the MEMBER_ID_REQUIRED
 round, rebalances when a static member restarts, expires sessions late)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter, defaultdict
 
 import pyarrow.parquet as pq
 from rich.console import Console
 
 from simulations.capture.compare import KINDS, print_divergence_summary, write_divergences
-from simulations.capture.replay import RETRY_SUFFIX, replay_captured
-from simulations.engines.local import run_local
+from simulations.capture.replay import attach_captured
 from simulations.inputs import read_events
 from simulations.parquet_tables import write_tables
-from state.config import CoordinatorConfig
+from state.captured_ids import RETRY_SUFFIX
+from state.events import CapturedAnswer
 
 from ..conftest import SAMPLE
 from .conftest import needs_tshark
@@ -149,16 +151,9 @@ def test_divergences_table_and_summary(run, tmp_path):
     write_tables(tmp_path, run.result.tables)  # the replay's tables fit the output contract
 
 
-def test_without_captured_responses_the_replay_is_the_local_engine():
+def test_answers_are_attached_by_request_id_and_other_events_pass_unchanged():
     events = read_events([SAMPLE]).events
-    config = CoordinatorConfig()
-
-    def ordered(result):
-        return {name: sorted(rows, key=lambda r: (r.get("group_id"), r.get("out_seq"), str(r)))
-                for name, rows in result.tables.items()}
-
-    local, replay = run_local(events, config), replay_captured(events, [], config)
-    assert ordered(replay) == ordered(local)
-    assert (replay.final_ts, replay.events_applied, replay.groups) == (local.final_ts, local.events_applied, local.groups)
-    until = local.final_ts - 100_000
-    assert ordered(replay_captured(events, [], config, until)) == ordered(run_local(events, config, until))
+    answer = CapturedAnswer(connection="c1", error="NONE", member_id="0x1", generation_id=2)
+    attached = list(attach_captured(events, {events[3].request_id: answer, "not-in-the-events": answer}))
+    assert [e.captured for e in attached] == [answer if i == 3 else None for i in range(len(events))]
+    assert [dataclasses.replace(e, captured=None) for e in attached] == events
