@@ -190,5 +190,5 @@ def replay_captured(events: Iterable[Event], captured_responses: CapturedInput, 
         replay.collect()
         if progress is not None:
             progress(done, len(replays))
-    result.final_ts = final
+    result.end_at(final)
     return result
