@@ -69,6 +69,7 @@ class OffsetHandlers:
                 self.offsets[(p.topic, p.partition)] = committed
                 self.offsets_version += 1
                 self.out.offset(dict(committed, topic=p.topic, partition=p.partition, write_ts=self.now,
+                                     log_end_offset=self.reported_log_end_offset((p.topic, p.partition)),
                                      generation_id=req.generation_id, member_id=req.member_id,
                                      coordinator_partition=self.coordinator_partition))
         self.respond(req, "NONE", results=results)
@@ -177,7 +178,8 @@ class OffsetHandlers:
         for topic, partition in expired:
             del self.offsets[(topic, partition)]
             self.offsets_version += 1
-            self.out.offset({"topic": topic, "partition": partition, "offset": None, "metadata": None,
+            self.out.offset({"topic": topic, "partition": partition, "offset": None, "log_end_offset": None,
+                             "metadata": None,
                              "leader_epoch": None, "commit_ts": None, "expire_ts": None, "write_ts": self.now,
                              "generation_id": None, "member_id": None,
                              "coordinator_partition": self.coordinator_partition})

@@ -235,6 +235,11 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers, Metrics
         rate (TOPIC_METADATA records_per_second), from the moment it was declared."""
         return self._produced(tp[0])
 
+    def reported_log_end_offset(self, tp) -> int | None:
+        """The log-end offset a broker would report for the partition, or None when the run has no production
+        model for its topic (no TOPIC_METADATA rate, as in a replay of captured requests)."""
+        return self._produced(tp[0]) if tp[0] in self.production else None
+
     def respond_generic_error(self, request: Event, error: str) -> None:
         """An error raised before any handler logic: the response carries only Kafka's default fields."""
         if request.type == "JOIN_GROUP":

@@ -75,6 +75,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("topic", "string"),
         ("partition", "int32"),
         ("offset", "int64"),
+        ("log_end_offset", "int64"),
         ("metadata", "string"),
         ("leader_epoch", "int32"),
         ("commit_ts", "int64"),
@@ -138,6 +139,24 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("raw", "string"),
         ("out_seq", "int64"),
     ],
+    "lag_status": [
+        ("group_id", "string"),
+        ("evaluated_ts", "int64"),
+        ("group_status", "string"),
+        ("topic", "string"),
+        ("partition", "int32"),
+        ("status", "string"),
+        ("window_commits", "int32"),
+        ("window_size", "int32"),
+        ("start_offset", "int64"),
+        ("start_ts", "int64"),
+        ("start_lag", "int64"),
+        ("end_offset", "int64"),
+        ("end_ts", "int64"),
+        ("end_lag", "int64"),
+        ("current_lag", "int64"),
+        ("maxlag", "bool"),
+    ],
     "rejects": [
         ("raw", "string"),
         ("reason", "string"),
@@ -146,13 +165,15 @@ TABLES: dict[str, list[tuple[str, str]]] = {
     ],
 }
 
-# Tables the coordinator produces (rejects come from input validation, before any group sees the row).
+# Tables the coordinator produces (rejects come from input validation, before any group sees the row;
+# lag_status is derived from the offsets table once the run has ended).
 GROUP_TABLES = ("responses", "generations", "assignments", "offsets", "group_metadata", "group_states", "requests",
                 "metrics")
 
 # Order in which each table is sorted when written, so outputs are byte-identical run to run.
 SORT_KEYS: dict[str, tuple[str, ...]] = {name: ("group_id", "out_seq") for name in GROUP_TABLES}
 SORT_KEYS["rejects"] = ("source", "line", "raw")
+SORT_KEYS["lag_status"] = ("group_id", "topic", "partition")
 
 
 def columns(table: str) -> list[str]:

@@ -30,6 +30,7 @@ from simulations.capture.captured import captured_records
 from simulations.engines.local import RunResult
 from simulations.inputs import event_files
 from simulations.parquet_tables import write_tables
+from simulations.views.lag_status import lag_status_rows
 from state.config import CoordinatorConfig
 from state.tables import TABLES
 from streaming import sink as batches
@@ -272,6 +273,7 @@ class _Run:
         for name in TABLES:
             for _, part in batches.read_committed(self.batches, name):
                 tables[name].extend(map(decode_row, part["payload"].to_pylist()))
+        tables["lag_status"] = lag_status_rows(tables, final)
         write_tables(self.out, tables)
         facts = self.facts()
         committed = batches.committed_batches(self.batches)

@@ -9,6 +9,7 @@ same for every group:
   Deadlines armed on the way (a rebalance timeout started by a session expiry) fire only if they fall
   before that time: the run is not extended again, so it always ends.
 The periodic offsets sweep does not extend the run: on its own it would only ever wait for retention.
+At the final time the `lag_status` table is derived from the offsets (`simulations.views.lag_status`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
+from simulations.views.lag_status import lag_status_rows
 from state.config import CoordinatorConfig
 from state.events import Event
 from state.runtime import GroupRuntime
@@ -27,11 +29,17 @@ from state.tables import GROUP_TABLES
 class RunResult:
     """Every table's rows (rejects: only the engine's own) and the counts the run summary reports."""
 
-    tables: dict[str, list[dict]] = field(default_factory=lambda: {name: [] for name in GROUP_TABLES + ("rejects",)})
+    tables: dict[str, list[dict]] = field(
+        default_factory=lambda: {name: [] for name in GROUP_TABLES + ("rejects", "lag_status")})
     groups: int = 0
     events_applied: int = 0
     events_after_until: int = 0
     final_ts: int | None = None
+
+    def end_at(self, final: int | None) -> None:
+        """The run ended at `final`: the tables derived from the others once it has are added."""
+        self.final_ts = final
+        self.tables["lag_status"] = lag_status_rows(self.tables, final)
 
 
 def events_by_group(events: Iterable[Event], until: int | None, result: RunResult) -> dict[str, list[Event]]:
@@ -75,5 +83,5 @@ def run_local(events: Iterable[Event], config: CoordinatorConfig, until: int | N
         result.tables["rejects"].extend(output.rejects)
         if progress is not None:
             progress(done, len(runtimes))
-    result.final_ts = final
+    result.end_at(final)
     return result

@@ -1,5 +1,5 @@
 """The click commands of issue 7, for `simulations.cli` to register: `report`, `dashboard`, `describe`,
-`offsets` and `validate`.
+`offsets`, `lag` and `validate`.
 
 Each imports what it needs when it runs (great-expectations takes seconds to import), so registering them
 costs the CLI nothing. A user's mistake (a missing run folder, an unknown group, a bad --at) ends with one
@@ -122,4 +122,32 @@ def validate(run_dir: str, events: tuple[str, ...], until: int | None, data_docs
         raise SystemExit(1)
 
 
-COMMANDS = [report, dashboard, describe, offsets, validate]
+@click.command()
+@RUN_DIR
+@click.option("--group", metavar="G", help="Only this group, with every partition (default: every group, with the "
+                                           "partitions that are not OK).")
+@click.option("--at", type=Timestamp(), metavar="TS",
+              help="Simulated time: epoch ms or ISO-8601 with a zone (default: the end of the run).")
+@click.option("--intervals", default=10, show_default=True, type=click.IntRange(1),
+              help="Burrow's storage intervals: commits kept per partition (the window).")
+@click.option("--min-distance", default=0.0, show_default=True, type=click.FloatRange(0), metavar="SECONDS",
+              help="Burrow's min-distance: a commit closer than this to the previous one replaces it.")
+@click.option("--offset-refresh", default=10.0, show_default=True, type=click.FloatRange(0.001), metavar="SECONDS",
+              help="Burrow's offset-refresh: how often the brokers' log-end offsets are sampled.")
+@click.option("--allowed-lag", default=0, show_default=True, type=click.IntRange(0),
+              help="Burrow's allowed-lag: a lag up to this counts as zero.")
+def lag(run_dir: str, group: str | None, at: int | None, intervals: int, min_distance: float,
+        offset_refresh: float, allowed_lag: int) -> None:
+    """Burrow's consumer lag status (OK, WARN, ERR; partitions OK, WARN, STOP, STALL, REWIND) at a time."""
+    from simulations.views.lag_status import Settings, lag_report
+
+    settings = Settings(intervals=intervals, min_distance_ms=round(min_distance * 1000),
+                        offset_refresh_ms=round(offset_refresh * 1000), allowed_lag=allowed_lag)
+    try:
+        for line in lag_report(run_dir, group, at, settings):
+            click.echo(line)
+    except _user_errors() as error:
+        raise UserError(str(error)) from None
+
+
+COMMANDS = [report, dashboard, describe, offsets, lag, validate]

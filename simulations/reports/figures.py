@@ -13,7 +13,8 @@ Definitions the panels rely on:
   Stable generation (or it lost its owner). An owner is a member's group.instance.id when it has one, so a
   static member that restarts under a new member id keeps its partitions;
 - ownership over time: a Stable generation's assignment holds from its `stable_ts` until the group leaves
-  Stable.
+  Stable;
+- lag status over time: Burrow's evaluation (`simulations.views.lag_status`) at the end of each bin.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from simulations.views.lag_status import PARTITION_STATUSES, LagHistory
 from simulations.views.run_tables import RunTables
 
 MAX_BINS = 60
@@ -32,6 +34,9 @@ NICE_WIDTHS = [m * 10**e for e in range(0, 3) for m in (1, 2, 5)] + [
 PREPARING, STABLE = "PreparingRebalance", "Stable"
 ENDS_UNOWNED = ("Stable", "Empty", "Dead")
 COOPERATIVE = "cooperative-sticky"
+# Cells of the lag status heatmap: Burrow's partition statuses, then "no status".
+LAG_CELLS = list(PARTITION_STATUSES) + ["no status"]
+NO_STATUS = len(PARTITION_STATUSES)
 
 
 @dataclass(frozen=True)
@@ -245,3 +250,17 @@ def consumption(run: RunTables) -> pd.DataFrame | None:
         return None
     figures = metrics[wanted].dropna(subset=["duplicate_records", "skipped_records"], how="all")
     return None if figures.empty else figures.fillna(0).groupby("group_id").last()
+
+
+def lag_statuses(history: LagHistory, group_id: str, bins: Bins, end: int, max_rows: int = 64):
+    """Partitions (at most `max_rows`) × bins: each cell the index in LAG_CELLS of the partition's Burrow
+    status at the end of the bin (the run's end for the last), NO_STATUS before its first commit or without a
+    log-end offset. Returns (partitions, cells)."""
+    cells: dict[tuple[str, int], list[int]] = {}
+    for b in range(bins.count):
+        evaluated = history.evaluate(group_id, min(bins.start + (b + 1) * bins.width_ms, end))
+        for p in evaluated.partitions if evaluated is not None else ():
+            row = cells.setdefault((p.topic, p.partition), [NO_STATUS] * bins.count)
+            row[b] = LAG_CELLS.index(p.status) if p.status is not None else NO_STATUS
+    partitions = sorted(cells)[:max_rows]
+    return partitions, [cells[tp] for tp in partitions]

@@ -11,12 +11,18 @@ from html import escape
 
 from simulations.reports import figures, svg
 from simulations.reports.figures import Bins
+from simulations.views.lag_status import NO_LOG_END_OFFSET, GroupStatus, LagHistory
 from simulations.views.run_tables import RunTables
 
 TOP_GROUPS = 8  # groups in the state timeline and the unowned stack; the others are summed as "other"
 TOP_MOVED = 6  # groups with a partitions-moved chart
 MAX_GENERATIONS = 60  # bars per group in the partitions-moved chart (the latest ones)
 NEEDS_CLIENTS = "needs synthetic clients"
+TOP_LAG = 4  # groups with a lag status heatmap
+MAX_NOT_OK = 30  # groups listed as not OK at the end
+# Colours of figures.LAG_CELLS: OK, WARN, STOP, STALL, REWIND, no status.
+LAG_FILLS = ["#43a047", "#fdd835", "#e15759", "#b07aa1", "#f28e2b", svg.UNOWNED]
+OK_CELL = 0
 
 
 @dataclass(frozen=True)
@@ -43,6 +49,7 @@ def build_panels(run: RunTables, group: str | None = None) -> list[Panel]:
         _heatmap(run, chosen, bins, end),
         _consumption(run),
         _commits(run, bins),
+        _lag(run, ranked[:TOP_GROUPS], bins, end),
         _load(run),
     ]
 
@@ -141,6 +148,48 @@ def _commits(run: RunTables, bins: Bins) -> Panel:
                                                          "per s", height=80)
              for name, values in rates.items() if any(values)]
     return Panel("commits", "Commit rate", guide, "".join(parts))
+
+
+def _lag(run: RunTables, groups: list[str], bins: Bins, end: int) -> Panel:
+    history = LagHistory.from_run(run)
+    title = "Consumer lag status (Burrow)"
+    guide = (f"Burrow's status of each committed partition at the end of every time slice, for the groups with "
+             f"the most rebalances that were not always OK (at most {TOP_LAG}); then every group not OK at the "
+             f"end. Rules and defaults: docs/tables.md#lag_status.")
+    if not history.groups:
+        return Panel("lag", title, guide, _note("No offset commit in this run."))
+    charts = []
+    for group in groups:
+        partitions, cells = figures.lag_statuses(history, group, bins, end)
+        if not any(c not in (OK_CELL, figures.NO_STATUS) for row in cells for c in row):
+            continue
+        charts.append(f"<h3>{escape(group)}</h3>" + svg.heatmap([f"{t}-{p}" for t, p in partitions], cells,
+                                                                 LAG_FILLS, figures.LAG_CELLS, bins.start,
+                                                                 bins.width_ms))
+        if len(charts) == TOP_LAG:
+            break
+    if not charts:
+        charts.append(_note(f"No partition of the {len(groups)} groups with the most rebalances was WARN, STOP, "
+                            "STALL or REWIND at the sampled times."))
+    at_end = [history.evaluate(g, end) for g in history.groups]
+    not_ok = [g for g in at_end if g is not None and g.status != "OK"]
+    ending = "<h3>Groups not OK at the end</h3>"
+    if not_ok:
+        ending += "<ul>" + "".join(
+            f"<li>{escape(g.group_id)}: {escape(g.status or 'no status: ' + NO_LOG_END_OFFSET)}"
+            f"{escape(_worst(g))}</li>" for g in not_ok[:MAX_NOT_OK]) + "</ul>"
+        if len(not_ok) > MAX_NOT_OK:
+            ending += _note(f"and {len(not_ok) - MAX_NOT_OK} more (coordsim lag RUN_DIR lists them all).")
+    else:
+        ending += _note("None: every group with commits was OK at the end of the run.")
+    legend = svg.legend(list(zip(figures.LAG_CELLS, LAG_FILLS)))
+    return Panel("lag", title, guide, legend + "".join(charts) + ending)
+
+
+def _worst(g: GroupStatus) -> str:
+    bad = [p for p in g.partitions if p.status not in ("OK", None)]
+    listed = ", ".join(f"{p.topic}-{p.partition} {p.status}" for p in bad[:6])
+    return f" ({listed}{', …' if len(bad) > 6 else ''}; total lag {g.total_lag})" if bad else ""
 
 
 def _load(run: RunTables) -> Panel:

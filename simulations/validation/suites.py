@@ -14,6 +14,7 @@ import pandas as pd
 import yaml
 
 from simulations.validation.result import Check
+from simulations.views.lag_status import GROUP_STATUSES, PARTITION_STATUSES
 from state.errors import ERROR_CODES
 from state.events import API_NAMES
 from state.group_state import GroupState
@@ -27,6 +28,8 @@ VALUE_SETS: dict[str, list[str]] = {
     "group_states": [state.value for state in GroupState],
     "apis": sorted(API_NAMES.values()),
     "request_types": sorted(API_NAMES),
+    "lag_partition_statuses": list(PARTITION_STATUSES),
+    "lag_group_statuses": list(GROUP_STATUSES),
 }
 
 # What great-expectations calls each contract type in a pandas frame read by `raw_tables`.

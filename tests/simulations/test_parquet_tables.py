@@ -14,9 +14,9 @@ from state.tables import TABLES, columns
 
 
 def offset_row(out_seq: int, group_id: str = "g", offset: int | None = 5) -> dict:
-    return {"group_id": group_id, "topic": "t", "partition": 0, "offset": offset, "metadata": "",
-            "leader_epoch": -1, "commit_ts": 10, "expire_ts": None, "write_ts": 10, "generation_id": 1,
-            "member_id": "m", "coordinator_partition": 3, "out_seq": out_seq}
+    return {"group_id": group_id, "topic": "t", "partition": 0, "offset": offset, "log_end_offset": None,
+            "metadata": "", "leader_epoch": -1, "commit_ts": 10, "expire_ts": None, "write_ts": 10,
+            "generation_id": 1, "member_id": "m", "coordinator_partition": 3, "out_seq": out_seq}
 
 
 def generation_row(out_seq: int) -> dict:

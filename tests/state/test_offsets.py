@@ -50,6 +50,17 @@ def test_standalone_commit_to_an_unknown_group_creates_a_simple_group(ctx):
             row["commit_ts"], row["expire_ts"], row["generation_id"]) == ("bar", 0, 100, "", -1, 0, None, -1)
 
 
+def test_a_commit_carries_the_log_end_offset_of_the_production_model(ctx):
+    # Not a Kafka field: the broker's log-end offset when the commit is written, for lag (Burrow's input).
+    ctx.commit({("bar", 0): 5})
+    ctx.send("TOPIC_METADATA", topics=[{"topic": "foo", "partitions": 2, "records_per_second": 10},
+                                       {"topic": "bar", "partitions": 1}])
+    ctx.sleep(4_500)
+    ctx.commit({("foo", 1): 30, ("bar", 0): 6})
+    assert [(r["topic"], r["offset"], r["log_end_offset"]) for r in ctx.rows("offsets")] == [
+        ("bar", 5, None), ("foo", 30, 45), ("bar", 6, None)]  # no records_per_second for bar: no production
+
+
 def test_standalone_commit_ignores_member_and_instance_ids(ctx):
     # testSimpleGroupOffsetCommitWithInstanceId / testManualCommitOffsetShouldNotValidateMemberIdAndInstanceId
     commit = ctx.commit({("bar", 0): 100}, member_id="member", instance_id="instance-id")

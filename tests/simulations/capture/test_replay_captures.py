@@ -18,6 +18,7 @@ from simulations.inputs import read_events
 from simulations.parquet_tables import write_tables
 from state.captured_ids import RETRY_SUFFIX
 from state.events import CapturedAnswer
+from state.tables import GROUP_TABLES
 
 from ..conftest import SAMPLE
 from .conftest import needs_tshark
@@ -28,10 +29,9 @@ pytestmark = needs_tshark
 def group_rows(result):
     """Every row of every table of each group, in the order the coordinator produced them."""
     rows = defaultdict(list)
-    for table, table_rows in result.tables.items():
-        for row in table_rows:
-            if table != "rejects":
-                rows[row["group_id"]].append((row["out_seq"], table, row))
+    for table in GROUP_TABLES:
+        for row in result.tables[table]:
+            rows[row["group_id"]].append((row["out_seq"], table, row))
     return {group: [(table, row) for _, table, row in sorted(found, key=lambda x: x[0])]
             for group, found in rows.items()}
 

@@ -53,10 +53,41 @@ def test_offsets_prints_one_record_per_line(tiny_run):
     ]
 
 
+def test_lag_prints_each_group_then_its_partitions_as_burrow_lists_them(lagging_run):
+    result = invoke(commands.lag, lagging_run)
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == ("etl: WARN at 1970-01-01T00:02:00.000Z, complete 1.00, 2 partitions, total lag 6000, "
+                        "maxlag t-0 (6000)")
+    assert lines[1].split() == ["TOPIC", "PARTITION", "STATUS", "START-OFFSET", "START-LAG", "START-TIME", "END-OFFSET",
+                                "END-LAG", "END-TIME", "CURRENT-LAG"]
+    assert lines[2].split() == ["t", "0", "WARN", "1500", "1500", "1970-01-01T00:00:30.000Z", "6000", "6000",
+                                "1970-01-01T00:02:00.000Z", "6000"]
+    assert len(lines) == 3  # without --group, only the partitions that are not OK
+    early = invoke(commands.lag, lagging_run, "--group", "etl", "--at", "1970-01-01T00:00:40Z").output.splitlines()
+    assert early[0].startswith("etl: WARN at 1970-01-01T00:00:40.000Z, complete 0.00, 2 partitions")
+    assert [line.split()[:5] for line in early[2:]] == [["t", "0", "WARN", "500", "500"], ["t", "1", "OK", "1000", "0"]]
+    # Burrow's settings: a window of 3 commits, and lag up to 5000 counted as none.
+    tuned = invoke(commands.lag, lagging_run, "--group", "etl", "--intervals", "3", "--allowed-lag", "5000")
+    assert tuned.output.splitlines()[0].startswith("etl: OK") and tuned.output.splitlines()[2].split()[3] == "5000"
+    assert invoke(commands.lag, lagging_run, "--at", 9_999).output == (
+        "etl: NOTFOUND at 1970-01-01T00:00:09.999Z (no commit yet, none since the group was deleted, or none "
+        "within expire-group)\n")
+
+
+def test_lag_says_why_a_replay_of_captured_requests_has_no_status(tiny_run):
+    lines = invoke(commands.lag, tiny_run, "--group", "orders").output.splitlines()
+    assert lines[0].startswith("orders: no status at 2026-03-02T09:11:40.000Z, 4 partitions: no log-end offset")
+    assert lines[2].split() == ["orders", "0"] + ["-"] * 8
+    assert lines[-1].startswith("  STATUS -: no log-end offset in the commits")
+
+
 @pytest.mark.parametrize("command, args, message", [
     (commands.describe, ["{missing}", "--group", "g"], "no such run folder"),
     (commands.describe, ["{run}", "--group", "nope"], "group 'nope' is not in this run (groups: exporter, orders)"),
     (commands.offsets, ["{run}", "--group", "nope"], "group 'nope' is not in this run"),
+    (commands.lag, ["{run}", "--group", "nope"], "group 'nope' is not in this run"),
+    (commands.lag, ["{missing}"], "no such run folder"),
     (commands.report, ["{empty}"], "not a run folder"),
     (commands.validate, ["{empty}"], "not a run folder"),
 ])

@@ -10,6 +10,7 @@ from simulations.reports import build_report, figures
 from simulations.reports.figures import Bins
 from simulations.reports.panels import NEEDS_CLIENTS, build_panels
 from simulations.views import load_run
+from simulations.views.lag_status import LagHistory
 
 from ..views.runs import T0
 
@@ -21,6 +22,7 @@ PANELS = {
     "heatmap": "Partition ownership over time",
     "consumption": "Duplicate and skipped records",
     "commits": "Commit rate",
+    "lag": "Consumer lag status (Burrow)",
     "load": "Load per __consumer_offsets partition",
 }
 
@@ -86,3 +88,23 @@ def test_rebalances_are_counted_by_cause_per_bin(sample_run):
     states = run["group_states"]
     expected = states[states["to_state"] == "PreparingRebalance"]["cause"].value_counts().to_dict()
     assert {cause: sum(v) for cause, v in counts.items()} == expected and len(expected) >= 2
+
+
+def test_lag_panel_draws_statuses_over_time_and_lists_the_groups_not_ok_at_the_end(lagging_run):
+    run = load_run(lagging_run)
+    [panel] = [p for p in build_panels(run) if p.id == "lag"]
+    assert "<h3>etl</h3>" in panel.body and "<svg" in panel.body
+    assert re.search(r"<title>t-0: WARN [^<]*</title>", panel.body) and re.search(r"<title>t-1: OK ", panel.body)
+    assert "<li>etl: WARN (t-0 WARN; total lag 6000)</li>" in panel.body
+    bins = Bins.over(run.start_ts, run.end_ts)
+    partitions, cells = figures.lag_statuses(LagHistory.from_run(run), "etl", bins, run.end_ts)
+    assert partitions == [("t", 0), ("t", 1)]
+    warn, ok, stop = (figures.LAG_CELLS.index(name) for name in ("WARN", "OK", "STOP"))
+    # After its first commit a window spans no time, so any wait with lag is "stopped" (as in Burrow).
+    assert cells[0][0] == stop and cells[0][-1] == warn and set(cells[1]) == {ok}
+
+
+def test_lag_panel_of_a_replay_without_production_says_there_is_no_status(tiny_run):
+    [panel] = [p for p in build_panels(load_run(tiny_run)) if p.id == "lag"]
+    assert "<li>orders: no status: no log-end offset in the commits" in panel.body
+    assert "No partition of the 2 groups with the most rebalances was WARN, STOP, STALL or REWIND" in panel.body

@@ -84,6 +84,17 @@ def test_a_corrupted_run_fails_with_readable_messages(corrupted, tmp_path):
     assert lines[-1] == f"  data docs: {index}" and index.is_file()
 
 
+def test_the_lag_status_suite_checks_statuses_and_windows(lagging_run, tmp_path):
+    assert validate(lagging_run).success
+    run = tmp_path / "lagging"
+    shutil.copytree(lagging_run, run)
+    _rewrite(run, "lag_status", lambda t: _set(_set(t, "status", pa.array(["LATE", "OK"])), "window_commits",
+                                               pa.array([11, 10], pa.int32())))
+    failed = {c.name for c in validate(run).checks if not c.passed}
+    assert failed == {"lag_status.status: expect_column_values_to_be_in_set",
+                      "lag_status.window_size,window_commits: expect_column_pair_values_a_to_be_greater_than_b"}
+
+
 def test_accounting_finds_rows_the_run_never_saw(tiny_run, write_jsonl):
     tables, _ = read_raw(tiny_run)
     extra = write_jsonl([{"ts": 1772442009500, "group_id": "orders", "type": "HEARTBEAT", "member_id": "m",

@@ -3,6 +3,7 @@ session, and a Spark-style run in progress written micro-batch by micro-batch wi
 
 from __future__ import annotations
 
+import json
 import pickle
 from pathlib import Path
 
@@ -33,6 +34,30 @@ def _tables(events: Path) -> dict[str, list[dict]]:
 def replay(events: Path, out: Path) -> Path:
     write_tables(out, _tables(events))
     return out
+
+
+def manual_commits(path: Path, offsets: list[list[int]], every_ms: int, rate: int = 100) -> Path:
+    """Events into `path`: topic `t` (one partition per list of `offsets`) produced at `rate` records/s per
+    partition, and a consumer of group `etl` committing (outside any group protocol, as an admin or a manually
+    assigned consumer does) the i-th offset of every list at (i + 1) * every_ms."""
+    rows = [{"ts": 0, "group_id": "etl", "type": "TOPIC_METADATA",
+             "topics": [{"topic": "t", "partitions": len(offsets), "records_per_second": rate}]}]
+    rows += [{"ts": every_ms * (i + 1), "group_id": "etl", "type": "OFFSET_COMMIT", "api_version": 8,
+              "client_id": "etl", "generation_id": -1, "member_id": "",
+              "offsets": [{"topic": "t", "partition": p, "offset": column[i]} for p, column in enumerate(offsets)]}
+             for i in range(len(offsets[0]))]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="session")
+def lagging_run(tmp_path_factory) -> Path:
+    """Every 10 s for 2 minutes, at 100 records/s: partition 0 consumed at half that rate (WARN), partition 1
+    kept up with (OK)."""
+    folder = tmp_path_factory.mktemp("lagging")
+    events = manual_commits(folder / "events.jsonl", [[500 * (i + 1) for i in range(12)],
+                                                       [1000 * (i + 1) for i in range(12)]], 10_000)
+    return replay(events, folder / "run")
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,65 @@
+"""Burrow's lag status on small shipped scenarios: a consumer that stops committing goes STOP until its
+partitions are consumed again, and the group is ERR meanwhile."""
+
+from __future__ import annotations
+
+from simulations.views.lag_status import LagHistory, Settings
+
+from .helpers import run, shipped_small
+
+
+def status_changes(result, settings: Settings) -> list[tuple[float, str, tuple]]:
+    """(seconds after the start, group status, partition statuses) of the first group, each time it changes
+    when evaluated every second."""
+    history = LagHistory.from_tables(result.result.tables, settings)
+    group, changes, previous = history.groups[0], [], None
+    for at in range(result.scenario.start_ms, result.result.final_ts + 1, 1000):
+        evaluated = history.evaluate(group, at)
+        state = None if evaluated is None else (evaluated.status, tuple(p.status for p in evaluated.partitions))
+        if state != previous:
+            changes.append(((at - result.scenario.start_ms) / 1000, *(state or (None, ()))))
+            previous = state
+    return changes
+
+
+def stopped(changes) -> list[tuple[float, float, set[int]]]:
+    """(from, to, partitions) of every stretch with STOP partitions."""
+    stretches = []
+    for (t0, _, statuses), (t1, _, _) in zip(changes, changes[1:]):
+        if "STOP" in statuses:
+            stretches.append((t0, t1, {i for i, s in enumerate(statuses) if s == "STOP"}))
+    return stretches
+
+
+def test_a_crashed_members_partitions_stop_until_the_group_reassigns_them():
+    result = run(shipped_small("crash", {"*": {"groups": 2}}))
+    # The member crashes at 2 m after its commit at ~116 s; its session expires 45 s after its last heartbeat
+    # and the new owners commit ~5 s later. Sampling broker offsets every second, Burrow sees the silence
+    # outlast the 45 s window before the new owners commit.
+    changes = status_changes(result, Settings(offset_refresh_ms=1000))
+    [(start, end, partitions)] = stopped(changes)
+    assert 160 <= start < end <= 170 and len(partitions) == 3
+    assert [c[1] for c in changes if c[0] == start] == ["ERR"]
+    assert changes[-1][1] == "OK"
+    # Burrow's default keeps 100 s of broker offsets: one showed the consumer caught up, so no STOP yet.
+    assert stopped(status_changes(result, Settings())) == []
+
+
+def test_a_static_member_that_stays_down_stops_with_burrows_defaults():
+    result = run(shipped_small("crash", {"*": {"groups": 2, "membership": "static",
+                                                "config": {"session.timeout.ms": 300_000}}},
+                               [{"restart_after": "3m"}]))
+    # Its partitions stay assigned to it while it is down: STOP once the caught-up broker sample is older than
+    # the 100 s Burrow keeps, until it restarts at 5 m and commits again.
+    [(start, end, partitions)] = stopped(status_changes(result, Settings()))
+    assert 200 <= start <= 220 and 300 <= end <= 310 and len(partitions) == 3
+
+
+def test_a_stalled_poll_loop_stops_committing_so_its_partitions_stop():
+    result = run(shipped_small("slow-consumer", {"*": {"groups": 2}}, [{"duration": "90s"}]))
+    # The synthetic consumer keeps up whenever it polls: a stalled poll loop commits nothing (STOP), it does
+    # not fall behind while committing (WARN needs a consumer slower than production: see the replay tests).
+    [(start, end, partitions)] = stopped(status_changes(result, Settings(offset_refresh_ms=1000)))
+    assert 120 < start < end < 200 and len(partitions) == 3
+    table = result.result.tables["lag_status"]
+    assert {r["status"] for r in table} == {"OK"} and {r["evaluated_ts"] for r in table} == {result.result.final_ts}
