@@ -8,10 +8,17 @@ Each run is end to end in a fresh process, as a user runs it: `coordsim run SCEN
 Spark `coordsim generate` then `python -m streaming.engine EVENTS --until END` with state buckets (JVM start
 included). Reported per run: wall time, simulated-time speed-up (one hour / wall time), peak memory, and the
 work behind it: directive events in, requests the synthetic clients sent (each one an event the coordinator
-processed), rows written per table. The quiet hour is reported as a fraction of the storm.
+processed; a quiet run of heartbeats or auto-commits is one row of the `requests` table), rows written per
+table. The quiet hour is reported as a fraction of the storm. The load average is recorded with each run (the
+machine may be shared).
 
     .venv/bin/python benchmarks/storm.py --groups 25 --members 10 --engines local spark
     .venv/bin/python benchmarks/storm.py                      # the target size: 10,000 x 10
+    .venv/bin/python benchmarks/storm.py --groups 3 --engines runtime   # work per group-hour, both modes
+
+`runtime` runs the groups in this process through `GroupRuntime` directly, with periodic elision off
+(explicit) and on (elided), and reports per group-hour the steps applied (`GroupRuntime.steps`) and the CPU
+seconds: the simulation's own work, without event generation, I/O, report or JVM.
 
 Results are appended to benchmarks/results/storm.jsonl and printed as a Markdown table.
 """
@@ -31,6 +38,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+import pyarrow.compute as pc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 from state.tables import TABLES  # noqa: E402
@@ -87,21 +95,52 @@ def run(engine: str, scenario_file: Path, out: Path, buckets: int, spark_sets: l
 
 
 def work(out: Path) -> dict:
-    """What the run had to do: directives in, client requests processed, rows written per table."""
+    """What the run had to do: directives in, client requests (a quiet run's `requests` row counts its
+    repeats) and the rows that hold them, rows written per table."""
     rows = {t: pq.read_metadata(out / t / "part-00000.parquet").num_rows for t in TABLES}
+    requests = pq.read_table(out / "requests" / "part-00000.parquet", columns=["repeat_count"])["repeat_count"]
     events = out / "scenario" / "events.jsonl"
     if not events.exists():
         events = out.parent / f"{out.name}-events.jsonl"
     directives = sum(1 for _ in events.open())
-    return {"directives": directives, "requests": rows["requests"], "rows_written": sum(rows.values()),
-            "rows": rows}
+    return {"directives": directives, "requests": pc.sum(requests).as_py() or 0, "request_rows": rows["requests"],
+            "rows_written": sum(rows.values()), "rows": rows}
+
+
+def runtime_work(scenario_file: Path) -> dict:
+    """Steps and CPU seconds per group-hour with elision off and on (same tables either way)."""
+    import dataclasses
+
+    from simulations import scenarios
+    from simulations.settings import load_config
+    from state.events import parse_event
+    from state.runtime import GroupRuntime
+
+    loaded = scenarios.load_scenario(scenario_file)
+    generated = scenarios.generate(loaded)
+    by_group: dict[str, list] = {}
+    for line, row in enumerate(generated.rows, start=1):
+        by_group.setdefault(row["group_id"], []).append(parse_event(row, "scenario", line))
+    found = {}
+    for name, elision in (("explicit", 0), ("elided", 1)):
+        config = dataclasses.replace(load_config(scenario=loaded.broker), coordsim_periodic_elision=elision)
+        steps, started = 0, time.process_time()
+        for group_id, events in by_group.items():
+            runtime = GroupRuntime(group_id, config)
+            runtime.offer(events)
+            runtime.advance_to(generated.until_ms)
+            runtime.finish()
+            steps += runtime.steps
+        found[name] = {"steps_per_group": steps // len(by_group),
+                       "cpu_s_per_group": round((time.process_time() - started) / len(by_group), 3)}
+    return found
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--groups", type=int, default=10_000)
     parser.add_argument("--members", type=int, default=10)
-    parser.add_argument("--engines", nargs="+", choices=["local", "spark"], default=["local", "spark"])
+    parser.add_argument("--engines", nargs="+", choices=["local", "spark", "runtime"], default=["local", "spark"])
     parser.add_argument("--buckets", type=int, default=64, help="Spark: streaming.state.buckets")
     parser.add_argument("--spark-set", action="append", default=[], metavar="NAME=VALUE",
                         help="Spark: another engine or spark.* setting, e.g. spark.driver.memory=12g")
@@ -118,6 +157,14 @@ def main() -> None:
         for kind in args.runs:
             scenario_file = folder / f"{kind}.yaml"
             scenario_file.write_text(scenario(args.groups, args.members, kind == "storm"))
+            if engine == "runtime":
+                row = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "engine": engine,
+                       "run": kind, "groups": args.groups, "members": args.members,
+                       "load_average": [round(x, 1) for x in os.getloadavg()], **runtime_work(scenario_file)}
+                with args.results.open("a") as handle:
+                    handle.write(json.dumps(row) + "\n")
+                print(json.dumps(row), flush=True)
+                continue
             out = folder / f"out-{engine}-{kind}"
             wall, peak = run(engine, scenario_file, out, args.buckets, args.spark_set)
             walls[kind] = wall
@@ -125,7 +172,8 @@ def main() -> None:
                    "run": kind, "groups": args.groups, "members": args.members,
                    "buckets": args.buckets if engine == "spark" else 0,
                    "spark_settings": args.spark_set if engine == "spark" else [], "wall_s": round(wall, 1),
-                   "speed_up": round(HOUR_S / wall, 1), "peak_mb": peak, **work(out)}
+                   "speed_up": round(HOUR_S / wall, 1), "peak_mb": peak,
+                   "load_average": [round(x, 1) for x in os.getloadavg()], **work(out)}
             if kind == "quiet" and "storm" in walls:
                 row["quiet_over_storm"] = round(wall / walls["storm"], 2)
             rows.append(row)

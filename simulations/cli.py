@@ -97,7 +97,9 @@ def replay(events: tuple[str, ...], out_dir: str, engine: str, conf_file: str | 
 
 def print_summary(console: Console, result: RunResult, tables: dict[str, list[dict]], config: CoordinatorConfig,
                   out_dir: str) -> None:
-    errors = Counter(row["error"] for row in tables["responses"])
+    errors = Counter()
+    for row in tables["responses"]:
+        errors[row["error"]] += row["repeat_count"]  # a quiet run answers repeat_count requests
     by_count = sorted(errors.items(), key=lambda item: (-item[1], item[0]))
     rebalances = sum(1 for row in tables["group_states"] if row["to_state"] == "PreparingRebalance")
     rejected = len(tables["rejects"])
@@ -249,8 +251,9 @@ def run(scenario: str, out_dir: str, engine: str, conf_file: str | None, overrid
         ("scenario", f"{loaded.name} ({path}), seed {loaded.seed}"),
         ("simulated", f"{_iso(generated.start_ms)} to {_iso(generated.until_ms)}"),
         ("groups", f"{result.groups:,} in {len(generated.groups)} group set(s)"),
-        ("events", f"{len(generated.rows):,} directives; the clients sent {len(result.tables['requests']):,} "
-                   f"requests"),
+        ("events", f"{len(generated.rows):,} directives; the clients sent "
+                   f"{sum(r['repeat_count'] for r in result.tables['requests']):,} requests "
+                   f"({len(result.tables['requests']):,} rows)"),
         ("engine", f"{engine}, {wall_s:.1f} s wall, {loaded.duration_ms / 1000 / wall_s:,.1f}x simulated time"),
     ]
     rejected = len(result.tables["rejects"])

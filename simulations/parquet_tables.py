@@ -22,6 +22,7 @@ _SCALARS = {
     "string": pa.string(),
     "int32": pa.int32(),
     "int64": pa.int64(),
+    "float64": pa.float64(),
     "bool": pa.bool_(),
     "binary": pa.binary(),
 }

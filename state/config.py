@@ -1,4 +1,5 @@
-"""Broker-side settings the coordinator obeys, under Kafka's own config names, with Kafka's defaults."""
+"""Broker-side settings the coordinator obeys, under Kafka's own config names, with Kafka's defaults, and the
+simulator's own settings under `coordsim.` names."""
 
 from __future__ import annotations
 
@@ -24,6 +25,9 @@ class CoordinatorConfig:
     offsets_retention_minutes: int = 10_080
     offsets_retention_check_interval_ms: int = 600_000
     offset_metadata_max_bytes: int = 4_096
+    # 1: a steady member's heartbeats and auto-commits are computed in closed form (state/periodic.py);
+    # 0: simulated one by one. The output is the same either way.
+    coordsim_periodic_elision: int = 1
 
     @property
     def offsets_retention_ms(self) -> int:
@@ -66,6 +70,7 @@ class CoordinatorConfig:
             (self.offsets_retention_minutes >= 1, "offsets.retention.minutes must be >= 1"),
             (self.offsets_retention_check_interval_ms >= 1, "offsets.retention.check.interval.ms must be >= 1"),
             (self.offset_metadata_max_bytes >= 0, "offset.metadata.max.bytes must be >= 0"),
+            (self.coordsim_periodic_elision in (0, 1), "coordsim.periodic.elision must be 0 or 1"),
         ]
         for ok, message in checks:
             if not ok:

@@ -4,8 +4,9 @@ the coordinator so request -> response -> reaction runs without leaving the grou
 
 A client's requests are ordinary input-contract rows, validated by `parse_event` and answered by the same
 coordinator code as captured requests; they reach the coordinator after half the configured round trip and
-their answers come back after the other half. A mixin of `GroupRuntime`: client deadlines live in its timer
-queue under ("client", client_id, kind) keys.
+their answers come back after the other half. Heartbeats and auto-commits are periodic requests: written as
+quiet runs, and computed in closed form while the client is steady (state/periodic.py). A mixin of
+`GroupRuntime`: client deadlines live in its timer queue under ("client", client_id, kind) keys.
 
 Modelled: the join loop (MEMBER_ID_REQUIRED retry, leader assignment with the selected assignor over the
 member subscriptions, follower SyncGroup), the heartbeat thread (every heartbeat.interval.ms while completing
@@ -19,6 +20,7 @@ leader noticing partition-count changes at its metadata refresh.
 from __future__ import annotations
 
 import base64
+import dataclasses
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -61,8 +63,10 @@ class SyntheticConsumer:
     last_assignment_generation: int = -1
     rejoin_needed: bool = True
     closing: bool = False
+    index: int = 0  # the client's place among the group's clients (first start order): breaks request ties
     in_flight: dict[str, str] = field(default_factory=dict)  # slot ("join", "heartbeat", "commit") -> request id
-    request_counter: int = 0
+    request_counter: int = 0  # requests other than periodic heartbeats and auto-commits
+    awaiting: int = 0  # answers on their way back
     heartbeat_enabled: bool = False
     paused_until: int = -1        # process pause: nothing runs
     poll_stalled_until: int = -1  # poll pause: the heartbeat thread still runs
@@ -106,8 +110,9 @@ class ConsumerHandlers:
                 self.out.reject(event, f"client {event.client_id!r} is already running")
                 return
             incarnation = 0 if client is None else client.incarnation + 1
+            index = len(self.clients) if client is None else client.index
             client = SyntheticConsumer(event.client_id, incarnation, event.group_instance_id, event.config,
-                                       event.topics, started_ts=self.now,
+                                       event.topics, started_ts=self.now, index=index,
                                        next_auto_commit=self.now + event.config.auto_commit_interval_ms)
             self.clients[event.client_id] = client
             self._schedule_poll(client, self.now)
@@ -136,6 +141,7 @@ class ConsumerHandlers:
                 self._schedule_poll(client, self.now)
 
     def _stop_client(self, client: SyntheticConsumer) -> None:
+        self.close_client_runs(client.origin)
         self._freeze(client)
         self._release(client, client.owned)
         client.alive = False
@@ -161,10 +167,11 @@ class ConsumerHandlers:
     # ======================================================================================================
     # Consumption
     # ======================================================================================================
-    def positions(self, client: SyntheticConsumer) -> dict[TopicPartition, int]:
-        """How far the client has processed each partition it owns."""
+    def positions(self, client: SyntheticConsumer, at: int | None = None) -> dict[TopicPartition, int]:
+        """How far the client has processed each partition it owns (now, or at an earlier time `at` with the
+        same production rates)."""
         if client.consuming:
-            return {tp: self.log_end_offset(tp) for tp in client.owned}
+            return {tp: self.log_end_offset(tp, at) for tp in client.owned}
         return {tp: client.frozen.get(tp, self.log_end_offset(tp)) for tp in client.owned}
 
     def _freeze(self, client: SyntheticConsumer) -> None:
@@ -226,6 +233,7 @@ class ConsumerHandlers:
             self.timers.schedule(("deliver", client_id, response["request_id"]), client.paused_until, "deliver",
                                  client_id, incarnation, response)
             return
+        client.awaiting -= 1
         for slot, request_id in list(client.in_flight.items()):
             if request_id == response["request_id"]:
                 del client.in_flight[slot]
@@ -243,20 +251,51 @@ class ConsumerHandlers:
         client_id, _, incarnation = request.origin.rpartition("#")
         client = self.clients.get(client_id)
         latency = 0 if client is None else client.config.response_latency_ms
+        if client is not None and client.incarnation == int(incarnation):
+            client.awaiting += 1
         self.timers.schedule(("deliver", client_id, row["request_id"]), self.now + latency, "deliver", client_id,
                              int(incarnation), row)
 
     # ======================================================================================================
     # Requests
     # ======================================================================================================
+    # A request's place among requests reaching the coordinator at the same time: (seq, line) with seq the
+    # client's count of non-periodic requests and line (client index, incarnation, chain). Neither counts
+    # periodic requests, so eliding them changes no other request's place.
+    CHAIN_RANK = {"heartbeat": 0, "commit": 1, None: 2}
+
+    def _line(self, client: SyntheticConsumer, chain: str | None) -> int:
+        return (client.index << 40) | (client.incarnation << 2) | self.CHAIN_RANK[chain]
+
+    def periodic_request_id(self, client: SyntheticConsumer, chain: str, sent: int) -> str:
+        return f"{client.origin}/{chain}@{sent}"
+
+    def periodic_event_key(self, client: SyntheticConsumer, chain: str, sent: int) -> tuple:
+        """The sort key of a periodic request sent at `sent` (Event.sort_key)."""
+        return (sent + client.config.request_latency_ms, client.request_counter, "synthetic", self._line(client, chain))
+
     def _send(self, client: SyntheticConsumer, slot: str | None, etype: str, **fields) -> None:
         client.request_counter += 1
-        request_id = f"{client.origin}/{client.request_counter}"
-        arrival = self.now + client.config.request_latency_ms
-        self.synthetic_seq += 1
-        raw = {"ts": arrival, "group_id": self.group_id, "type": etype, "seq": self.synthetic_seq,
-               "request_id": request_id, "client_id": client.client_id, **fields}
-        event = parse_event(raw, source="synthetic", line=self.synthetic_seq, origin=client.origin)
+        self._put_on_wire(client, slot, None, f"{client.origin}/{client.request_counter}", self.now, etype, fields)
+
+    def send_periodic(self, client: SyntheticConsumer, chain: str, sent: int) -> None:
+        """The heartbeat or auto-commit the client sends at `sent` (now, or earlier when elided requests
+        are put back on the wire)."""
+        fields = dict(member_id=client.member_id, generation_id=client.generation)
+        if client.group_instance_id is not None:
+            fields["group_instance_id"] = client.group_instance_id
+        if chain == "commit":
+            fields["offsets"] = _commit_offsets(self.positions(client, sent))
+        etype = "HEARTBEAT" if chain == "heartbeat" else "OFFSET_COMMIT"
+        self._put_on_wire(client, chain, chain, self.periodic_request_id(client, chain, sent), sent, etype, fields)
+
+    def _put_on_wire(self, client: SyntheticConsumer, slot: str | None, chain: str | None, request_id: str,
+                     sent: int, etype: str, fields: dict) -> None:
+        raw = {"ts": sent + client.config.request_latency_ms, "group_id": self.group_id, "type": etype,
+               "seq": client.request_counter, "request_id": request_id, "client_id": client.client_id, **fields}
+        event = parse_event(raw, source="synthetic", line=self._line(client, chain), origin=client.origin)
+        if chain is not None:
+            event = dataclasses.replace(event, run=f"{client.origin}/{chain}")
         # Written to `requests` when it reaches the coordinator: one still on the wire when the run ends
         # was never seen, as an input row after the end would not be.
         self.requests_in_flight[request_id] = raw
@@ -299,18 +338,14 @@ class ConsumerHandlers:
         if not client.heartbeat_enabled or client.phase not in (Phase.COMPLETING_REBALANCE, Phase.STABLE):
             return
         if "heartbeat" not in client.in_flight:
-            fields = dict(member_id=client.member_id, generation_id=client.generation)
-            if client.group_instance_id is not None:
-                fields["group_instance_id"] = client.group_instance_id
-            self._send(client, "heartbeat", "HEARTBEAT", **fields)
+            self.send_periodic(client, "heartbeat", self.now)
         self._client_timer(client, "heartbeat", self.now + client.config.heartbeat_interval_ms)
 
     def _commit(self, client: SyntheticConsumer) -> None:
         if "commit" in client.in_flight:
             return
         fields = dict(member_id=client.member_id, generation_id=client.generation,
-                      offsets=[{"topic": tp.topic, "partition": tp.partition, "offset": offset}
-                               for tp, offset in self.positions(client).items()])
+                      offsets=_commit_offsets(self.positions(client)))
         if client.group_instance_id is not None:
             fields["group_instance_id"] = client.group_instance_id
         self._send(client, "commit", "OFFSET_COMMIT", **fields)
@@ -331,8 +366,8 @@ class ConsumerHandlers:
             self._join(client)
         elif client.phase == Phase.STABLE and client.config.enable_auto_commit and self.now >= client.next_auto_commit:
             client.next_auto_commit = self.now + client.config.auto_commit_interval_ms
-            if client.owned:
-                self._commit(client)
+            if client.owned and "commit" not in client.in_flight:
+                self.send_periodic(client, "commit", self.now)
         if client.phase == Phase.STABLE and client.config.enable_auto_commit:
             self._schedule_poll(client, max(client.next_auto_commit, self.now + 1))
 
@@ -511,6 +546,10 @@ class ConsumerHandlers:
                 self._request_rejoin(client)
                 return
         self._client_timer(client, "metadata", self.now + client.config.metadata_max_age_ms)
+
+
+def _commit_offsets(positions: dict[TopicPartition, int]) -> list[dict]:
+    return [{"topic": tp.topic, "partition": tp.partition, "offset": offset} for tp, offset in positions.items()]
 
 
 def _partition_lists(partitions) -> list[dict]:

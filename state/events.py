@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -90,6 +91,10 @@ class CommitPartition:
     leader_epoch: int
     metadata: str | None
     commit_timestamp: int  # v1 only; -1 = use the coordinator's clock
+    # A repeated commit's offsets rule: repeat i commits offset + int(rate * (ts_i - origin) / 1000)
+    # - int(rate * (ts_0 - origin) / 1000). None: the same offset every time.
+    records_per_second: float | None = None
+    rate_origin_ts: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +127,9 @@ class Event:
     origin: str | None = None
     # Set on replayed captured requests: the captured broker's answer, whose ids the runtime maps to its own.
     captured: CapturedAnswer | None = None
+    # Set on periodic requests (a synthetic client's heartbeats and auto-commits, an input row's repeats):
+    # the chain whose quiet requests are written as one run (state/periodic.py).
+    run: str | None = None
 
     @property
     def sort_key(self) -> tuple[int, int, str, int]:
@@ -155,6 +163,8 @@ class Heartbeat(Event):
     member_id: str = ""
     group_instance_id: str | None = None
     generation_id: int = -1
+    repeat_count: int = 1           # the row stands for this many requests...
+    repeat_interval_ms: int = 0     # ...this far apart
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +179,8 @@ class OffsetCommit(Event):
     generation_id: int = -1
     retention_time_ms: int = -1
     offsets: tuple[CommitPartition, ...] = ()
+    repeat_count: int = 1
+    repeat_interval_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -482,7 +494,48 @@ def _commit_partition(entry: Any, api_version: int) -> CommitPartition:
         metadata=_opt_str(entry, "metadata"),
         # Only OffsetCommit v1 carries a client-chosen commit timestamp.
         commit_timestamp=_int(entry, "commit_timestamp", -1) if api_version == 1 else -1,
+        records_per_second=_commit_rate(entry),
+        rate_origin_ts=_int(entry, "rate_origin_ts") if entry.get("records_per_second") else None,
     )
+
+
+def _commit_rate(entry: Mapping) -> float | None:
+    rate = entry.get("records_per_second")
+    if rate is None:
+        return None
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate < float("inf"):
+        raise EventError(f"field 'offsets.records_per_second' must be a number >= 0, got {rate!r}")
+    return float(rate) or None
+
+
+def _repeat(raw: Mapping) -> dict:
+    """A periodic request row may stand for a run of identical requests (docs/events.md, "Repeated requests")."""
+    count = _int(raw, "repeat_count", 1, 1, INT32_MAX)
+    interval = _int(raw, "repeat_interval_ms", 0, 0)
+    if count > 1 and interval < 1:
+        raise EventError("field 'repeat_interval_ms' must be >= 1 when repeat_count > 1")
+    return dict(repeat_count=count, repeat_interval_ms=interval if count > 1 else 0)
+
+
+def expand_repeats(event: Event) -> list[Event]:
+    """The requests a row with `repeat_count` stands for, all in the row's run (`source:line`); offsets
+    follow each partition's rule."""
+    count = getattr(event, "repeat_count", 1)
+    if count == 1:
+        return [event]
+    run, first, interval = f"{event.source}:{event.line}", event.ts, event.repeat_interval_ms
+    expanded = []
+    for i in range(count):
+        ts = first + i * interval
+        fields = dict(ts=ts, repeat_count=1, repeat_interval_ms=0, run=run)
+        if isinstance(event, OffsetCommit):
+            fields["offsets"] = tuple(
+                p if not p.records_per_second else dataclasses.replace(
+                    p, offset=p.offset + int(p.records_per_second * (ts - p.rate_origin_ts) / 1000)
+                    - int(p.records_per_second * (first - p.rate_origin_ts) / 1000))
+                for p in event.offsets)
+        expanded.append(dataclasses.replace(event, **fields))
+    return expanded
 
 
 def parse_event(raw: Mapping, source: str = "", line: int = 0, origin: str | None = None) -> Event:
@@ -564,6 +617,7 @@ def _parse_event(raw: Mapping, source: str, line: int, origin: str | None) -> Ev
             member_id=_str(raw, "member_id"),
             group_instance_id=_opt_str(raw, "group_instance_id") if header["api_version"] >= 3 else None,
             generation_id=_int(raw, "generation_id", lo=INT32_MIN, hi=INT32_MAX),
+            **_repeat(raw),
         )
     if etype == "LEAVE_GROUP":
         if raw.get("members") is None and raw.get("member_id") is not None:
@@ -590,6 +644,7 @@ def _parse_event(raw: Mapping, source: str, line: int, origin: str | None) -> Ev
             generation_id=_int(raw, "generation_id", -1, INT32_MIN, INT32_MAX) if v >= 1 else -1,
             retention_time_ms=_int(raw, "retention_time_ms", -1) if 2 <= header["api_version"] <= 4 else -1,
             offsets=tuple(_commit_partition(o, header["api_version"]) for o in _list(raw, "offsets")),
+            **_repeat(raw),
         )
     if etype == "OFFSET_FETCH":
         parts = raw.get("partitions")

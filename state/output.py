@@ -1,13 +1,15 @@
 """Rows a group produces, table by table, shaped as `state.tables` declares them.
 
 Every row gets the group's next `out_seq`, so the order in which the coordinator produced rows survives any
-engine, partitioning or sink. Rejects of late events are collected here too (the runtime is the last place
-such an event is seen).
+engine, partitioning or sink. Rows of a periodic request are first held back (`deferred`): they become part of
+a quiet run, written when the run closes, or are written at once (state/periodic.py). Rejects of late events
+are collected here too (the runtime is the last place such an event is seen).
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import json
 
@@ -29,11 +31,28 @@ class Output:
         self.next_seq = next_seq
         self.tables: dict[str, list[dict]] = {name: [] for name in GROUP_TABLES}
         self.rejects: list[dict] = []
+        self._deferred: list[tuple[str, dict]] | None = None
 
     def __len__(self) -> int:
         return sum(len(rows) for rows in self.tables.values()) + len(self.rejects)
 
+    @contextlib.contextmanager
+    def deferred(self):
+        """Collect the rows produced inside the block as (table, row) pairs instead of writing them."""
+        rows: list[tuple[str, dict]] = []
+        self._deferred = rows
+        try:
+            yield rows
+        finally:
+            self._deferred = None
+
     def _add(self, table: str, row: dict) -> None:
+        if self._deferred is not None:
+            self._deferred.append((table, row))
+            return
+        self.emit(table, row)
+
+    def emit(self, table: str, row: dict) -> None:
         row["out_seq"] = self.next_seq
         self.next_seq += 1
         self.tables[table].append(row)
@@ -60,6 +79,8 @@ class Output:
             "assignment": None,
             "results": None,
             "coordinator_partition": coordinator_partition,
+            "repeat_count": 1,
+            "repeat_interval_ms": None,
         }
         for key, value in fields.items():
             if key not in row:
@@ -71,11 +92,13 @@ class Output:
     def metrics(self, row: dict) -> None:
         self._add("metrics", dict(row, group_id=self.group_id))
 
-    def request(self, raw: dict) -> None:
-        """A synthetic client's request, as an input-contract row (replayable as a captured request)."""
-        self._add("requests", {"group_id": self.group_id, "ts": raw["ts"], "seq": raw["seq"], "type": raw["type"],
+    def request(self, raw: dict, repeat_count: int = 1, repeat_interval_ms: int | None = None) -> None:
+        """A synthetic client's request, or a quiet run of them, as an input-contract row (replayable as a
+        captured request)."""
+        self.emit("requests", {"group_id": self.group_id, "ts": raw["ts"], "seq": raw["seq"], "type": raw["type"],
                                "client_id": raw["client_id"], "request_id": raw["request_id"],
-                               "raw": json.dumps(raw, sort_keys=True)})
+                               "raw": json.dumps(raw, sort_keys=True), "repeat_count": repeat_count,
+                               "repeat_interval_ms": repeat_interval_ms})
 
     def state_change(self, now: int, previous: GroupState | None, target: GroupState, group: ClassicGroup,
                      cause: str) -> None:
@@ -97,7 +120,9 @@ class Output:
         self._add("assignments", dict(row, group_id=self.group_id))
 
     def offset(self, row: dict) -> None:
-        self._add("offsets", dict(row, group_id=self.group_id))
+        self._add("offsets", dict(row, group_id=self.group_id, repeat_count=1, repeat_interval_ms=None,
+                                  records_per_second=None, rate_origin_ts=None,
+                                  log_end_origin_ts=None))
 
     def group_metadata(self, now: int, record: dict | None, coordinator_partition: int) -> None:
         row = {"group_id": self.group_id, "write_ts": now, "tombstone": record is None,

@@ -2,9 +2,11 @@
 
 `offer(events)` holds events; `advance_to(t)` applies every held event and due deadline up to and including
 `t` in time order (at equal times deadlines fire first, then events in (ts, seq) order); `take_output()`
-returns the rows produced since the last call. The object pickles (`encode`/`decode`), so the Spark engine
-can keep it as the group's state between micro-batches and get the same rows as one uninterrupted local
-run: outputs never depend on how events were batched.
+returns the rows produced since the last call. With coordsim.periodic.elision, steady clients' periodic
+requests are not among those items: they are caught up in closed form before each item (state/periodic.py).
+The object pickles (`encode`/`decode`), so the Spark engine can keep it as the group's state between
+micro-batches and get the same rows as one uninterrupted local run: outputs never depend on how events were
+batched.
 
 A replayed captured request (`Event.captured` set) is translated into the group's own ids right before it is
 handled, and its answer teaches the translation (state/captured_ids.py): the map lives here, in the group's
@@ -22,7 +24,8 @@ from typing import Iterable
 from state.captured_ids import IdMap
 from state.config import CoordinatorConfig
 from state.consumer import ConsumerHandlers
-from state.events import CLIENT_DIRECTIVE_CLASSES, CoordinatorFault, EndOfRun, Event, TopicMetadata
+from state.events import (CLIENT_DIRECTIVE_CLASSES, CoordinatorFault, EndOfRun, Event, TopicMetadata,
+                          expand_repeats)
 from state.group import ClassicGroup
 from state.group_state import GroupState
 from state.java_compat import coordinator_partition
@@ -30,6 +33,7 @@ from state.membership import MembershipHandlers
 from state.metrics import GroupMetrics, MetricsHandlers
 from state.offsets import OffsetHandlers
 from state.output import Output
+from state.periodic import PeriodicHandlers
 from state.timers import Timer, TimerQueue
 
 STATE_FORMAT = b"coordsim-group-state"
@@ -39,7 +43,7 @@ STATE_FORMAT_VERSION = 2
 SWEEP_TIMER = ("sweep",)
 
 
-class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers, MetricsHandlers):
+class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers, MetricsHandlers, PeriodicHandlers):
     def __init__(self, group_id: str, config: CoordinatorConfig) -> None:
         self.group_id = group_id
         self.config = config
@@ -61,8 +65,10 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers, Metrics
         self.clients: dict = {}
         self.cluster_topics: dict[str, int] = {}
         self.production: dict[str, tuple[int, float, int]] = {}  # topic -> (since_ts, records/s, base offset)
-        self.synthetic_seq = 0
         self.requests_in_flight: dict[str, dict] = {}
+        self.runs: dict = {}    # open quiet runs by chain
+        self.elided: dict = {}  # client id -> its elided periodic chains
+        self.steps = 0          # events and deadlines applied: the work a run cost
         self.metrics = GroupMetrics()
         self.offsets_version = 0
         self._sweep_inputs_seen: tuple | None = None
@@ -71,7 +77,7 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers, Metrics
 
     # -- driving -------------------------------------------------------------------------------------------
     def offer(self, events: Iterable[Event]) -> None:
-        for event in events:
+        for event in (e for row in events for e in expand_repeats(row)):
             if event.ts < self.now or (event.ts == self.now and self._processed_past(event)):
                 self.out.reject(event, f"event at ts {event.ts} arrived after group {self.group_id!r} had "
                                        f"advanced to {self.now} (later than the allowed lateness)")
@@ -89,22 +95,32 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers, Metrics
 
     def advance_to(self, t: int) -> None:
         """Apply held events and deadlines up to and including time t."""
+        elision = self.config.coordsim_periodic_elision
         while True:
-            deadline = self.timers.next_deadline()
+            timer = self.timers.peek()
             event_ts = self._held[0][0][0] if self._held else None
-            if deadline is not None and deadline <= t and (event_ts is None or deadline <= event_ts):
-                timer = self.timers.pop_due(deadline)
+            if timer is not None and timer.deadline <= t and (event_ts is None or timer.deadline <= event_ts):
+                if self.elided and self.catch_up(timer.deadline, *_concerns_timer(timer)):
+                    continue
+                self.timers.pop_due(timer.deadline)
                 self.now = max(self.now, timer.deadline)
+                self.timers.clock = self.now
                 self._fire(timer)
             elif event_ts is not None and event_ts <= t:
+                if self.elided and self.catch_up(event_ts, *_concerns_event(self._held[0][1])):
+                    continue
                 key, event = heapq.heappop(self._held)
                 self.now = event.ts
+                self.timers.clock = self.now
                 self._last_key = key
                 self.last_event_ts = max(self.last_event_ts, event.ts)
                 self._handle(event)
             else:
                 break
+            self.steps += 1
             self._reschedule_sweep()
+            if elision:
+                self.elide_quiet_clients()
         self.now = max(self.now, t)
 
     def next_wakeup(self) -> int | None:
@@ -119,6 +135,7 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers, Metrics
         """Latest pending protocol deadline (the periodic offsets sweep excluded): where a finite run drains to."""
         # Clients' own deadlines (heartbeats, polls) recur for as long as they run: they set no end.
         deadlines = [t.deadline for t in self.timers.pending() if t.kind not in ("sweep", "client", "deliver")]
+        deadlines += self.elided_session_deadlines()
         return max(deadlines) if deadlines else None
 
     def held_count(self) -> int:
@@ -130,8 +147,10 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers, Metrics
         heapq.heappush(self._held, (marker.sort_key, marker))
 
     def finish(self) -> None:
-        """End of run: a generation still completing is written without a stable time, and the group's
-        figures are written to `metrics`."""
+        """End of run: open quiet runs are written, a generation still completing is written without a
+        stable time, and the group's figures are written to `metrics`."""
+        self.fold_elided(self.now + 1)
+        self.close_all_runs()
         self._flush_generation(stable_ts=None)
         self.out.metrics(self.metrics_row())
 
@@ -159,13 +178,23 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers, Metrics
             self._handle_fault(event)
             return
         self.note_activity()
+        raw = None
         if event.origin is not None:
-            self.out.request(self.requests_in_flight.pop(event.request_id))
+            raw = self.requests_in_flight.pop(event.request_id)
+            if event.run is None:
+                self.close_client_runs(event.origin)
+                self.out.request(raw)
         if event.type in CLIENT_DIRECTIVE_CLASSES:
             if isinstance(event, TopicMetadata):
                 self._update_production(event)
             self.handle_client_directive(event)
             return
+        if event.run is not None:
+            self.handle_periodic(event, raw, self._handle_request)
+        else:
+            self._handle_request(event)
+
+    def _handle_request(self, event: Event) -> None:
         if self.loading_until is not None:
             # The group's coordinator is loading it: Kafka answers COORDINATOR_LOAD_IN_PROGRESS, except that
             # a heartbeat is blindly acknowledged so members are not kicked out by the move.
@@ -226,14 +255,16 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers, Metrics
             if rate is not None:
                 self.production[topic] = (self.now, rate, self._produced(topic))
 
-    def _produced(self, topic: str) -> int:
-        since, rate, base = self.production.get(topic, (self.now, 0.0, 0))
-        return base + int(rate * (self.now - since) / 1000)
+    def _produced(self, topic: str, at: int | None = None) -> int:
+        at = self.now if at is None else at
+        since, rate, base = self.production.get(topic, (at, 0.0, 0))
+        return base + int(rate * (at - since) / 1000)
 
-    def log_end_offset(self, tp) -> int:
-        """Records produced to a partition so far: each partition of a topic gets the topic's per-partition
-        rate (TOPIC_METADATA records_per_second), from the moment it was declared."""
-        return self._produced(tp[0])
+    def log_end_offset(self, tp, at: int | None = None) -> int:
+        """Records produced to a partition so far (or by time `at`, under the current rates): each partition
+        of a topic gets the topic's per-partition rate (TOPIC_METADATA records_per_second), from the moment it
+        was declared."""
+        return self._produced(tp[0], at)
 
     def reported_log_end_offset(self, tp) -> int | None:
         """The log-end offset a broker would report for the partition, or None when the run has no production
@@ -396,6 +427,23 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers, Metrics
         state = dict(self.__dict__)
         state.pop("config", None)
         return state
+
+
+def _concerns_timer(timer: Timer) -> tuple[str | None, bool]:
+    """Whom a due timer concerns: one client (its own timers and answers) or the whole group."""
+    if timer.kind in ("client", "deliver"):
+        return timer.args[0], False
+    return None, True
+
+
+def _concerns_event(event: Event) -> tuple[str | None, bool]:
+    # A client's directive, and its periodic request (which touches only its own member), concern that
+    # client alone; anything else can change what every member's next request gets.
+    if event.type in CLIENT_DIRECTIVE_CLASSES and not isinstance(event, TopicMetadata):
+        return event.client_id, False
+    if event.run is not None and event.origin is not None:
+        return event.client_id, False
+    return None, True
 
 
 def group_from_record(group_id: str, record: dict, now: int) -> ClassicGroup:

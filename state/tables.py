@@ -1,6 +1,6 @@
 """The output contract: every table's columns, in order, with their types.
 
-Types are written in a small vocabulary (`string`, `int32`, `int64`, `bool`, `binary`, `list<T>`,
+Types are written in a small vocabulary (`string`, `int32`, `int64`, `float64`, `bool`, `binary`, `list<T>`,
 `struct<name:T,...>`) that the Parquet writers (local engine) and the Spark schema builder both translate, so
 the two engines cannot drift apart. Rows are plain dicts keyed by column name. docs/tables.md documents the
 same contract for users.
@@ -42,6 +42,8 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("assignment", PARTITIONS),
         ("results", f"list<{RESULT}>"),
         ("coordinator_partition", "int32"),
+        ("repeat_count", "int32"),
+        ("repeat_interval_ms", "int64"),
         ("out_seq", "int64"),
     ],
     "generations": [
@@ -84,6 +86,11 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("generation_id", "int32"),
         ("member_id", "string"),
         ("coordinator_partition", "int32"),
+        ("repeat_count", "int32"),
+        ("repeat_interval_ms", "int64"),
+        ("records_per_second", "float64"),
+        ("rate_origin_ts", "int64"),
+        ("log_end_origin_ts", "int64"),
         ("out_seq", "int64"),
     ],
     "group_metadata": [
@@ -137,6 +144,8 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("client_id", "string"),
         ("request_id", "string"),
         ("raw", "string"),
+        ("repeat_count", "int32"),
+        ("repeat_interval_ms", "int64"),
         ("out_seq", "int64"),
     ],
     "lag_status": [
@@ -197,6 +206,6 @@ def parse_type(spec: str):
                 fields.append((name.strip(), parse_type(sub)))
                 start = i + 1
         return ("struct", fields)
-    if spec not in ("string", "int32", "int64", "bool", "binary"):
+    if spec not in ("string", "int32", "int64", "float64", "bool", "binary"):
         raise ValueError(f"unknown column type {spec!r}")
     return (spec,)

@@ -1,33 +1,68 @@
 """Deadlines kept in the group state: at most one timer per key, rescheduling a key replaces its timer
-(Kafka's coordinator timer). Timers fire in (deadline, scheduling order); a timer is plain data, a kind and
-its arguments, so the whole queue pickles with the group state."""
+(Kafka's coordinator timer). A timer is plain data, a kind and its arguments, so the whole queue pickles with
+the group state.
+
+Timers fire in deadline order. At equal deadlines the coordinator's own timers come first, in the order they
+were scheduled (as Kafka's timer wheel fires them); then the synthetic clients' timers (keys starting with
+"client" or "deliver") in key order. Client timers tie-break on their content rather than on when they were
+scheduled, so a client whose periodic work is computed in closed form (state/periodic.py) fires in the same
+order as one simulated step by step. For the same reason the coordinator's scheduling order is a point in
+time, (clock, then a counter within the same time): closed-form work can schedule "as of" an earlier time.
+"""
 
 from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
 
+CLIENT_SIDE = ("client", "deliver")
+
 
 @dataclass(frozen=True, slots=True)
 class Timer:
     key: tuple
     deadline: int
-    order: int
+    order: tuple  # coordinator timers: (scheduled at, -1 | counter, event key); client timers: the key
     kind: str
     args: tuple = ()
+    stamp: int = 0  # unique per scheduling: tells a live heap entry from a replaced one
+
+    @property
+    def rank(self) -> int:
+        return 1 if self.key[0] in CLIENT_SIDE else 0
 
 
 class TimerQueue:
     def __init__(self) -> None:
         self._by_key: dict[tuple, Timer] = {}
-        self._heap: list[tuple[int, int, tuple]] = []
-        self._order = 0
+        self._heap: list[tuple] = []
+        self._stamp = 0
+        self.clock = 0  # the runtime's current time, set before each step
 
     def schedule(self, key: tuple, deadline: int, kind: str, *args) -> None:
-        self._order += 1
-        timer = Timer(key, deadline, self._order, kind, args)
-        self._by_key[key] = timer
-        heapq.heappush(self._heap, (deadline, self._order, key))
+        self._stamp += 1
+        order = key if key[0] in CLIENT_SIDE else (self.clock, self._stamp, ())
+        self._push(Timer(key, deadline, order, kind, args, self._stamp))
+
+    def schedule_as_of(self, scheduled_at: int, event_key: tuple, key: tuple, deadline: int, kind: str,
+                       *args) -> None:
+        """Schedule a coordinator timer as if it had been scheduled while handling an event with sort key
+        `event_key` at `scheduled_at`, a time at which nothing else ran (closed-form work)."""
+        self._stamp += 1
+        self._push(Timer(key, deadline, (scheduled_at, -1, event_key), kind, args, self._stamp))
+
+    def restore(self, timer: Timer) -> None:
+        """Put back a timer taken out with `take`, in its original place in the order."""
+        self._stamp += 1
+        self._push(Timer(timer.key, timer.deadline, timer.order, timer.kind, timer.args, self._stamp))
+
+    def take(self, key: tuple) -> Timer | None:
+        """Remove a timer and return it, to be restored later."""
+        return self._by_key.pop(key, None)
+
+    def _push(self, timer: Timer) -> None:
+        self._by_key[timer.key] = timer
+        heapq.heappush(self._heap, (timer.deadline, timer.rank, timer.order, timer.stamp, timer.key))
 
     def cancel(self, key: tuple) -> None:
         self._by_key.pop(key, None)
@@ -42,9 +77,9 @@ class TimerQueue:
     def _drop_stale(self) -> None:
         heap = self._heap
         while heap:
-            deadline, order, key = heap[0]
-            timer = self._by_key.get(key)
-            if timer is not None and timer.order == order:
+            entry = heap[0]
+            timer = self._by_key.get(entry[4])
+            if timer is not None and timer.stamp == entry[3]:
                 return
             heapq.heappop(heap)
 
@@ -52,12 +87,16 @@ class TimerQueue:
         self._drop_stale()
         return self._heap[0][0] if self._heap else None
 
+    def peek(self) -> Timer | None:
+        self._drop_stale()
+        return self._by_key[self._heap[0][4]] if self._heap else None
+
     def pop_due(self, now: int) -> Timer | None:
         """The earliest timer with deadline <= now, removed from the queue; None if nothing is due."""
         self._drop_stale()
         if not self._heap or self._heap[0][0] > now:
             return None
-        _, _, key = heapq.heappop(self._heap)
+        key = heapq.heappop(self._heap)[4]
         return self._by_key.pop(key)
 
     def pending(self) -> list[Timer]:
@@ -67,11 +106,12 @@ class TimerQueue:
         return len(self._by_key)
 
     def __getstate__(self):
-        return (sorted(self._by_key.values(), key=lambda t: t.order), self._order)
+        return (sorted(self._by_key.values(), key=lambda t: t.stamp), self._stamp, self.clock)
 
     def __setstate__(self, state) -> None:
-        timers, order = state
+        timers, stamp, clock = state
         self._by_key = {t.key: t for t in timers}
-        self._heap = [(t.deadline, t.order, t.key) for t in timers]
+        self._heap = [(t.deadline, t.rank, t.order, t.stamp, t.key) for t in timers]
         heapq.heapify(self._heap)
-        self._order = order
+        self._stamp = stamp
+        self.clock = clock

@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 from simulations.capture.captured import CapturedInput, captured_records
 from simulations.parquet_tables import PART_FILE, OutputError
 from state.captured_ids import RETRY_SUFFIX
+from state.periodic import expand_rows
 
 # First matching kind wins; the order puts what a client would notice first.
 KINDS = (
@@ -74,7 +75,7 @@ def compare_captured(tables: dict[str, list[dict]], captured_responses: Captured
     import pandas as pd
 
     simulated: dict[str, list[dict]] = defaultdict(list)
-    for row in sorted(tables["responses"], key=lambda r: (r["group_id"], r["out_seq"])):
+    for row in expand_rows("responses", sorted(tables["responses"], key=lambda r: (r["group_id"], r["out_seq"]))):
         if row["request_id"] is not None:
             simulated[row["request_id"]].append(row)
     captured = sorted((c for c in captured_records(captured_responses) if c["api"] in _COMPARED_APIS),
@@ -199,13 +200,16 @@ def final_offsets(tables: dict[str, list[dict]], captured_responses: CapturedInp
                 if r["error"] == "NONE":
                     captured[(c["group_id"], r["topic"], r["partition"])] = (r["offset"], c["request_id"])
     simulated_request: dict[tuple, str] = {}
-    for row in sorted(tables["responses"], key=lambda r: (r["group_id"], r["out_seq"])):
+    # Quiet runs (docs/tables.md) are written when they end: commits are taken in time order.
+    for row in sorted(expand_rows("responses", tables["responses"]),
+                      key=lambda r: (r["group_id"], r["request_ts"], r["out_seq"])):
         if row["api"] == "OffsetCommit":
             for r in row["results"] or ():
                 if r["error"] == "NONE":
                     simulated_request[(row["group_id"], r["topic"], r["partition"])] = row["request_id"]
     simulated: dict[tuple, int | None] = {}
-    for r in sorted(tables["offsets"], key=lambda r: (r["group_id"], r["out_seq"])):
+    for r in sorted(expand_rows("offsets", tables["offsets"]),
+                    key=lambda r: (r["group_id"], r["write_ts"], r["out_seq"])):
         simulated[(r["group_id"], r["topic"], r["partition"])] = r["offset"]  # None: a tombstone
     rows = []
     for key in sorted(captured.keys() | simulated.keys()):

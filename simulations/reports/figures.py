@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from simulations.views.lag_status import PARTITION_STATUSES, LagHistory
@@ -60,6 +61,20 @@ class Bins:
     def index(self, ts: pd.Series) -> pd.Series:
         return ((ts - self.start) // self.width_ms).clip(0, self.count - 1).astype(int)
 
+    def counts(self, frame: pd.DataFrame, column: str) -> list[int]:
+        """Requests (or commits) per bin of the rows' times in `column`, a quiet run's row counting each of
+        its repeats in the bin it falls in (computed per bin edge, never by expanding the runs)."""
+        if frame.empty:
+            return [0] * self.count
+        first = frame[column].astype("int64").to_numpy()
+        count = frame["repeat_count"].fillna(1).astype("int64").to_numpy()
+        interval = frame["repeat_interval_ms"].fillna(1).astype("int64").to_numpy().clip(1)
+        # Edges inside the binned span; what falls before or after lands in the first or last bin (as `index`).
+        edges = self.start + self.width_ms * np.arange(1, self.count)
+        before = np.clip(-(-(edges[None, :] - first[:, None]) // interval[:, None]), 0, count[:, None])
+        cumulative = np.concatenate([np.zeros(1, dtype="int64"), before.sum(axis=0), [count.sum()]])
+        return np.diff(cumulative).tolist()
+
     def spread(self, t0: int, t1: int) -> list[tuple[int, int]]:
         """(bin, milliseconds of [t0, t1) inside it) for every bin the interval touches."""
         out = []
@@ -79,7 +94,7 @@ def rebalances(run: RunTables) -> pd.DataFrame:
 def rank_groups(run: RunTables) -> list[str]:
     """Groups by rebalances, then by responses (busiest first), then by name."""
     counts = pd.DataFrame({"rebalances": rebalances(run).groupby("group_id").size(),
-                           "responses": run["responses"].groupby("group_id").size()}).fillna(0)
+                           "responses": run["responses"].groupby("group_id")["repeat_count"].sum()}).fillna(0)
     counts = counts.reindex(run.groups, fill_value=0)
     ranked = counts.assign(name=counts.index).sort_values(["rebalances", "responses", "name"],
                                                           ascending=[False, False, True])
@@ -210,13 +225,12 @@ def commit_rates(run: RunTables, bins: Bins) -> dict[str, list[float]]:
     failed = pd.Series([_commit_failed(error, results) for error, results in zip(commits["error"], commits["results"])],
                        index=commits.index, dtype=bool)
 
-    def rate(ts: pd.Series) -> list[float]:
-        counts = bins.index(ts.astype("int64")).value_counts()
-        return [counts.get(b, 0) * per_second for b in range(bins.count)]
+    def rate(rows: pd.DataFrame, column: str) -> list[float]:
+        return [n * per_second for n in bins.counts(rows, column)]
 
-    return {"partitions committed": rate(records["write_ts"]),
-            "commit requests ok": rate(commits["request_ts"][~failed]),
-            "commit requests failed": rate(commits["request_ts"][failed])}
+    return {"partitions committed": rate(records, "write_ts"),
+            "commit requests ok": rate(commits[~failed], "request_ts"),
+            "commit requests failed": rate(commits[failed], "request_ts")}
 
 
 def _commit_failed(error: str, results) -> bool:
@@ -232,13 +246,24 @@ def coordinator_load(run: RunTables) -> pd.DataFrame:
     for table in ("responses", "generations", "offsets", "group_metadata"):
         parts.append(run[table][["group_id", "coordinator_partition"]])
     groups = pd.concat(parts).dropna().drop_duplicates().groupby("coordinator_partition")["group_id"].nunique()
-    requests = responses.groupby("coordinator_partition").size()
-    second = responses.assign(second=responses["request_ts"].astype("int64") // 1000)
-    peak = second.groupby(["coordinator_partition", "second"]).size().groupby("coordinator_partition").max()
+    requests = responses.groupby("coordinator_partition")["repeat_count"].sum()
+    peak = pd.Series({partition: _peak_per_second(rows) for partition, rows in
+                      responses.groupby("coordinator_partition")}, dtype="int64")
     load = pd.DataFrame({"groups": groups, "requests": requests, "peak_per_second": peak}).fillna(0)
     load["requests_per_second"] = load["requests"] / span_s
     load.index = load.index.astype(int)
     return load.sort_index()
+
+
+def _peak_per_second(responses: pd.DataFrame) -> int:
+    """The busiest second's requests, each repeat of a quiet run in its own second (one partition's runs
+    expanded at a time, as arrays of times)."""
+    first = responses["request_ts"].astype("int64").to_numpy()
+    count = responses["repeat_count"].fillna(1).astype("int64").to_numpy()
+    interval = responses["repeat_interval_ms"].fillna(0).astype("int64").to_numpy()
+    offsets = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
+    seconds = (np.repeat(first, count) + offsets * np.repeat(interval, count)) // 1000
+    return int(np.unique(seconds, return_counts=True)[1].max()) if len(seconds) else 0
 
 
 def consumption(run: RunTables) -> pd.DataFrame | None:

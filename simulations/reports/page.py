@@ -66,7 +66,9 @@ setInterval(refresh, REFRESH_MS);
 def summary(run: RunTables) -> str:
     """The header's figures for the run."""
     states = run["group_states"]
-    errors = Counter(run["responses"]["error"])
+    responses = run["responses"]
+    # A quiet run's row answers repeat_count requests.
+    errors = Counter(responses.groupby("error")["repeat_count"].sum().astype(int).to_dict())
     top_errors = ", ".join(f"{name} {count}" for name, count in errors.most_common(4)) or "none"
     start, end = run.start_ts, run.end_ts
     facts = [
@@ -75,7 +77,7 @@ def summary(run: RunTables) -> str:
         ("groups", str(len(run.groups))),
         ("generations", str(len(run["generations"]))),
         ("rebalances", str(int((states["to_state"] == "PreparingRebalance").sum()))),
-        ("responses", f"{len(run['responses'])} ({top_errors})"),
+        ("responses", f"{sum(errors.values())} ({top_errors})"),
         ("rejected rows", str(len(run["rejects"]))),
     ]
     return "<dl>" + "".join(f"<div><dt>{escape(k)}</dt><dd>{escape(v)}</dd></div>" for k, v in facts) + "</dl>"

@@ -12,7 +12,9 @@ valid or not for the same reason as in the run. Then, as a replay counts them:
                + rejected late                an engine reject of a valid event (its group's clock had passed)
                + rejected                     a `rejects` row with the row's line and text
 
-Requests that synthetic clients sent (the `requests` table) must be answered too (or parked at the end).
+A row with `repeat_count` counts as the requests it stands for, and a quiet run (a `requests` or
+`responses` row with `repeat_count`) as its requests. Requests that synthetic clients sent (the `requests`
+table) must be answered too (or parked at the end).
 A response with no request behind it, a request neither answered nor explained, or an invalid row missing
 from `rejects` fails the check.
 """
@@ -28,7 +30,7 @@ import pandas as pd
 
 from simulations.inputs import InputError, read_events
 from simulations.validation.result import Check
-from state.events import API_NAMES
+from state.events import API_NAMES, expand_repeats
 
 PARKED_IN = {"JoinGroup": "PreparingRebalance", "SyncGroup": "CompletingRebalance"}
 NAME = "every input row processed or rejected"
@@ -41,17 +43,26 @@ def account_for_input(tables: dict[str, pd.DataFrame], events: Sequence[str | Pa
         return Check("input", NAME, False, f"cannot read the events: {error}")
     if "responses" not in tables or "rejects" not in tables:
         return Check("input", NAME, False, "cannot check: the responses or rejects table is not readable")
-    applied = [e for e in rows.events if until is None or e.ts <= until]
+    events = [e for row in rows.events for e in expand_repeats(row)]
+    applied = [e for e in events if until is None or e.ts <= until]
     requests = Counter((e.group_id, e.ts, e.seq, API_NAMES[e.type]) for e in applied if e.type in API_NAMES)
     directives = sum(1 for e in applied if e.type not in API_NAMES)
-    synthetic = Counter((r.group_id, int(r.ts), int(r.seq), API_NAMES.get(r.type, r.type))
-                        for r in tables["requests"].itertuples(index=False)) if "requests" in tables else Counter()
-    answered = Counter((r.group_id, int(r.request_ts), int(r.request_seq), r.api)
-                       for r in tables["responses"].itertuples(index=False))
-
-    synthetic_answered = synthetic & answered
-    input_answered = requests & (answered - synthetic_answered)
-    orphans = answered - synthetic_answered - input_answered
+    synthetic = Counter()
+    for r in tables["requests"].itertuples(index=False) if "requests" in tables else ():
+        synthetic[(r.group_id, int(r.ts), int(r.seq), API_NAMES.get(r.type, r.type))] += _repeats(r.repeat_count)
+    # A synthetic run is answered by a run of the same first request and count; any other response row
+    # answers one request per repeat.
+    synthetic_answered, answered = Counter(), Counter()
+    for r in tables["responses"].itertuples(index=False):
+        key, count = (r.group_id, int(r.request_ts), int(r.request_seq), r.api), _repeats(r.repeat_count)
+        if synthetic[key] - synthetic_answered[key] >= count:
+            synthetic_answered[key] += count
+            continue
+        interval = 0 if pd.isna(r.repeat_interval_ms) else int(r.repeat_interval_ms)
+        for i in range(count):
+            answered[(r.group_id, int(r.request_ts) + i * interval, int(r.request_seq), r.api)] += 1
+    input_answered = requests & answered
+    orphans = answered - input_answered
 
     given_rejects = Counter((r["line"], r["raw"]) for r in rows.rejects)
     table_rejects = Counter((int(r.line), r.raw) for r in tables["rejects"].itertuples(index=False))
@@ -66,9 +77,9 @@ def account_for_input(tables: dict[str, pd.DataFrame], events: Sequence[str | Pa
     parked_input = sum((parked & (requests - input_answered - late_matched)).values())
 
     terms = [(sum(input_answered.values()), "answered"), (directives, "directives and faults applied"),
-             (parked_input, "parked at the end"), (len(rows.events) - len(applied), "after --until"),
+             (parked_input, "parked at the end"), (len(events) - len(applied), "after --until"),
              (sum(late_matched.values()), "rejected late"), (sum((given_rejects & table_rejects).values()), "rejected")]
-    total = len(rows.events) + len(rows.rejects)
+    total = len(events) + len(rows.rejects)
     detail = f"{total} = " + " + ".join(f"{n} {label}" for n, label in terms if n) if total else "0 input rows"
     if synthetic:
         detail += f"; {sum(synthetic_answered.values())} of {sum(synthetic.values())} synthetic requests answered"
@@ -87,6 +98,10 @@ def account_for_input(tables: dict[str, pd.DataFrame], events: Sequence[str | Pa
     if problems:
         return Check("input", NAME, False, "; ".join(problems) + f" ({detail})")
     return Check("input", NAME, True, detail)
+
+
+def _repeats(count) -> int:
+    return 1 if pd.isna(count) else int(count)
 
 
 def _event_key(raw: str) -> tuple | None:

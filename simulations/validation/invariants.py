@@ -63,12 +63,20 @@ def _transitions_chain(tables: dict[str, pd.DataFrame]) -> str | None:
 def _commits_current_generation(tables: dict[str, pd.DataFrame]) -> str | None:
     commits = tables["offsets"]
     commits = commits[commits["offset"].notna() & (commits["generation_id"] != STANDALONE)]
-    states = tables["group_states"][["group_id", "out_seq", "generation_id"]].rename(
+    states = tables["group_states"][["group_id", "out_seq", "ts", "generation_id"]].rename(
         columns={"generation_id": "group_generation"})
-    # The group's generation when the commit was written: its latest state row before the commit.
-    merged = pd.merge_asof(commits.astype({"out_seq": "int64"}).sort_values("out_seq"),
-                           states.astype({"out_seq": "int64"}).sort_values("out_seq"),
+    runs = commits["repeat_count"].fillna(1) > 1
+    # The group's generation when the commit was written: its latest state row before the commit. A quiet
+    # run of commits (all of one generation) is written when it ends: it is placed at its first commit.
+    merged = pd.merge_asof(commits[~runs].astype({"out_seq": "int64"}).sort_values("out_seq"),
+                           states.drop(columns="ts").astype({"out_seq": "int64"}).sort_values("out_seq"),
                            on="out_seq", by="group_id", direction="backward")
+    if runs.any():
+        first_commits = commits[runs].assign(ts=commits["write_ts"]).astype({"ts": "int64"}).sort_values("ts")
+        merged_runs = pd.merge_asof(first_commits,
+                                    states.drop(columns="out_seq").astype({"ts": "int64"}).sort_values("ts"),
+                                    on="ts", by="group_id", direction="backward")
+        merged = pd.concat([merged, merged_runs.drop(columns="ts")])
     bad = merged[merged["group_generation"].isna() | (merged["generation_id"] != merged["group_generation"])]
     if bad.empty:
         return None

@@ -33,8 +33,8 @@ VALUE_SETS: dict[str, list[str]] = {
 }
 
 # What great-expectations calls each contract type in a pandas frame read by `raw_tables`.
-GE_TYPES = {"string": "str", "binary": "bytes", "int32": "Int32Dtype", "int64": "Int64Dtype", "bool": "BooleanDtype",
-            "list": "list"}
+GE_TYPES = {"string": "str", "binary": "bytes", "int32": "Int32Dtype", "int64": "Int64Dtype", "float64": "float64",
+            "bool": "BooleanDtype", "list": "list"}
 
 
 NULLS = {"<NA>", "None", "nan", "NaT"}

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from simulations.views.run_tables import RunTables
+from simulations.views.run_tables import RunTables, expand_runs, last_repeat
 from state import consumer_protocol
 
 EMPTY, PREPARING, COMPLETING, STABLE, DEAD = "Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"
@@ -84,8 +84,11 @@ def coordinator_partition_of(run: RunTables, group_id: str) -> int | None:
 
 def committed_offsets(run: RunTables, group_id: str, ts: int) -> dict[tuple[str, int], int]:
     rows = run.group("offsets", group_id)
+    rows = expand_runs("offsets", rows[rows["write_ts"] <= ts])
+    # A quiet run is written when it ends, after records of later commits: time order, not table order.
+    rows = rows[rows["write_ts"] <= ts].sort_values(["write_ts", "out_seq"], kind="stable")
     offsets: dict[tuple[str, int], int] = {}
-    for row in rows[rows["write_ts"] <= ts].itertuples(index=False):
+    for row in rows.itertuples(index=False):
         key = (row.topic, int(row.partition))
         if pd.isna(row.offset):
             offsets.pop(key, None)
@@ -176,7 +179,8 @@ def _drop_removed(run: RunTables, group_id: str, members: list[Member], next_gen
     timeouts): members the next generation does not have, the least recently heard from first."""
     survivors = {m.member_id for m in _generation_members(run, group_id, next_generation)}
     responses = run.group("responses", group_id)
-    heard = responses[responses["request_ts"] <= at].groupby("member_id")["request_ts"].max().to_dict()
+    responses = responses[responses["request_ts"] <= at]
+    heard = responses.assign(last=last_repeat(responses, "request_ts", at)).groupby("member_id")["last"].max().to_dict()
     candidates = sorted((m for m in members if m.member_id not in survivors), key=lambda m: heard.get(m.member_id, -1))
     removed = {m.member_id for m in candidates[:count]}
     return [m for m in members if m.member_id not in removed]

@@ -43,6 +43,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Iterable, Mapping
 
 from simulations.views.run_tables import RunTables
+from state.periodic import OFFSETS_RUN_COLUMNS, expand_rows
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -208,7 +209,8 @@ class _Partition:
     samples: list[tuple[int, int]] = field(default_factory=list)
 
 
-COMMIT_COLUMNS = ("group_id", "topic", "partition", "out_seq", "write_ts", "commit_ts", "offset", "log_end_offset")
+COMMIT_COLUMNS = ("group_id", "topic", "partition", "out_seq", "write_ts", "commit_ts", "offset", "log_end_offset",
+                  *OFFSETS_RUN_COLUMNS)
 DELETION_COLUMNS = ("group_id", "write_ts", "out_seq", "tombstone")
 
 
@@ -220,7 +222,9 @@ class LagHistory:
                  settings: Settings = Settings()):
         self.settings = settings
         self._groups: dict[str, dict[tuple[str, int], _Partition]] = {}
-        rows = sorted((r for r in commits if r["offset"] is not None), key=itemgetter("group_id", "out_seq"))
+        # A quiet run of commits stands for one commit per interval (docs/tables.md, "Quiet runs").
+        rows = sorted((r for r in expand_rows("offsets", commits) if r["offset"] is not None),
+                      key=itemgetter("group_id", "out_seq"))
         for r in rows:
             group = self._groups.get(r["group_id"])
             if group is None:

@@ -13,7 +13,8 @@ Empty: its ExpirationTime prints as `_`, as Kafka's source printed it when KIP-2
 `NULL` in upper case, as every version of the text formatter did.
 
 Records come in the order they were written (write_ts, then each group's out_seq): the merged log of every
-`__consumer_offsets` partition in time order.
+`__consumer_offsets` partition in time order. A quiet run of auto-commits (one row of the table) prints as
+the records of each of its commits.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Iterator
 import pandas as pd
 
 from simulations.views.describe import UnknownGroup
-from simulations.views.run_tables import RunTables, load_run
+from simulations.views.run_tables import RunTables, expand_runs, load_run
 
 NO_METADATA = "NO_METADATA"
 NO_EXPIRY = "_"
@@ -38,7 +39,7 @@ def offsets_log(run_dir: str | os.PathLike | RunTables, group: str | None = None
         if group not in run.groups:
             raise UnknownGroup(f"group {group!r} is not in this run")
         rows = rows[rows["group_id"] == group]
-    rows = rows.sort_values(["write_ts", "group_id", "out_seq"], kind="stable")
+    rows = expand_runs("offsets", rows).sort_values(["write_ts", "group_id", "out_seq"], kind="stable")
     for row in rows.itertuples(index=False):
         yield f"[{row.group_id},{row.topic},{row.partition}]::{_value(row)}"
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from state.config import CoordinatorConfig
 from state.events import parse_event
+from state.periodic import expand_rows
 from state.runtime import GroupRuntime
 
 DEFAULT_TOPICS = ("foo",)
@@ -249,6 +250,14 @@ class GroupContext:
         return None if self.runtime.group is None else self.runtime.group.state.value
 
     def rows(self, table: str) -> list[dict]:
+        """The table so far, one row per request: quiet runs (written or still open) expanded."""
+        rows = self.tables.get(table, [])
+        if table in ("requests", "responses", "offsets"):
+            rows = expand_rows(table, rows + self.runtime.open_run_rows()[table])
+        return rows
+
+    def written(self, table: str) -> list[dict]:
+        """The table as written so far (quiet runs as one row each)."""
         return self.tables.get(table, [])
 
     def responses(self, api: str | None = None) -> list[dict]:

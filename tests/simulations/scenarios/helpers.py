@@ -11,6 +11,7 @@ from simulations.engines import RunResult, run_local
 from simulations.scenarios import Generated, Scenario
 from simulations.settings import load_config
 from state.events import parse_event
+from state.periodic import expand_rows
 
 
 def shipped_small(name: str, sets: dict | None = None, timeline: list | None = None, **top) -> Scenario:
@@ -33,8 +34,9 @@ class Run:
     result: RunResult
 
     def rows(self, table: str, group_id: str | None = None) -> list[dict]:
+        """The table's rows (of `group_id`) in written order, a quiet run as one row per request."""
         rows = [r for r in self.result.tables[table] if group_id is None or r["group_id"] == group_id]
-        return sorted(rows, key=lambda r: (r["group_id"], r["out_seq"]))
+        return expand_rows(table, sorted(rows, key=lambda r: (r["group_id"], r["out_seq"])))
 
     def metrics(self, group_id: str) -> dict:
         [row] = self.rows("metrics", group_id)

@@ -1,0 +1,484 @@
+"""Quiet runs and their elision: a steady member's periodic requests cost one row and (almost) no work.
+
+A quiet run is a chain of one client's periodic requests (heartbeats, or auto-commits) that all succeed the
+same way at a fixed interval: error NONE, the same member and generation, and for commits every partition
+accepted with offsets that follow the consumption model. The run is written once, when it closes, as one
+`requests` row, one `responses` row and (commits) one `offsets` row per partition, each carrying
+`repeat_count` and `repeat_interval_ms`; commit runs carry the offsets rule (`records_per_second`,
+`rate_origin_ts`). A run closes when the next request of its chain does not fit, when the client sends
+anything else (JoinGroup, SyncGroup, LeaveGroup, a commit before a rejoin or a close), when the client stops,
+and at the end of the run. An input row with `repeat_count` replays as the run it describes.
+
+Runs are written the same way whether the requests were simulated one by one (explicit mode,
+`coordsim.periodic.elision=0`) or not at all (the default): with elision, a client in the steady state has
+its heartbeat, auto-commit and metadata-refresh timers and its session timer taken out of the timer queue;
+before the group handles anything else, the elided requests are caught up in closed form (folded into their
+runs, committed offsets and the member's session deadline brought up to date), and the client's explicit
+state is put back whenever the next item concerns it, the group as a whole, or falls on one of its own
+periodic instants. A mixin of `GroupRuntime`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from state.consumer import Phase, SyntheticConsumer
+from state.group_state import GroupState
+
+HEARTBEAT_CHAIN = "heartbeat"
+COMMIT_CHAIN = "commit"
+# Response fields that differ from one request of a run to the next; everything else must be equal.
+VARYING_RESPONSE = ("request_ts", "response_ts", "request_id", "request_seq", "out_seq")
+VARYING_OFFSET = ("offset", "log_end_offset", "commit_ts", "write_ts", "out_seq")
+# What an `offsets` row needs besides its own values to be expanded into one row per commit.
+OFFSETS_RUN_COLUMNS = ("repeat_count", "repeat_interval_ms", "records_per_second", "rate_origin_ts",
+                       "log_end_origin_ts")
+
+
+@dataclass
+class QuietRun:
+    raw: dict | None               # the first request as an input row (synthetic clients' chains)
+    response: dict                 # the first response row
+    offsets: list[dict]            # the first commit's `offsets` rows
+    rules: list[tuple]             # per offsets row: (records/s, rate origin ts, base) of offset = rule(ts)
+    log_end_rules: list[tuple | None]  # per offsets row: the same for its log_end_offset (None: not modelled)
+    last_ts: int
+    count: int = 1
+    interval: int | None = None
+
+
+def rule_offset(rule: tuple, ts: int) -> int:
+    """The consumption model in closed form: what a consuming client has processed when its commit, sent
+    request latency before `ts`, left it (the same arithmetic as GroupRuntime.log_end_offset)."""
+    rate, origin, base = rule
+    return base + int(rate * (ts - origin) / 1000)
+
+
+@dataclass
+class Chain:
+    """A periodic chain of one elided client: instants first + k * period, k >= 0."""
+    first: int
+    period: int
+    done: int = 0      # instants whose timer already ran (in closed form)
+    arrived: int = 0   # requests (sent at those instants) already folded into the run
+
+
+@dataclass
+class ElidedClient:
+    heartbeat: Chain
+    commit: Chain | None        # the auto-commit poll chain, if the client polls for auto-commit
+    sends_commits: bool         # the poll commits (the client owns partitions)
+    metadata: Chain | None      # the leader's metadata refresh
+    session: object             # the member's session Timer taken out of the queue
+    last_reset: tuple | None = None  # (arrival ts, event key) of the last folded request: the session restarts
+
+
+class PeriodicHandlers:
+    # -- quiet runs (both modes) ---------------------------------------------------------------------------
+    def handle_periodic(self, event, raw: dict | None, handler) -> None:
+        """Handle a request of a periodic chain: fold it into its open run, or close that run and start a
+        new one, or write it as an ordinary request when it is not quiet."""
+        with self.out.deferred() as rows:
+            handler(event)
+        run = self.runs.get(event.run)
+        if run is not None and self._fits(run, event, rows):
+            run.count += 1
+            run.interval = event.ts - run.last_ts
+            run.last_ts = event.ts
+            return
+        if run is not None:
+            self.close_run(event.run)
+        rules = self._quiet_rules(event, rows)
+        if rules is None:
+            if raw is not None:
+                self.out.request(raw)
+            for table, row in rows:
+                self.out.emit(table, row)
+            return
+        response = rows[-1][1]
+        offsets = [row for _, row in rows[:-1]]
+        self.runs[event.run] = QuietRun(raw=raw, response=response, offsets=offsets, rules=rules,
+                                        log_end_rules=[self._log_end_rule(row) for row in offsets],
+                                        last_ts=event.ts)
+
+    def _quiet_rules(self, event, rows) -> list[tuple] | None:
+        """None if the request is not quiet; else the offsets rule of each of its `offsets` rows."""
+        table, response = rows[-1] if rows else (None, None)
+        if table != "responses" or response["error"] != "NONE":
+            return None
+        if event.type == "HEARTBEAT":
+            return [] if len(rows) == 1 else None
+        offsets = [row for t, row in rows[:-1] if t == "offsets"]
+        if (len(offsets) != len(rows) - 1 or len(offsets) != len(event.offsets)
+                or any(r["error"] != "NONE" for r in response["results"])
+                or any(row["commit_ts"] != event.ts for row in offsets)):
+            return None
+        rules = [self._commit_rule(event, p, row) for p, row in zip(event.offsets, offsets)]
+        # A run's log-end offsets grow at its offsets' rate (`records_per_second`): a commit whose offset does
+        # not follow production (a client that stopped consuming) is written on its own.
+        if any((log_end := self._log_end_rule(row)) is not None and log_end[0] != rule[0]
+               for row, rule in zip(offsets, rules)):
+            return None
+        return rules
+
+    def _commit_rule(self, event, partition, row) -> tuple:
+        offset, ts = row["offset"], event.ts
+        if partition.records_per_second:  # an input row's own rule
+            rate, origin = partition.records_per_second, partition.rate_origin_ts
+            return (rate, origin, offset - int(rate * (ts - origin) / 1000))
+        if event.origin is not None:
+            since, rate, base = self.production.get(row["topic"], (0, 0.0, 0))
+            sent = int(event.request_id.rpartition("@")[2])
+            rule = (rate, since + ts - sent, base)
+            if rate and rule_offset(rule, ts) == offset:
+                return rule
+        return (0.0, 0, offset)
+
+    def _log_end_rule(self, row: dict) -> tuple | None:
+        """The production model behind a commit's `log_end_offset` (GroupRuntime.log_end_offset)."""
+        if row["log_end_offset"] is None:
+            return None
+        since, rate, base = self.production[row["topic"]]
+        return (rate, since, base)
+
+    def _fits(self, run: QuietRun, event, rows) -> bool:
+        if event.ts <= run.last_ts or (run.interval is not None and event.ts - run.last_ts != run.interval):
+            return False
+        if len(rows) != len(run.offsets) + 1 or rows[-1][0] != "responses":
+            return False
+        if _strip(rows[-1][1], VARYING_RESPONSE) != _strip(run.response, VARYING_RESPONSE):
+            return False
+        for (table, row), first, rule, log_end in zip(rows, run.offsets, run.rules, run.log_end_rules):
+            if (table != "offsets" or _strip(row, VARYING_OFFSET) != _strip(first, VARYING_OFFSET)
+                    or row["offset"] != rule_offset(rule, event.ts) or row["commit_ts"] != event.ts
+                    or row["write_ts"] != event.ts
+                    or row["log_end_offset"] != (None if log_end is None else rule_offset(log_end, event.ts))):
+                return False
+        return True
+
+    def close_run(self, key: str) -> None:
+        run = self.runs.pop(key)
+        if run.raw is not None:
+            self.out.request(_run_raw(run), run.count, run.interval)
+        for table, row in _run_rows(run):
+            self.out.emit(table, row)
+
+    def open_run_rows(self) -> dict[str, list[dict]]:
+        """The rows the open runs would be written as if they closed now, without `out_seq` (to look at a
+        run in progress)."""
+        self.fold_elided(self.now + 1)
+        rows: dict[str, list[dict]] = {"requests": [], "offsets": [], "responses": []}
+        for run in self.runs.values():
+            if run.raw is not None:
+                raw = _run_raw(run)
+                rows["requests"].append({"group_id": self.group_id, "ts": raw["ts"], "seq": raw["seq"],
+                                         "type": raw["type"], "client_id": raw["client_id"],
+                                         "request_id": raw["request_id"], "raw": json.dumps(raw, sort_keys=True),
+                                         "repeat_count": run.count, "repeat_interval_ms": run.interval})
+            for table, row in _run_rows(run):
+                rows[table].append(row)
+        return rows
+
+    def close_client_runs(self, origin: str) -> None:
+        """The client sent something else or stopped: its runs end here."""
+        for chain in (HEARTBEAT_CHAIN, COMMIT_CHAIN):
+            if f"{origin}/{chain}" in self.runs:
+                self.close_run(f"{origin}/{chain}")
+
+    def close_all_runs(self) -> None:
+        for key in list(self.runs):
+            self.close_run(key)
+
+    # -- elision -------------------------------------------------------------------------------------------
+    def elide_quiet_clients(self) -> None:
+        """Take the periodic timers of every client in the steady state out of the queue."""
+        group = self.group
+        if group is None or group.state != GroupState.STABLE or self.loading_until is not None or self.write_failures:
+            return
+        for client in self.clients.values():
+            if client.client_id not in self.elided and client.alive and client.phase == Phase.STABLE:
+                self._try_elide(client, group)
+
+    def _try_elide(self, client: SyntheticConsumer, group) -> None:
+        now, cfg = self.now, client.config
+        latency = cfg.request_latency_ms + cfg.response_latency_ms
+        if (client.closing or not client.heartbeat_enabled or client.rejoin_needed or client.in_flight
+                or client.awaiting or client.paused_until > now or client.poll_stalled_until > now
+                or client.generation != group.generation_id or not group.has_member(client.member_id)
+                or latency >= cfg.heartbeat_interval_ms):
+            return
+        timers = {t.key[2]: t for t in self._client_timers(client)}
+        heartbeat, poll, metadata = (timers.pop(kind, None) for kind in ("heartbeat", "poll", "metadata"))
+        if timers or heartbeat is None or heartbeat.deadline <= now:
+            return
+        run = self.runs.get(f"{client.origin}/{HEARTBEAT_CHAIN}")
+        interval = cfg.heartbeat_interval_ms
+        if not self._continues(client, run, heartbeat.deadline, interval):
+            return
+        commit = None
+        if poll is not None:
+            p = poll.deadline
+            period = client.next_poll(p + cfg.auto_commit_interval_ms) - p
+            if (p <= now or p < client.next_auto_commit or not cfg.enable_auto_commit or latency >= period):
+                return
+            if client.owned and not self._commits_fold(client, p, period):
+                return
+            commit = Chain(p, period)
+        if metadata is not None:
+            snapshot = client.metadata_snapshot
+            current = {t: self.cluster_topics[t] for t in snapshot if t in self.cluster_topics} if snapshot else None
+            if metadata.deadline <= now or current != snapshot:
+                return
+        session = self.timers.take(("heartbeat", client.member_id))
+        if session is None:
+            return
+        for t in (heartbeat, poll, metadata):
+            if t is not None:
+                self.timers.cancel(t.key)
+        self.elided[client.client_id] = ElidedClient(
+            heartbeat=Chain(heartbeat.deadline, interval), commit=commit, sends_commits=bool(client.owned),
+            metadata=None if metadata is None else Chain(metadata.deadline, cfg.metadata_max_age_ms),
+            session=session)
+
+    def _commits_fold(self, client: SyntheticConsumer, p: int, period: int) -> bool:
+        """Every auto-commit from `p` on folds into the client's open commit run: it commits its positions
+        under the production rates the run's offsets rules were made from."""
+        run = self.runs.get(f"{client.origin}/{COMMIT_CHAIN}")
+        latency = client.config.request_latency_ms
+        if not client.consuming or not self._continues(client, run, p, period):
+            return False
+        if [(r["topic"], r["partition"]) for r in run.offsets] != [tuple(tp) for tp in client.owned]:
+            return False
+        for row, rule in zip(run.offsets, run.rules):
+            since, rate, base = self.production.get(row["topic"], (0, 0.0, 0))
+            if rule != ((rate, since + latency, base) if rate else (0.0, 0, base)):
+                return False
+        return True
+
+    @staticmethod
+    def _continues(client: SyntheticConsumer, run: QuietRun | None, sent: int, period: int) -> bool:
+        """The client's open run would take its next periodic request, sent at `sent`, as it stands."""
+        response = None if run is None else run.response
+        return (run is not None and run.last_ts + period == sent + client.config.request_latency_ms
+                and run.interval in (None, period) and response["member_id"] == client.member_id
+                and response["generation_id"] == client.generation
+                and response["group_instance_id"] == client.group_instance_id)
+
+    def _client_timers(self, client: SyntheticConsumer) -> list:
+        return [t for kind in ("heartbeat", "poll", "metadata", "poll_timeout", "resume", "assigned")
+                if (t := self.timers.get(("client", client.client_id, kind))) is not None]
+
+    def catch_up(self, at: int, target: str | None, whole_group: bool) -> bool:
+        """Before an item at `at`: fold every elided request that arrived before `at`, and give back their
+        explicit state to the clients the item concerns (`target`, or all when `whole_group`) and to those
+        with a periodic instant at `at` itself. True if anything changed."""
+        changed = False
+        for client_id in list(self.elided):
+            elided = self.elided[client_id]
+            client = self.clients[client_id]
+            changed |= self._fold(client, elided, at)
+            if whole_group or client_id == target or self._due_at(client, elided, at):
+                self._restore(client, elided, at)
+                changed = True
+        return changed
+
+    def fold_elided(self, at: int) -> None:
+        """Fold the elided requests that arrived before `at` (the end of a run)."""
+        for client_id, elided in self.elided.items():
+            self._fold(self.clients[client_id], elided, at)
+
+    def _chains(self, elided: ElidedClient):
+        return [c for c in (elided.heartbeat, elided.commit, elided.metadata) if c is not None]
+
+    def _due_at(self, client: SyntheticConsumer, elided: ElidedClient, at: int) -> bool:
+        cfg = client.config
+        offsets = (0, cfg.request_latency_ms, cfg.request_latency_ms + cfg.response_latency_ms)
+        return any(at >= c.first + d and (at - c.first - d) % c.period == 0
+                   for c in self._chains(elided) for d in offsets)
+
+    @staticmethod
+    def _count_before(chain: Chain, offset: int, at: int) -> int:
+        """How many instants k have first + k * period + offset < at."""
+        span = at - chain.first - offset
+        return 0 if span <= 0 else -(-span // chain.period)
+
+    def _fold(self, client: SyntheticConsumer, elided: ElidedClient, at: int) -> bool:
+        latency = client.config.request_latency_ms
+        changed = False
+        for chain, key, sends in ((elided.heartbeat, HEARTBEAT_CHAIN, True),
+                                  (elided.commit, COMMIT_CHAIN, elided.sends_commits)):
+            if chain is None:
+                continue
+            chain.done = max(chain.done, self._count_before(chain, 0, at))
+            if not sends:
+                continue
+            arrived = self._count_before(chain, latency, at)
+            if arrived <= chain.arrived:
+                continue
+            changed = True
+            run = self.runs[f"{client.origin}/{key}"]
+            run.count += arrived - chain.arrived
+            run.interval = chain.period
+            run.last_ts = chain.first + (arrived - 1) * chain.period + latency
+            chain.arrived = arrived
+            reset = (run.last_ts, self.periodic_event_key(client, key, run.last_ts - latency))
+            elided.last_reset = reset if elided.last_reset is None else max(elided.last_reset, reset)
+            if key == COMMIT_CHAIN:
+                self._commit_in_closed_form(run)
+        if elided.metadata is not None:
+            elided.metadata.done = self._count_before(elided.metadata, 0, at)
+        return changed
+
+    def _commit_in_closed_form(self, run: QuietRun) -> None:
+        for row, rule in zip(run.offsets, run.rules):
+            self.offsets[(row["topic"], row["partition"])] = {
+                "offset": rule_offset(rule, run.last_ts), "leader_epoch": row["leader_epoch"],
+                "metadata": row["metadata"], "commit_ts": run.last_ts, "expire_ts": row["expire_ts"]}
+        self.offsets_version += 1
+
+    def _restore(self, client: SyntheticConsumer, elided: ElidedClient, at: int) -> None:
+        """Put back the explicit state the client would have at `at` had it run step by step."""
+        del self.elided[client.client_id]
+        cfg = client.config
+        latency, back = cfg.request_latency_ms, cfg.response_latency_ms
+        if elided.last_reset is None:
+            self.timers.restore(elided.session)
+        else:
+            ts, event_key = elided.last_reset
+            member = self.group.member(client.member_id)
+            self.timers.schedule_as_of(ts, event_key, ("heartbeat", client.member_id),
+                                       ts + member.session_timeout_ms, "heartbeat", client.member_id)
+        for chain, key in ((elided.heartbeat, HEARTBEAT_CHAIN), (elided.commit, COMMIT_CHAIN)):
+            if chain is None:
+                continue
+            kind = "heartbeat" if key == HEARTBEAT_CHAIN else "poll"
+            self._client_timer(client, kind, chain.first + chain.done * chain.period)
+            if key == COMMIT_CHAIN and chain.done:
+                client.next_auto_commit = chain.first + (chain.done - 1) * chain.period + cfg.auto_commit_interval_ms
+            if chain.done == 0 or (key == COMMIT_CHAIN and not elided.sends_commits):
+                continue
+            sent = chain.first + (chain.done - 1) * chain.period
+            if chain.arrived < chain.done:  # on the wire
+                self.send_periodic(client, key, sent)
+            elif sent + latency + back >= at:  # answered, the answer on its way back
+                run = self.runs[f"{client.origin}/{key}"]
+                row = dict(run.response, request_ts=sent + latency, response_ts=sent + latency,
+                           request_id=self.periodic_request_id(client, key, sent), request_seq=client.request_counter)
+                client.in_flight[key] = row["request_id"]
+                client.awaiting += 1
+                self.timers.schedule(("deliver", client.client_id, row["request_id"]), sent + latency + back,
+                                     "deliver", client.client_id, client.incarnation, row)
+        if elided.metadata is not None:
+            m = elided.metadata
+            self._client_timer(client, "metadata", m.first + m.done * m.period)
+
+    def elided_session_deadlines(self) -> list[int]:
+        """Where the elided members' session timers would stand now."""
+        deadlines = []
+        for client_id, elided in self.elided.items():
+            client = self.clients[client_id]
+            latency = client.config.request_latency_ms
+            last = [chain.first + (n - 1) * chain.period + latency
+                    for chain, sends in ((elided.heartbeat, True), (elided.commit, elided.sends_commits))
+                    if chain is not None and sends and (n := self._count_before(chain, latency, self.now + 1))]
+            if last:
+                deadlines.append(max(last) + self.group.member(client.member_id).session_timeout_ms)
+            else:
+                deadlines.append(elided.session.deadline)
+        return deadlines
+
+
+def _run_raw(run: QuietRun) -> dict:
+    """The run's `requests` row: the first request, with the repeat and each partition's offsets rule."""
+    raw = dict(run.raw)
+    if run.count > 1:
+        raw.update(repeat_count=run.count, repeat_interval_ms=run.interval)
+        if "offsets" in raw:
+            raw["offsets"] = [dict(p, records_per_second=rule[0], rate_origin_ts=rule[1]) if rule[0] else p
+                              for p, rule in zip(raw["offsets"], run.rules)]
+    return raw
+
+
+def _run_rows(run: QuietRun) -> list[tuple[str, dict]]:
+    repeat = {"repeat_count": run.count, "repeat_interval_ms": run.interval}
+    rows = []
+    for row, rule, log_end in zip(run.offsets, run.rules, run.log_end_rules):
+        rated = run.count > 1 and rule[0]
+        log_end_rated = run.count > 1 and log_end is not None and log_end[0]
+        rows.append(("offsets", dict(row, **repeat, records_per_second=rule[0] if rated else None,
+                                     rate_origin_ts=rule[1] if rated else None,
+                                     log_end_origin_ts=log_end[1] if log_end_rated else None)))
+    rows.append(("responses", dict(run.response, **repeat)))
+    return rows
+
+
+# -- reading runs back -------------------------------------------------------------------------------------
+_PERIODIC_ID = re.compile(r"^(.*/(?:heartbeat|commit))@(-?\d+)$")
+
+
+def repeated_request_id(request_id: str | None, shift: int) -> str | None:
+    """The id of the request `shift` ms after `request_id` in its run: a synthetic client's periodic
+    requests are named by when they were sent; an input row's repeats share its id."""
+    match = _PERIODIC_ID.match(request_id or "")
+    return request_id if match is None else f"{match.group(1)}@{int(match.group(2)) + shift}"
+
+
+def expand_row(table: str, row: dict) -> list[dict]:
+    """A `responses`, `offsets` or `requests` row as the one row per request it stands for (a row that is not a
+    run comes back as it is)."""
+    count = row.get("repeat_count") or 1
+    if count == 1:
+        return [row]
+    interval, single = row["repeat_interval_ms"], {"repeat_count": 1, "repeat_interval_ms": None}
+    expanded = []
+    for i in range(count):
+        shift = i * interval
+        if table == "responses":
+            expanded.append(dict(row, **single, request_ts=row["request_ts"] + shift,
+                                 response_ts=row["response_ts"] + shift,
+                                 request_id=repeated_request_id(row["request_id"], shift)))
+        elif table == "offsets":
+            offset = row["offset"]
+            if _rated(row["records_per_second"]):
+                rule = (row["records_per_second"], row["rate_origin_ts"], 0)
+                offset += rule_offset(rule, row["commit_ts"] + shift) - rule_offset(rule, row["commit_ts"])
+            log_end = row["log_end_offset"]
+            if log_end is not None and _known(row["log_end_origin_ts"]):
+                rule = (row["records_per_second"], row["log_end_origin_ts"], 0)
+                log_end += rule_offset(rule, row["commit_ts"] + shift) - rule_offset(rule, row["commit_ts"])
+            expanded.append(dict(row, **single, records_per_second=None, rate_origin_ts=None, log_end_offset=log_end,
+                                 log_end_origin_ts=None, offset=offset,
+                                 commit_ts=row["commit_ts"] + shift, write_ts=row["write_ts"] + shift))
+        else:
+            raw = json.loads(row["raw"])
+            raw.pop("repeat_count")
+            raw.pop("repeat_interval_ms")
+            raw.update(ts=raw["ts"] + shift, request_id=repeated_request_id(raw["request_id"], shift))
+            for p in raw.get("offsets", ()):
+                rate, origin = p.pop("records_per_second", None), p.pop("rate_origin_ts", None)
+                if rate:
+                    rule = (rate, origin, 0)
+                    p["offset"] += rule_offset(rule, raw["ts"]) - rule_offset(rule, raw["ts"] - shift)
+            expanded.append(dict(row, **single, ts=raw["ts"], request_id=raw["request_id"],
+                                 raw=json.dumps(raw, sort_keys=True)))
+    return expanded
+
+
+def expand_rows(table: str, rows) -> list[dict]:
+    if table not in ("requests", "responses", "offsets"):
+        return list(rows)
+    return [r for row in rows for r in expand_row(table, row)]
+
+
+def _known(value) -> bool:
+    return value is not None and value == value  # NaN: a missing value read back by pandas
+
+
+def _rated(rate) -> bool:
+    return rate is not None and rate == rate and rate != 0  # NaN: a missing rate read back by pandas
+
+
+def _strip(row: dict, keys) -> dict:
+    return {k: v for k, v in row.items() if k not in keys}

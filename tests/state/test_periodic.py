@@ -1,0 +1,175 @@
+"""Quiet runs and periodic elision: the same rows whether a steady member's heartbeats and auto-commits are
+simulated one by one or computed in closed form, and a quiet hour that costs O(members) work."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from state.config import ConfigError, CoordinatorConfig
+from state.events import EventError, parse_event
+from state.periodic import expand_row, expand_rows
+from state.runtime import GroupRuntime
+
+HOUR = 3_600_000
+EXPLICIT = CoordinatorConfig(coordsim_periodic_elision=0)
+ELIDED = CoordinatorConfig()
+
+
+def directive(ts: int, etype: str, line: int, **fields):
+    return parse_event({"ts": ts, "group_id": "g", "type": etype, **fields}, "test", line)
+
+
+def simulate(config: CoordinatorConfig, events, stops, end: int, reencode: bool = False):
+    """Run `events` to `end`, advancing to each of `stops` on the way (micro-batch boundaries), optionally
+    through encode/decode at each stop as the Spark engine does; returns the rows (and, under "drain", where
+    a finite run would drain to at `end`) and the runtime."""
+    runtime = GroupRuntime("g", config)
+    runtime.offer(events)
+    rows: dict[str, list] = {}
+    for t in sorted(set(stops)) + [end]:
+        runtime.advance_to(t)
+        for table, produced in runtime.take_output().tables.items():
+            rows.setdefault(table, []).extend(produced)
+        if reencode:
+            runtime = GroupRuntime.decode(runtime.encode(), config)
+    rows["drain"] = [runtime.max_pending_deadline()]
+    runtime.finish()
+    for table, produced in runtime.take_output().tables.items():
+        rows.setdefault(table, []).extend(produced)
+    return rows, runtime
+
+
+def stable_group(members: int, rate: float = 10.0, **config):
+    events = [directive(0, "TOPIC_METADATA", 0, topics=[{"topic": "t", "partitions": 2 * members,
+                                                       "records_per_second": rate}])]
+    events += [directive(0, "CLIENT_START", i + 1, client_id=f"c{i}", topics=["t"], config=config)
+               for i in range(members)]
+    return events
+
+
+def test_a_quiet_hour_is_a_handful_of_rows_and_steps_in_both_modes():
+    events = stable_group(10)
+    explicit, slow = simulate(EXPLICIT, events, [], HOUR)
+    elided, fast = simulate(ELIDED, events, [], HOUR)
+    assert explicit == elided
+    beats = [r for r in elided["responses"] if r["api"] == "Heartbeat"]
+    assert sum(r["repeat_count"] for r in beats) > 10 * HOUR // 3_000 * 0.99
+    assert len(beats) <= 4 * 10  # a run per member, bar the first rebalance's beats
+    assert len(elided["offsets"]) < 200
+    # Explicit mode applies every heartbeat, commit and answer; elided mode a number of steps independent
+    # of the length of the quiet period.
+    assert slow.steps > 10 * HOUR // 3_000 * 3
+    assert fast.steps < 1_000
+    _, day = simulate(ELIDED, events, [], 24 * HOUR)
+    assert day.steps == fast.steps
+
+
+def test_runs_expand_to_the_requests_simulated_one_by_one():
+    events = stable_group(2, rate=7.3)
+    rows, _ = simulate(EXPLICIT, events, [], 120_000)
+    commits = expand_rows("offsets", [r for r in rows["offsets"] if r["partition"] == 0])
+    assert [c["commit_ts"] for c in commits] == sorted({c["commit_ts"] for c in commits})
+    # A consuming member commits what was produced when it sent the commit (7.3 records/s).
+    for c in commits:
+        assert c["offset"] == int(7.3 * (c["commit_ts"] - 1) / 1000)
+    runs = [r for r in rows["responses"] if r["repeat_count"] > 1]
+    assert runs and all(r["error"] == "NONE" for r in runs)
+    expanded = expand_row("responses", runs[0])
+    assert [r["request_ts"] for r in expanded] == [runs[0]["request_ts"] + i * runs[0]["repeat_interval_ms"]
+                                                   for i in range(runs[0]["repeat_count"])]
+    assert len({r["request_id"] for r in expanded}) == len(expanded)
+
+
+def test_a_requests_row_with_a_repeat_replays_as_its_run():
+    events = stable_group(3, rate=3.3)
+    rows, _ = simulate(ELIDED, events, [], 600_000)
+    replayed = [parse_event(json.loads(r["raw"]), "requests", i) for i, r in enumerate(rows["requests"])]
+    assert any(getattr(e, "repeat_count", 1) > 1 for e in replayed)
+    again, _ = simulate(EXPLICIT, replayed, [], 600_000)
+
+    def commits(table):
+        return sorted((r["write_ts"], r["topic"], r["partition"], r["offset"], r["commit_ts"])
+                      for r in expand_rows("offsets", table))
+
+    assert commits(again["offsets"]) == commits(rows["offsets"])
+    assert [dict(r, out_seq=0) for r in again["generations"]] == [dict(r, out_seq=0) for r in rows["generations"]]
+
+
+def test_repeat_fields_are_validated():
+    base = {"ts": 0, "group_id": "g", "type": "HEARTBEAT", "member_id": "m", "generation_id": 1}
+    with pytest.raises(EventError, match="repeat_interval_ms"):
+        parse_event(dict(base, repeat_count=3))
+    with pytest.raises(EventError, match="repeat_count"):
+        parse_event(dict(base, repeat_count=0, repeat_interval_ms=5))
+    commit = {"ts": 0, "group_id": "g", "type": "OFFSET_COMMIT", "member_id": "m", "generation_id": 1,
+              "repeat_count": 2, "repeat_interval_ms": 5}
+    with pytest.raises(EventError, match="records_per_second"):
+        parse_event(dict(commit, offsets=[{"topic": "t", "partition": 0, "offset": 1, "records_per_second": -1}]))
+    with pytest.raises(EventError, match="rate_origin_ts"):
+        parse_event(dict(commit, offsets=[{"topic": "t", "partition": 0, "offset": 1, "records_per_second": 2}]))
+    with pytest.raises(ConfigError, match="coordsim.periodic.elision"):
+        CoordinatorConfig.from_kafka({"coordsim.periodic.elision": 2})
+
+
+# -- explicit == elided over random timelines ----------------------------------------------------------------
+
+CLIENT_CONFIGS = st.fixed_dictionaries({}, optional={
+    "heartbeat.interval.ms": st.sampled_from([1_000, 3_000, 2_500]),
+    "session.timeout.ms": st.sampled_from([10_000, 45_000]),
+    "auto.commit.interval.ms": st.sampled_from([1_000, 5_000, 7_777]),
+    "enable.auto.commit": st.booleans(),
+    "coordsim.network.rtt.ms": st.sampled_from([0, 1, 2, 9, 3_500]),
+    "coordsim.poll.interval.ms": st.sampled_from([100, 333]),
+    "metadata.max.age.ms": st.sampled_from([20_000, 300_000]),
+    "partition.assignment.strategy": st.sampled_from([["range"], ["cooperative-sticky"], ["roundrobin"]]),
+})
+
+
+@st.composite
+def timelines(draw):
+    clients = draw(st.integers(1, 4))
+    rate = draw(st.sampled_from([0, 10, 3.3]))
+    rows = [("TOPIC_METADATA", 0, {"topics": [{"topic": "t", "partitions": draw(st.integers(1, 6)),
+                                               "records_per_second": rate}]})]
+    for i in range(clients):
+        fields = {"client_id": f"c{i}", "topics": ["t"], "config": draw(CLIENT_CONFIGS)}
+        if draw(st.booleans()):
+            fields["group_instance_id"] = f"i{i}"
+        rows.append(("CLIENT_START", draw(st.integers(0, 5_000)), fields))
+    for _ in range(draw(st.integers(0, 6))):
+        ts = draw(st.integers(0, 400_000))
+        kind = draw(st.sampled_from(["CLIENT_CRASH", "CLIENT_STOP", "CLIENT_START", "CLIENT_PAUSE", "CLIENT_PAUSE",
+                                     "TOPIC_METADATA", "COORDINATOR_FAULT", "SUBSCRIBE"]))
+        client = f"c{draw(st.integers(0, clients - 1))}"
+        if kind == "CLIENT_START":
+            fields = {"client_id": client, "topics": ["t"], "config": draw(CLIENT_CONFIGS)}
+        elif kind == "CLIENT_PAUSE":
+            fields = {"client_id": client, "duration_ms": draw(st.sampled_from([500, 20_000, 400_000])),
+                      "scope": draw(st.sampled_from(["process", "poll"]))}
+        elif kind == "TOPIC_METADATA":
+            fields = {"topics": [{"topic": "t", "partitions": draw(st.integers(1, 8)),
+                                  "records_per_second": draw(st.sampled_from([0, 10, 3.3]))}]}
+        elif kind == "COORDINATOR_FAULT":
+            fields = draw(st.sampled_from([{"fault": "move", "load_delay_ms": 2_000},
+                                           {"fault": "write_failure", "count": 2}]))
+        elif kind == "SUBSCRIBE":
+            fields = {"client_id": client, "topics": draw(st.sampled_from([["t"], ["t", "u"]]))}
+        else:
+            fields = {"client_id": client}
+        rows.append((kind, ts, fields))
+    stops = draw(st.lists(st.integers(0, 500_000), max_size=4))
+    return [directive(ts, kind, line, **fields) for line, (kind, ts, fields) in enumerate(rows)], stops
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(timelines(), st.booleans())
+def test_explicit_and_elided_runs_write_the_same_rows(timeline, reencode):
+    events, stops = timeline
+    explicit, _ = simulate(EXPLICIT, events, [], 500_000)
+    elided, _ = simulate(ELIDED, events, stops, 500_000, reencode=reencode)
+    assert elided == explicit
+
