@@ -63,3 +63,22 @@ def test_a_stalled_poll_loop_stops_committing_so_its_partitions_stop():
     assert 120 < start < end < 200 and len(partitions) == 3
     table = result.result.tables["lag_status"]
     assert {r["status"] for r in table} == {"OK"} and {r["evaluated_ts"] for r in table} == {result.result.final_ts}
+
+
+def test_every_commit_of_a_run_carries_the_log_end_offset_of_its_time():
+    """Commit runs are written once (docs/tables.md, "Quiet runs"): expanded, each commit's log_end_offset is
+    the partition's production up to its write time, as if every commit had been written on its own."""
+    result = run(shipped_small("partition-increase", sets={"*": {"groups": 2, "members": 3}}))
+    runs = [r for r in result.result.tables["offsets"] if r["repeat_count"] > 1 and r["log_end_offset"] is not None]
+    assert runs and all(r["log_end_origin_ts"] is not None for r in runs)
+    checked = 0
+    for group_id in result.group_ids():
+        [declared] = [r for r in result.directives("TOPIC_METADATA", group_id) if "records_per_second" in r["topics"][0]]
+        rates = {t["topic"]: t["records_per_second"] for t in declared["topics"]}
+        for row in result.rows("offsets", group_id):
+            if row["offset"] is None:
+                continue
+            expected = int(rates[row["topic"]] * (row["write_ts"] - declared["ts"]) / 1000)
+            assert row["log_end_offset"] == expected, row
+            checked += 1
+    assert checked > 10 * len(runs)
