@@ -20,6 +20,7 @@ from typing import Any, Iterable, Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from simulations.heap import long_lived_heap
 from state.events import Event, EventError, parse_event
 
 JSONL_SUFFIXES = (".jsonl", ".json")
@@ -36,6 +37,7 @@ class InputRows:
     rejects: list[dict] = field(default_factory=list)
 
 
+@long_lived_heap()
 def read_events(paths: Iterable[str | os.PathLike]) -> InputRows:
     """Validate every row of every file under `paths`, in argument order, folders in sorted order."""
     rows = InputRows()

@@ -2,18 +2,23 @@
 
 The Arrow schema of each table is derived from `state.tables`, the single declaration both engines share.
 Files are byte-identical for identical rows: rows are sorted by `state.tables.SORT_KEYS` before writing and
-nothing that varies between runs (wall-clock time, host, pandas metadata) goes into the file.
+nothing that varies between runs (wall-clock time, host, pandas metadata) goes into the file. Two entry
+points share one writer: `write_tables` (row dicts, the local engine) and `write_arrow_tables` (Arrow tables
+in any row order and chunking, the Spark engine, whose executors build them).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 from typing import Mapping
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from simulations.heap import long_lived_heap
 from state.tables import SORT_KEYS, TABLES, columns, parse_type
 
 PART_FILE = "part-00000.parquet"
@@ -42,36 +47,56 @@ def arrow_type(spec) -> pa.DataType:
     return _SCALARS[kind]
 
 
+# Built once per table: the Spark engine's executors convert every step call's rows with it.
+@functools.lru_cache(maxsize=None)
 def arrow_schema(table: str) -> pa.Schema:
     return pa.schema([pa.field(name, arrow_type(parse_type(spec))) for name, spec in TABLES[table]])
 
 
-def sorted_rows(table: str, rows: list[dict]) -> list[dict]:
-    keys = SORT_KEYS[table]
-    # None sorts first, so a null key cannot make the order depend on the rows' arrival order.
-    return sorted(rows, key=lambda row: tuple((row[k] is not None, row[k]) for k in keys))
-
-
-def to_arrow(table: str, rows: list[dict]) -> pa.Table:
+def rows_to_arrow(table: str, rows: list[dict]) -> pa.Table:
+    """`rows` as an Arrow table of `table`'s schema, in the given order."""
     expected = set(columns(table))
     seen = set().union(*rows) if rows else expected
     if seen != expected:
         # A core row with a column the contract lacks (or without one it has) is a bug, not user input.
         raise ValueError(f"{table} rows do not match state.tables: extra {sorted(seen - expected)}, "
                          f"missing {sorted(expected - seen)}")
-    return pa.Table.from_pylist(sorted_rows(table, rows), schema=arrow_schema(table))
+    return pa.Table.from_pylist(rows, schema=arrow_schema(table))
 
 
+def sort_table(table: str, data: pa.Table) -> pa.Table:
+    """`data` sorted by the table's SORT_KEYS, in one chunk per column: the same file whatever order and
+    chunking the rows came in."""
+    # Nulls first, so a null key cannot make the order depend on the rows' arrival order; the sort is stable.
+    order = pc.sort_indices(data, sort_keys=[(key, "ascending", "at_start") for key in SORT_KEYS[table]])
+    return data.take(order).combine_chunks()
+
+
+def to_arrow(table: str, rows: list[dict]) -> pa.Table:
+    return sort_table(table, rows_to_arrow(table, rows))
+
+
+@long_lived_heap()
 def write_tables(out_dir: str | os.PathLike, tables: Mapping[str, list[dict]]) -> Path:
     """Write every table of `state.tables.TABLES` (missing ones empty) under `out_dir`; returns the folder.
 
     A table folder's other Parquet files are removed first, so a reader of the folder never mixes in parts
     of an earlier run."""
-    unknown = set(tables) - set(TABLES)
-    if unknown:
-        raise ValueError(f"not output tables: {sorted(unknown)}")
+    _check_names(tables)
+    return write_arrow_tables(out_dir, {name: rows_to_arrow(name, list(tables.get(name, ()))) for name in TABLES})
+
+
+def write_arrow_tables(out_dir: str | os.PathLike, tables: Mapping[str, pa.Table]) -> Path:
+    """`write_tables` for Arrow tables of `arrow_schema(name)`, rows in any order: the same bytes for the
+    same rows."""
+    _check_names(tables)
     out = Path(out_dir)
-    arrow_tables = {name: to_arrow(name, list(tables.get(name, ()))) for name in TABLES}
+    arrow_tables = {}
+    for name in TABLES:
+        data = tables[name] if name in tables else arrow_schema(name).empty_table()
+        if not data.schema.equals(arrow_schema(name)):
+            raise ValueError(f"{name}: Arrow schema differs from state.tables: {data.schema}")
+        arrow_tables[name] = sort_table(name, data)
     try:
         out.mkdir(parents=True, exist_ok=True)
         for name, data in arrow_tables.items():
@@ -88,6 +113,12 @@ def write_tables(out_dir: str | os.PathLike, tables: Mapping[str, list[dict]]) -
     except OSError as error:
         raise OutputError(f"cannot write the output folder {out}: {error.strerror or error}") from None
     return out
+
+
+def _check_names(tables: Mapping) -> None:
+    unknown = set(tables) - set(TABLES)
+    if unknown:
+        raise ValueError(f"not output tables: {sorted(unknown)}")
 
 
 def read_table(out_dir: str | os.PathLike, table: str):

@@ -11,8 +11,9 @@ import base64
 import binascii
 import dataclasses
 import datetime as _dt
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from state import consumer_protocol
 from state.client_config import ClientConfig
@@ -296,6 +297,8 @@ def _missing(value: Any) -> bool:
 
 def _int(raw: Mapping, name: str, default: Any = _REQUIRED, lo: int = INT64_MIN, hi: int = INT64_MAX) -> int:
     value = raw.get(name)
+    if type(value) is int and lo <= value <= hi:
+        return value  # the common case first: every field of every input row is read through here
     if _missing(value):
         if default is _REQUIRED:
             raise EventError(f"missing required field '{name}'")
@@ -304,6 +307,8 @@ def _int(raw: Mapping, name: str, default: Any = _REQUIRED, lo: int = INT64_MIN,
 
 
 def _as_int(value: Any, name: str, lo: int = INT64_MIN, hi: int = INT64_MAX) -> int:
+    if type(value) is int and lo <= value <= hi:
+        return value
     if isinstance(value, bool):
         raise EventError(f"field '{name}' must be an integer, got a boolean")
     if isinstance(value, float):
@@ -327,6 +332,8 @@ def _as_int(value: Any, name: str, lo: int = INT64_MIN, hi: int = INT64_MAX) -> 
 
 def _str(raw: Mapping, name: str, default: Any = _REQUIRED) -> Any:
     value = raw.get(name)
+    if type(value) is str:
+        return value
     if _missing(value):
         if default is _REQUIRED:
             raise EventError(f"missing required field '{name}'")

@@ -8,6 +8,8 @@ order, so reproducing a real broker's answers needs that order exactly (spec §1
 
 from __future__ import annotations
 
+import functools
+import sys
 from typing import Generic, Iterator, TypeVar
 
 INT_MIN = -(2**31)
@@ -21,12 +23,18 @@ def to_int32(n: int) -> int:
     return n - (1 << 32) if n >= (1 << 31) else n
 
 
+# UTF-16 in this machine's byte order, so the code units read straight out of the encoded bytes.
+_UTF16_NATIVE = "utf-16-le" if sys.byteorder == "little" else "utf-16-be"
+
+
+# Member ids are hashed every time a member map's iteration order is rebuilt: remembering the recent ones
+# takes the hashing out of the coordinator's per-event cost.
+@functools.lru_cache(maxsize=1 << 16)
 def string_hash_code(s: str) -> int:
     """Java's String.hashCode over UTF-16 code units, as a signed 32-bit int."""
     h = 0
-    data = s.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    for unit in memoryview(s.encode(_UTF16_NATIVE)).cast("H"):
+        h = (31 * h + unit) & 0xFFFFFFFF
     return to_int32(h)
 
 

@@ -12,8 +12,9 @@ three phases; each phase is a restart of the same query over a longer file list:
    every group; each group applies everything up to final, then ends its run.
 
 Then the committed batches are compacted into `OUT/<table>/part-00000.parquet` with the local engine's
-writer. Every decision is kept in a file (the control files, the checkpoint, the sink's commit log), so
-running the same command again after a kill resumes where it stopped and gives the same tables.
+writer (its Arrow entry point: the executors already turned each call's rows into Arrow record batches).
+Every decision is kept in a file (the control files, the checkpoint, the sink's commit log), so running the
+same command again after a kill resumes where it stopped and gives the same tables.
 """
 
 from __future__ import annotations
@@ -26,10 +27,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
+import pyarrow as pa
+
 from simulations.capture.captured import captured_records
 from simulations.engines.local import RunResult
 from simulations.inputs import event_files
-from simulations.parquet_tables import write_tables
+from simulations.parquet_tables import to_arrow, write_arrow_tables
 from simulations.views.lag_status import lag_status_rows
 from state.config import CoordinatorConfig
 from state.tables import TABLES
@@ -37,7 +40,7 @@ from streaming import sink as batches
 from streaming.progress import ProgressListener, RunDisplay, print_summary
 from streaming.session import get_session, resolve_settings, run_session
 from streaming.source import SOURCE_NAME, EventFileSource, read_control_final, write_control
-from streaming.step import META_TABLE, OUTPUT_SCHEMA, STATE_SCHEMA, GroupFacts, decode_row, make_step
+from streaming.step import META_TABLE, OUTPUT_SCHEMA, STATE_SCHEMA, GroupFacts, decode_facts, make_step
 
 RUN_FILE = "_run.json"
 # Control files, in the order the phases write them (the source reads files in list order).
@@ -47,14 +50,39 @@ END_OF_RUN = "3-end-of-run.control"
 
 
 class RunMismatch(Exception):
-    """OUT holds the checkpoint of a different run (other inputs or settings)."""
+    """OUT holds the checkpoint of a different run (other inputs or settings, or an older micro-batch format)."""
+
+
+class ArrowRows(Mapping):
+    """Every table as compacted (Arrow tables, rows in no particular order), read as row dicts on first
+    access: a run's summary reads a few tables, and converting millions of rows it does not read would cost
+    more than writing them."""
+
+    def __init__(self, arrow: Mapping[str, pa.Table]) -> None:
+        self.arrow = dict(arrow)
+        self._rows: dict[str, list[dict]] = {}
+
+    def __getitem__(self, name: str) -> list[dict]:
+        if name not in self._rows:
+            self._rows[name] = self.arrow[name].to_pylist()
+        return self._rows[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.arrow)
+
+    def __len__(self) -> int:
+        return len(self.arrow)
+
+    def row_count(self, name: str) -> int:
+        return self.arrow[name].num_rows
 
 
 @dataclass
 class SparkRunResult(RunResult):
-    """The local engine's result, plus what only a Spark run has. `tables` holds every table as written
-    under `out_dir`, input rejects included."""
+    """The local engine's result, plus what only a Spark run has. `tables` (an `ArrowRows`) holds every table
+    as written under `out_dir`, input rejects included."""
 
+    tables: ArrowRows = field(default_factory=lambda: ArrowRows({}))
     out_dir: str = ""
     batches: int = 0
     late_rows: int = 0
@@ -143,7 +171,7 @@ class _Run:
     def identity(self) -> dict:
         identity = {"inputs": [list(pair) for pair in self.inputs], "until": self.until,
                     "coordinator": self.config.to_kafka(), "streaming.watermark.delay.ms": self.delay,
-                    "streaming.state.buckets": self.buckets}
+                    "streaming.state.buckets": self.buckets, "batches_format": batches.FORMAT}
         if self.captured is not None:
             identity["captured"] = self.captured
         return identity
@@ -153,8 +181,9 @@ class _Run:
         if path.exists():
             previous = json.loads(path.read_text(encoding="utf-8"))
             if previous != json.loads(json.dumps(self.identity())):
-                raise RunMismatch(f"{self.out} holds a Spark run of other inputs or settings; resuming it "
-                                  f"would mix two runs. Use another --out, or delete {self.out}.")
+                raise RunMismatch(f"{self.out} holds a Spark run of other inputs or settings (or of an older "
+                                  f"coordsim release); resuming it would mix two runs. Use another --out, or "
+                                  f"delete {self.out}.")
             return
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(self.identity(), indent=1), encoding="utf-8")
@@ -237,12 +266,12 @@ class _Run:
         meta = batches.read_batch(self.batches, batch_id, META_TABLE)
         rejects = batches.read_batch(self.batches, batch_id, "rejects")
         facts = [] if meta is None else list(self.meta_rows(meta))
-        self.display.batch_committed(batch_id, facts, 0 if rejects is None else rejects.num_rows)
+        self.display.batch_committed(batch_id, facts, 0 if rejects is None else sum(rejects["rows"].to_pylist()))
 
     @staticmethod
     def meta_rows(part) -> Iterator[tuple[str, GroupFacts]]:
         for group_id, payload in zip(part["group_id"].to_pylist(), part["payload"].to_pylist()):
-            yield group_id, GroupFacts(*decode_row(payload))
+            yield group_id, decode_facts(payload)
 
     def ensure_control(self, name: str, beyond: int, final: int, end_groups: Sequence[str] = ()) -> None:
         """Write control file `name` unless a previous attempt of this run already did: its sentinel sits
@@ -269,17 +298,16 @@ class _Run:
         return facts
 
     def compact(self, final: int | None) -> SparkRunResult:
-        tables = {name: [] for name in TABLES}
-        for name in TABLES:
-            for _, part in batches.read_committed(self.batches, name):
-                tables[name].extend(map(decode_row, part["payload"].to_pylist()))
-        tables["lag_status"] = lag_status_rows(tables, final)
-        write_tables(self.out, tables)
+        tables = {name: batches.committed_table(self.batches, name) for name in TABLES}
+        # Derived once the run has ended, from the rows as written (state.tables: not a step output).
+        tables["lag_status"] = to_arrow("lag_status", lag_status_rows(
+            {name: tables[name].to_pylist() for name in ("offsets", "group_metadata")}, final))
+        write_arrow_tables(self.out, tables)
         facts = self.facts()
         committed = batches.committed_batches(self.batches)
         reports = batches.read_progress(self.batches)
         return SparkRunResult(
-            tables=tables,
+            tables=ArrowRows(tables),
             groups=len(facts.known),
             events_applied=facts.events,
             events_after_until=facts.after_until,
@@ -303,7 +331,7 @@ class _Run:
             "groups": result.groups,
             "late_rows": result.late_rows,
             "late_rows_unknown_batches": result.late_rows_unknown_batches,
-            "rows": {name: len(rows) for name, rows in result.tables.items()},
+            "rows": {name: result.tables.row_count(name) for name in result.tables},
             "wall_s": result.wall_s,
             "phases_s": result.phases_s,
             "coordinator": self.config.to_kafka(),

@@ -150,8 +150,8 @@ def print_summary(result) -> None:
     if result.late_rows_unknown_batches:
         late += f" (+ unknown for batches {result.late_rows_unknown_batches}: progress lost in a kill)"
     table.add_row("late rows dropped by the watermark", late)
-    for name, rows in result.tables.items():
-        table.add_row(f"  {name}", f"{len(rows):,} rows")
+    for name in result.tables:
+        table.add_row(f"  {name}", f"{result.tables.row_count(name):,} rows")
     table.add_row("micro-batches", str(result.batches))
     table.add_row("wall time", f"{result.wall_s:.1f} s")
     console.print(table)

@@ -2,7 +2,7 @@
 through its commit log.
 
 Layout:
-    _batches/batch-<id>/table=<table>/part-*.parquet   envelope rows (group_id, out_seq, payload) of a batch
+    _batches/batch-<id>/table=<table>/part-*.parquet   envelope rows (group_id, rows, payload) of a batch
     _batches/_committed                                 one batch id per line, appended once the batch exists
     _batches/_progress.jsonl                            per batch id, the facts only Spark's progress reports
 
@@ -12,6 +12,10 @@ driver, whose memory would otherwise have to hold a whole micro-batch of output 
 drain advances 100k groups at once). Spark re-executes a batch it had not committed itself with the same
 input, state and watermark, so the step produces the same rows: if `batch-<id>` is already there, the new
 copy is dropped. Readers take only committed ids: a batch killed half-way is never read.
+
+An output table's envelope row carries many rows at once (`rows` of them): its payload is Arrow record
+batches of the table's schema in IPC format (`encode_table`), so the executors, not the driver, turn row
+dicts into columns. `committed_table` reads a table back from every committed batch.
 """
 
 from __future__ import annotations
@@ -26,9 +30,13 @@ from typing import Callable, Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from simulations.parquet_tables import arrow_schema, rows_to_arrow
+
 COMMITTED = "_committed"
 PROGRESS = "_progress.jsonl"
-ENVELOPE_COLUMNS = ["group_id", "out_seq", "payload"]
+ENVELOPE_COLUMNS = ["group_id", "rows", "payload"]
+# The layout of the envelope rows; part of a run's identity, so a run is never resumed across layouts.
+FORMAT = 2
 
 
 def batch_folder(root: Path, batch_id: int) -> Path:
@@ -102,6 +110,25 @@ def read_committed(root: Path, table: str) -> Iterator[tuple[int, pa.Table]]:
         part = read_batch(root, batch_id, table)
         if part is not None:
             yield batch_id, part
+
+
+def encode_table(table: str, rows: list[dict]) -> bytes:
+    """Rows of an output table as one envelope payload: Arrow IPC record-batch messages of
+    `arrow_schema(table)`, without the schema (every reader knows it, and most calls emit only a few rows)."""
+    return b"".join(batch.serialize().to_pybytes() for batch in rows_to_arrow(table, rows).to_batches())
+
+
+def decode_table(table: str, payload: bytes) -> pa.Table:
+    schema = arrow_schema(table)
+    return pa.Table.from_batches([pa.ipc.read_record_batch(message, schema)
+                                  for message in pa.ipc.MessageReader.open_stream(payload)], schema)
+
+
+def committed_table(root: Path, table: str) -> pa.Table:
+    """Every committed row of an output table under the sink folder `root`, in no particular order."""
+    # Payloads are whole IPC messages: joined, they read as one stream (one key per group makes many small ones).
+    return decode_table(table, b"".join(payload for _, part in read_committed(root, table)
+                                        for payload in part["payload"].to_pylist()))
 
 
 def record_progress(root: Path, batch_id: int, facts: dict) -> None:

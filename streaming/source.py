@@ -22,10 +22,11 @@ import dataclasses
 import functools
 import io
 import json
+import operator
 import os
 import pickle
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles, SupportsTriggerAvailableNow
@@ -155,16 +156,18 @@ class EventPickler(pickle.Pickler):
     otherwise pickle through `dataclasses`' generic state methods, which look up the fields on every object:
     unpickling an event took about twice as long. The result is plain pickle, read with `pickle.loads`."""
 
-    _fields: dict[type, tuple[str, ...] | None] = {}
+    _values: dict[type, Callable[[Any], tuple] | None] = {}
 
     def reducer_override(self, obj):
         cls = type(obj)
-        names = self._fields.get(cls, ())
-        if names == ():
-            names = self._fields[cls] = _constructor_fields(cls)
-        if names is None:
+        try:
+            values = self._values[cls]
+        except KeyError:
+            names = _constructor_fields(cls)
+            values = self._values[cls] = None if names is None else _values_getter(names)
+        if values is None:
             return NotImplemented
-        return cls, tuple(getattr(obj, name) for name in names)
+        return cls, values(obj)
 
     @classmethod
     def dumper(cls):
@@ -200,6 +203,13 @@ def _captured_answers(path: str, mtime_ns: int) -> dict:
     from simulations.capture.replay import captured_answers
 
     return captured_answers(path)
+
+
+def _values_getter(names: tuple[str, ...]) -> Callable[[Any], tuple]:
+    """obj -> the tuple of its `names` attributes, read in C (every input event goes through it)."""
+    if len(names) == 1:
+        return lambda obj, get=operator.attrgetter(names[0]): (get(obj),)
+    return operator.attrgetter(*names) if names else lambda obj: ()
 
 
 def _control_rows(path: str) -> Iterator[tuple]:

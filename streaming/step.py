@@ -14,10 +14,11 @@ watermark alone, so a micro-batch re-executed after a crash, in whichever phase 
 what it did the first time. A group's runtime is only decoded when something is due: events waiting for
 the watermark cost no unpickling and no re-encoding.
 
-Output (one DataFrame per call): envelope rows `(table, group_id, out_seq, payload)`, the payload being the
-row dict in `marshal` format (`decode_row`: several times faster to read back than pickle, and rows are plain
-data); rejects carry their source and line in `group_id` / `out_seq` (their sort key); and one `engine_meta` row
-(out_seq -1) per group touched, whose payload is a `GroupFacts` tuple for the driver.
+Output (one DataFrame per call): envelope rows `(table, group_id, rows, payload)`. Each output table the
+call produced rows for gets one row whose payload is those rows as Arrow record batches
+(`streaming.sink.encode_table`), built here, in the executors: the driver's compaction then only
+concatenates, sorts and writes. `engine_meta` rows are one per group touched (`rows` 1), whose payload is a
+`GroupFacts` tuple in `marshal` format for the driver.
 """
 
 from __future__ import annotations
@@ -30,15 +31,13 @@ import pandas as pd
 
 from state.config import CoordinatorConfig
 from state.runtime import GroupRuntime
+from state.tables import TABLES
+from streaming import sink
 from streaming.source import end_of_run_final
 
-OUTPUT_SCHEMA = "table string, group_id string, out_seq long, payload binary"
+OUTPUT_SCHEMA = "table string, group_id string, rows long, payload binary"
 STATE_SCHEMA = "slots binary"
 META_TABLE = "engine_meta"  # not an output table: GroupFacts for the driver
-
-# Envelope payloads: output rows hold only str, int, float, bool, None, bytes, list and dict.
-encode_row = marshal.dumps
-decode_row = marshal.loads
 
 STATE_FORMAT = b"coordsim-slots"
 STATE_FORMAT_VERSION = 1
@@ -71,6 +70,14 @@ class GroupFacts(NamedTuple):
     max_event_ts: int | None          # latest event time this call received (events after `until` too)
     events: int                       # events this call received and kept
     after_until: int                  # events of this call after `until`, left out as the local engine does
+
+
+def encode_facts(facts: GroupFacts) -> bytes:
+    return marshal.dumps(tuple(facts))
+
+
+def decode_facts(payload: bytes) -> GroupFacts:
+    return GroupFacts(*marshal.loads(payload))
 
 
 def make_step(config: CoordinatorConfig, until: int | None, bucketed: bool):
@@ -165,37 +172,29 @@ def _decode(blob: bytes) -> dict[str, Slot]:
 
 
 class _Envelopes:
-    """Columns of one call's output DataFrame, filled row by row in plain lists."""
+    """One call's output: every table's rows, gathered over the call's groups, and its groups' facts."""
 
     def __init__(self) -> None:
-        self.table: list[str] = []
-        self.group_id: list[str] = []
-        self.out_seq: list[int] = []
-        self.payload: list[bytes] = []
-
-    def _add(self, table: str, group_id: str, out_seq: int, row) -> None:
-        self.table.append(table)
-        self.group_id.append(group_id)
-        self.out_seq.append(out_seq)
-        self.payload.append(encode_row(row))
+        self.tables: dict[str, list[dict]] = {name: [] for name in TABLES}
+        self.facts: list[tuple[str, GroupFacts]] = []
 
     def group_output(self, output) -> None:
         for table, rows in output.tables.items():
-            for row in rows:
-                self._add(table, row["group_id"], row["out_seq"], row)
-        for row in output.rejects:
-            self.reject(row)
+            self.tables[table].extend(rows)
+        self.tables["rejects"].extend(output.rejects)
 
     def reject(self, row: dict) -> None:
-        self._add("rejects", row["source"], row["line"], row)
+        self.tables["rejects"].append(row)
 
     def meta(self, group_id: str, facts: GroupFacts) -> None:
-        self._add(META_TABLE, group_id, -1, tuple(facts))
+        self.facts.append((group_id, facts))
 
     def frame(self) -> pd.DataFrame:
+        filled = [(name, rows) for name, rows in self.tables.items() if rows]
         return pd.DataFrame({
-            "table": self.table,
-            "group_id": self.group_id,
-            "out_seq": pd.array(self.out_seq, dtype="int64"),
-            "payload": self.payload,
+            "table": [name for name, _ in filled] + [META_TABLE] * len(self.facts),
+            "group_id": [None] * len(filled) + [group_id for group_id, _ in self.facts],
+            "rows": pd.array([len(rows) for _, rows in filled] + [1] * len(self.facts), dtype="int64"),
+            "payload": [sink.encode_table(name, rows) for name, rows in filled]
+                       + [encode_facts(facts) for _, facts in self.facts],
         })

@@ -18,6 +18,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
+from simulations.heap import long_lived_heap
 from simulations.views.lag_status import lag_status_rows
 from state.config import CoordinatorConfig
 from state.events import Event
@@ -54,6 +55,7 @@ def events_by_group(events: Iterable[Event], until: int | None, result: RunResul
     return {group_id: by_group[group_id] for group_id in sorted(by_group)}
 
 
+@long_lived_heap()
 def run_local(events: Iterable[Event], config: CoordinatorConfig, until: int | None = None,
               progress: Callable[[int, int], None] | None = None) -> RunResult:
     """`progress(done, total)` is called as each group finishes its run (the bulk of the work)."""

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
 
-from simulations.parquet_tables import PART_FILE, read_table, to_arrow
+from simulations.parquet_tables import PART_FILE, read_table, sort_table, to_arrow
 from state.periodic import expand_row
 from state.tables import TABLES
 
@@ -141,10 +140,9 @@ def _run_record(root: Path) -> dict | None:
 
 def _committed_rows(batches: Path, table: str) -> pd.DataFrame:
     # streaming.sink pulls in nothing heavy, but only live reads need it.
-    from streaming.sink import read_committed
+    from streaming.sink import committed_table
 
-    return _frame(table, [pickle.loads(payload) for _, part in read_committed(batches, table)
-                          for payload in part["payload"].to_pylist()])
+    return sort_table(table, committed_table(batches, table)).to_pandas(types_mapper=NULLABLE.get)
 
 
 def _frame(table: str, rows: list[dict]) -> pd.DataFrame:

@@ -49,6 +49,10 @@ def test_good_jsonl_rows_become_events_in_file_order(write_jsonl):
     (json.dumps(join(protocols="range")), "field 'protocols' must be a list"),
     (json.dumps(join(protocols=[{"name": "range", "topics": ["x" * 40_000]}])), "longer than 32767"),
     (json.dumps(dict(HEARTBEAT, api_version=99)), "field 'api_version' = 99 is out of range"),
+    (json.dumps(dict(HEARTBEAT, generation_id=2**31)), "field 'generation_id' = 2147483648 is out of range"),
+    (json.dumps(join(protocols=[{"name": "range", "topics": ["t"],
+                                 "owned_partitions": [{"topic": "t", "partitions": [-1]}]}])),
+     "field 'protocols.owned_partitions.partitions' = -1 is out of range"),
 ])
 def test_each_kind_of_bad_row_is_rejected_with_its_reason(write_jsonl, line, reason):
     path = write_jsonl([HEARTBEAT, line])

@@ -9,7 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from simulations.parquet_tables import PART_FILE, OutputError, arrow_schema, read_table, write_tables
+from simulations.parquet_tables import (PART_FILE, OutputError, arrow_schema, read_table, rows_to_arrow, write_arrow_tables,
+                                        write_tables)
 from state.tables import TABLES, columns
 
 
@@ -67,6 +68,31 @@ def test_same_rows_in_any_order_give_identical_bytes(tmp_path):
     write_tables(tmp_path / "b", {"offsets": shuffled, "generations": [generation_row(60)]})
     for table in TABLES:
         assert (tmp_path / "a" / table / PART_FILE).read_bytes() == (tmp_path / "b" / table / PART_FILE).read_bytes()
+
+
+def test_arrow_tables_in_any_order_and_chunking_give_the_rows_bytes(tmp_path):
+    rows = [offset_row(i, f"g{i % 3}", offset=None if i % 7 == 0 else i) for i in range(50)]
+    shuffled = rows[:]
+    random.Random(3).shuffle(shuffled)
+    # Three chunks, as the Spark engine's compaction concatenates the executors' tables.
+    chunked = pa.concat_tables([rows_to_arrow("offsets", shuffled[i:i + 20]) for i in range(0, 50, 20)])
+    assert chunked["offset"].num_chunks == 3
+    write_tables(tmp_path / "rows", {"offsets": rows, "generations": [generation_row(60)]})
+    write_arrow_tables(tmp_path / "arrow", {"offsets": chunked, "generations": rows_to_arrow("generations", [generation_row(60)])})
+    for table in TABLES:
+        assert (tmp_path / "rows" / table / PART_FILE).read_bytes() == (tmp_path / "arrow" / table / PART_FILE).read_bytes()
+
+
+def test_arrow_tables_must_have_the_contract_schema(tmp_path):
+    with pytest.raises(ValueError, match="offsets: Arrow schema differs"):
+        write_arrow_tables(tmp_path, {"offsets": pa.table({"group_id": ["g"]})})
+    with pytest.raises(ValueError, match="not output tables"):
+        write_arrow_tables(tmp_path, {"offset": rows_to_arrow("offsets", [])})
+
+
+def test_rows_with_a_column_the_contract_lacks_are_a_bug():
+    with pytest.raises(ValueError, match=r"offsets rows do not match state.tables: extra \['extra'\]"):
+        rows_to_arrow("offsets", [dict(offset_row(0), extra=1)])
 
 
 def test_stale_parts_of_an_earlier_run_are_removed(tmp_path):

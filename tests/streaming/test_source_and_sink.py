@@ -98,3 +98,26 @@ def test_progress_keeps_the_last_report_per_batch(tmp_path, records):
     for batch_id, late in records:
         sink.record_progress(tmp_path, batch_id, {"late_rows": late})
     assert sink.read_progress(tmp_path) == {3: {"batch_id": 3, "late_rows": 2}}
+
+
+def test_table_payloads_round_trip_and_committed_batches_are_concatenated(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from simulations.parquet_tables import arrow_schema
+
+    def reject(line: int) -> dict:
+        return {"raw": f"row {line}", "reason": "bad", "source": "f.jsonl", "line": line}
+
+    payload = sink.encode_table("rejects", [reject(1), reject(2)])
+    assert sink.decode_table("rejects", payload).to_pylist() == [reject(1), reject(2)]
+    empty = sink.committed_table(tmp_path, "rejects")
+    assert empty.num_rows == 0 and empty.schema.equals(arrow_schema("rejects"))
+    for batch_id, lines in [(0, [1, 2]), (1, [3]), (2, [4])]:
+        folder = sink.table_folder(tmp_path, batch_id, "rejects")
+        folder.mkdir(parents=True)
+        envelope = {"group_id": pa.array([None], pa.string()), "rows": pa.array([len(lines)], pa.int64()),
+                    "payload": [sink.encode_table("rejects", [reject(line) for line in lines])]}
+        pq.write_table(pa.table(envelope), folder / "part-0.parquet")
+    (tmp_path / sink.COMMITTED).write_text("0\n1\n")  # batch 2 is not committed
+    assert sink.committed_table(tmp_path, "rejects").to_pylist() == [reject(1), reject(2), reject(3)]

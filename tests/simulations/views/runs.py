@@ -4,7 +4,6 @@ session, and a Spark-style run in progress written micro-batch by micro-batch wi
 from __future__ import annotations
 
 import json
-import pickle
 from pathlib import Path
 
 import pyarrow as pa
@@ -16,7 +15,7 @@ from simulations.inputs import read_events
 from simulations.parquet_tables import write_tables
 from simulations.settings import load_config
 from simulations.views.run_tables import BATCHES, TIME_COLUMNS
-from streaming.sink import BatchSink
+from streaming.sink import BatchSink, encode_table
 
 from ..conftest import SAMPLE
 
@@ -90,9 +89,10 @@ class _Batch:
             rows = [r for t, r in self.rows if t == table]
             folder = Path(path) / f"table={table}"
             folder.mkdir(parents=True)
-            pq.write_table(pa.table({"group_id": [r.get("group_id") for r in rows],
-                                     "out_seq": pa.array([r.get("out_seq", 0) for r in rows], pa.int64()),
-                                     "payload": [pickle.dumps(r) for r in rows]}), folder / "part-00000.parquet")
+            # One envelope row per table, as the step writes them.
+            pq.write_table(pa.table({"group_id": pa.array([None], pa.string()),
+                                     "rows": pa.array([len(rows)], pa.int64()),
+                                     "payload": [encode_table(table, rows)]}), folder / "part-00000.parquet")
         Path(path).mkdir(parents=True, exist_ok=True)
 
 

@@ -16,7 +16,7 @@ from state.assignors import (
     client_user_data,
     supported_protocols,
 )
-from state.java_compat import JavaHashSet, topic_partition_hash_code
+from state.java_compat import JavaHashSet, string_hash_code, topic_partition_hash_code
 
 from .helpers import ALL, fresh, tp, tps
 
@@ -123,6 +123,17 @@ def test_topic_partition_hash_code_matches_java() -> None:
     # new TopicPartition("topic", 0).hashCode() == 110547184 on a JVM: 31 * (31 + 0) + "topic".hashCode().
     assert topic_partition_hash_code("topic", 0) == 110547184
     assert topic_partition_hash_code("mhqwvlgi", 5) == -2147482891  # "mhqwvlgi".hashCode() = 2147483289: the sum wraps
+
+
+def test_string_hash_code_matches_java() -> None:
+    # Values of String.hashCode() on a JVM; "polygenelubricants" wraps to Integer.MIN_VALUE.
+    assert string_hash_code("") == 0
+    assert string_hash_code("hello") == 99162322
+    assert string_hash_code("polygenelubricants") == -2**31
+    # Outside the BMP a character is two UTF-16 code units (0xD83D, 0xDE00): 0xD83D * 31 + 0xDE00.
+    assert string_hash_code("\U0001F600") == 1772899
+    assert string_hash_code("\u00e9t\u00e9") == string_hash_code("\u00e9t\u00e9")  # remembered: same answer
+    assert string_hash_code("\u00e9t\u00e9") == (0xE9 * 31 + ord("t")) * 31 + 0xE9
 
 
 def test_java_hash_set_iterates_by_bucket_then_insertion() -> None:
