@@ -61,8 +61,18 @@ def test_panels_endpoint_waits_for_the_run_then_follows_it(tmp_path, serve):
 @pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="needs Debian's chromium and chromium-driver")
 def test_dashboard_in_a_browser_during_a_run(tmp_path, serve):
     webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    def steady(read):
+        """`read()` again when the page's refresh (every 0.3 s) replaced an element while it was being read."""
+        for _ in range(50):
+            try:
+                return read()
+            except StaleElementReferenceException:
+                time.sleep(0.05)
+        return read()
 
     batches = live_run(SAMPLE, tmp_path / "live", SAMPLE_CUTS)
     next(batches)
@@ -77,22 +87,22 @@ def test_dashboard_in_a_browser_during_a_run(tmp_path, serve):
     driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=CHROMEDRIVER))
     try:
         driver.get(url)
-        wait = WebDriverWait(driver, 20)
-        summary = lambda: driver.find_element(By.ID, "summary").text  # noqa: E731
+        wait = WebDriverWait(driver, 20, ignored_exceptions=(StaleElementReferenceException,))
+        summary = lambda: steady(lambda: driver.find_element(By.ID, "summary").text)  # noqa: E731
         assert "(in progress)" in summary()
         before = summary()
         next(batches)  # the run commits another micro-batch; the page must pick it up by itself
         wait.until(lambda d: summary() != before)
-        Select(driver.find_element(By.ID, "group")).select_by_visible_text("inventory-sync")
+        steady(lambda: Select(driver.find_element(By.ID, "group")).select_by_visible_text("inventory-sync"))
         wait.until(lambda d: "inventory-sync" in d.find_element(By.CSS_SELECTOR, "#heatmap h2").text)
         before = summary()
         next(batches)
         wait.until(lambda d: summary() != before)
         time.sleep(1)  # a few more refreshes: nothing changes any more
         for panel in ("timeline", "rebalances", "unowned", "moved", "heatmap", "commits", "load"):
-            assert driver.find_elements(By.CSS_SELECTOR, f"#{panel} svg rect"), f"{panel} shows no data"
-        assert "synthetic clients" in driver.find_element(By.ID, "consumption").text
-        assert driver.find_element(By.ID, "group").get_attribute("value") == "inventory-sync"
+            assert steady(lambda: driver.find_elements(By.CSS_SELECTOR, f"#{panel} svg rect")), f"{panel} shows no data"
+        assert "synthetic clients" in steady(lambda: driver.find_element(By.ID, "consumption").text)
+        assert steady(lambda: driver.find_element(By.ID, "group").get_attribute("value")) == "inventory-sync"
         shot = tmp_path / "dashboard.png"
         driver.save_screenshot(str(shot))
         assert shot.stat().st_size > 10_000
