@@ -57,6 +57,9 @@ class Output:
         self.next_seq += 1
         self.tables[table].append(row)
 
+    def log_end(self, row: dict) -> None:
+        self._add("log_end_offsets", dict(row, group_id=self.group_id))
+
     def response(self, request: Event, now: int, error: str, coordinator_partition: int, **fields) -> dict:
         row = {
             "group_id": self.group_id,

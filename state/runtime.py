@@ -254,6 +254,8 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers, Metrics
             rate = event.records_per_second.get(topic)
             if rate is not None:
                 self.production[topic] = (self.now, rate, self._produced(topic))
+                self.out.log_end({"ts": self.now, "topic": topic, "records_per_second": rate,
+                                  "base_offset": self.production[topic][2]})
 
     def _produced(self, topic: str, at: int | None = None) -> int:
         at = self.now if at is None else at

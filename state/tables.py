@@ -148,6 +148,14 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("repeat_interval_ms", "int64"),
         ("out_seq", "int64"),
     ],
+    "log_end_offsets": [
+        ("group_id", "string"),
+        ("ts", "int64"),
+        ("topic", "string"),
+        ("records_per_second", "float64"),
+        ("base_offset", "int64"),
+        ("out_seq", "int64"),
+    ],
     "lag_status": [
         ("group_id", "string"),
         ("evaluated_ts", "int64"),
@@ -177,7 +185,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
 # Tables the coordinator produces (rejects come from input validation, before any group sees the row;
 # lag_status is derived from the offsets table once the run has ended).
 GROUP_TABLES = ("responses", "generations", "assignments", "offsets", "group_metadata", "group_states", "requests",
-                "metrics")
+                "metrics", "log_end_offsets")
 
 # Order in which each table is sorted when written, so outputs are byte-identical run to run.
 SORT_KEYS: dict[str, tuple[str, ...]] = {name: ("group_id", "out_seq") for name in GROUP_TABLES}

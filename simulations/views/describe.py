@@ -3,9 +3,11 @@
 Facts carried over from Kafka's ConsumerGroupCommand (tools module, Kafka 3.7+ / 4.x):
 - three modes: `--offsets` (the default), `--members`, `--state`, with the tool's headers, column order and
   left-aligned columns (minimum widths, widened to the longest value; Java pads by UTF-16 length);
-- "-" for every unknown value. A simulated run has no partition logs, so LOG-END-OFFSET and LAG are always
-  "-" (the tool prints "-" for a partition whose end offset it cannot get), and CURRENT-OFFSET is "-" for an
-  assigned partition without a committed offset;
+- "-" for every unknown value: CURRENT-OFFSET for an assigned partition without a committed offset, LAG
+  then too, and LOG-END-OFFSET and LAG for a topic the run does not model production of (a replay of
+  captured requests; the tool prints "-" for a partition whose end offset it cannot get). Where the run
+  models production (TOPIC_METADATA `records_per_second`, the `log_end_offsets` table), LOG-END-OFFSET is the
+  partition's log-end offset at TS and LAG = LOG-END-OFFSET - CURRENT-OFFSET, as the tool computes it;
 - `--offsets` lists the partitions of members that own some (members with the most partitions first), then
   every partition with a committed offset and no owner, with CONSUMER-ID, HOST and CLIENT-ID "-". Only a
   Stable group has owners: DescribeGroups sends no assignments in other states. A member's partitions come
@@ -129,9 +131,11 @@ def _offsets(view: GroupAt) -> Described:
 
 
 def _offset_row(view: GroupAt, tp: tuple[str, int], owner: tuple[str, str, str]) -> tuple[str, ...]:
-    current = str(view.offsets[tp]) if tp in view.offsets else MISSING
-    # LOG-END-OFFSET and LAG need the partition's log, which a replay does not simulate.
-    return (view.group_id, tp[0], str(tp[1]), current, MISSING, MISSING, *owner)
+    current = view.offsets.get(tp)
+    log_end = view.log_end_offset(tp[0])
+    lag = None if current is None or log_end is None else log_end - current
+    return (view.group_id, tp[0], str(tp[1]), *(MISSING if v is None else str(v) for v in (current, log_end, lag)),
+            *owner)
 
 
 def _line(values: tuple[str, ...], widths: tuple[int, ...]) -> str:

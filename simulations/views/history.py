@@ -47,6 +47,16 @@ class GroupAt:
     members: list[Member] = field(default_factory=list)
     # Committed offset of each (topic, partition).
     offsets: dict[tuple[str, int], int] = field(default_factory=dict)
+    # Each topic's production model at TS (the `log_end_offsets` table): (since ts, records/s, base offset).
+    production: dict[str, tuple[int, float, int]] = field(default_factory=dict)
+
+    def log_end_offset(self, topic: str) -> int | None:
+        """A partition's log-end offset at TS, as the coordinator's model computes it (GroupRuntime.log_end_offset);
+        None for a topic the run has no production model of (a replay of captured requests)."""
+        if topic not in self.production:
+            return None
+        since, rate, base = self.production[topic]
+        return base + int(rate * (self.ts - since) / 1000)
 
     @property
     def exists(self) -> bool:
@@ -58,6 +68,9 @@ def group_at(run: RunTables, group_id: str, ts: int) -> GroupAt:
     states = states[states["ts"] <= ts]
     view = GroupAt(group_id, ts, None, coordinator_partition=coordinator_partition_of(run, group_id))
     view.offsets = committed_offsets(run, group_id, ts)
+    production = run.group("log_end_offsets", group_id)
+    for row in production[production["ts"] <= ts].itertuples(index=False):
+        view.production[row.topic] = (int(row.ts), float(row.records_per_second), int(row.base_offset))
     if states.empty:
         return view
     last = states.iloc[-1]

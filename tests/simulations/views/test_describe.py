@@ -134,3 +134,16 @@ def test_a_run_in_progress_is_read_from_its_committed_micro_batches(tmp_path, ti
     final = load_run(tiny_run)
     for name, frame in load_run(tmp_path / "live").tables.items():
         assert len(frame) == len(final[name]), name
+
+
+def test_offsets_show_log_end_offset_and_lag_where_the_run_models_production(lagging_run):
+    # 100 records/s per partition from ts 0; by 35 s, commits at 10, 20, 30 s of 1500 (p0) and 3000 (p1). The
+    # tool lists unowned partitions in its HashMap order.
+    described = describe(lagging_run, "etl", 35_000)
+    assert described.err == "\nConsumer group 'etl' has no active members.\n"
+    assert described.out == (
+        "\n"
+        "GROUP           TOPIC           PARTITION  CURRENT-OFFSET  LOG-END-OFFSET  LAG             CONSUMER-ID     HOST            CLIENT-ID\n"
+        "etl             t               1          3000            3500            500             -               -               -\n"
+        "etl             t               0          1500            3500            2000            -               -               -\n"
+    )
