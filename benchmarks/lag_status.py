@@ -2,8 +2,8 @@
 from the offsets rows in memory) and the report's lag panel (every committed partition of the top groups
 evaluated at each of up to 60 time slices).
 
-The run is the shipped `default` scenario (300 groups × 5 members, 20 partitions, 6 minutes: about 430k
-offsets rows) or a resized copy, simulated in-process with the local engine; only the lag work is timed.
+The run is the shipped `default` scenario (300 groups × 5 members, 20 partitions, 6 minutes: about 126k
+offsets rows standing for 430k commits) or a resized copy, simulated in-process with the local engine; only the lag work is timed.
 
     .venv/bin/python benchmarks/lag_status.py                 # the default scenario
     .venv/bin/python benchmarks/lag_status.py --groups 30     # a tenth of it
