@@ -301,7 +301,8 @@ class _Run:
         tables = {name: batches.committed_table(self.batches, name) for name in TABLES}
         # Derived once the run has ended, from the rows as written (state.tables: not a step output).
         tables["lag_status"] = to_arrow("lag_status", lag_status_rows(
-            {name: tables[name].to_pylist() for name in ("offsets", "group_metadata")}, final))
+            {name: tables[name].to_pylist() for name in ("offsets", "group_metadata", "log_end_offsets")},
+            final))
         write_arrow_tables(self.out, tables)
         facts = self.facts()
         committed = batches.committed_batches(self.batches)

@@ -21,12 +21,12 @@ Facts carried over from Burrow (core/internal/storage/inmemory.go and core/inter
   a full window, and `maxlag` the partition with the highest current lag.
 
 Where a simulated run differs, and why:
-- the brokers' log-end offsets are known only from the commits (`log_end_offset`, written by the
-  coordinator with each commit). Between two commits of a partition its log-end offset is interpolated
-  linearly, and after its last commit extrapolated at the partition's average rate since its first
-  (production runs at a constant rate between TOPIC_METADATA updates); a partition committed once has one
-  value, held. Burrow's samples are read off that line at multiples of `offset-refresh` on the simulated
-  clock (Burrow's own phase is whenever it started), none earlier than the partition's first commit;
+- the brokers' log-end offsets come from the run's production model (the `log_end_offsets` table), exact at
+  any time from the topic's first production rate on. Given commits alone (rows of another source), they
+  are known only from the commits' `log_end_offset`: between two commits interpolated linearly, after the
+  last extrapolated at the partition's average rate since the first, a single commit's value held, none
+  before the first commit. Burrow's samples are read at multiples of `offset-refresh` on the simulated
+  clock (Burrow's own phase is whenever it started);
 - times are compared in milliseconds (Burrow compares the current time in whole seconds);
 - partitions whose commits carry no log-end offset (a replay of captured requests has no production model)
   get no status rather than an invented one (Burrow would not list them); a group with no other partition
@@ -40,7 +40,7 @@ import datetime as _dt
 import os
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import TYPE_CHECKING, Iterable, Mapping
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
 from simulations.views.run_tables import RunTables
 from state.periodic import OFFSETS_RUN_COLUMNS, expand_rows
@@ -207,19 +207,24 @@ class _Partition:
     lag: dict[int, int] = field(default_factory=dict)
     # (write_ts, log_end_offset) of the commits that carry one: the log-end offset samples.
     samples: list[tuple[int, int]] = field(default_factory=list)
+    # The topic's production model, (since ts, records/s, base offset) in time order (the `log_end_offsets`
+    # table), where the run has one: the broker's log-end offsets are then known exactly, at any time.
+    model: list[tuple[int, float, int]] | None = None
 
 
 COMMIT_COLUMNS = ("group_id", "topic", "partition", "out_seq", "write_ts", "commit_ts", "offset", "log_end_offset",
                   *OFFSETS_RUN_COLUMNS)
 DELETION_COLUMNS = ("group_id", "write_ts", "out_seq", "tombstone")
+PRODUCTION_COLUMNS = ("group_id", "ts", "topic", "records_per_second", "base_offset")
 
 
 class LagHistory:
     """Every group's commits, to evaluate at any time. `commits`: offsets rows (dicts with COMMIT_COLUMNS;
-    tombstones are skipped); `deletions`: (group_id, write_ts, out_seq) of the group tombstones."""
+    tombstones are skipped); `deletions`: (group_id, write_ts, out_seq) of the group tombstones; `production`:
+    `log_end_offsets` rows (PRODUCTION_COLUMNS), without which log-end offsets come from the commits alone."""
 
     def __init__(self, commits: Iterable[Mapping], deletions: Iterable[tuple[str, int, int]] = (),
-                 settings: Settings = Settings()):
+                 settings: Settings = Settings(), production: Iterable[Mapping] = ()):
         self.settings = settings
         self._groups: dict[str, dict[tuple[str, int], _Partition]] = {}
         # A quiet run of commits stands for one commit per interval (docs/tables.md, "Quiet runs").
@@ -240,6 +245,13 @@ class LagHistory:
             part.write_ts.append(r["write_ts"])
             part.commit_ts.append(r["commit_ts"])
             part.offset.append(r["offset"])
+        models: dict[tuple[str, str], list[tuple[int, float, int]]] = {}
+        for r in sorted(production, key=itemgetter("group_id", "ts")):
+            models.setdefault((r["group_id"], r["topic"]), []).append(
+                (r["ts"], r["records_per_second"], r["base_offset"]))
+        for group_id, group in self._groups.items():
+            for (topic, _), part in group.items():
+                part.model = models.get((group_id, topic))
         self._deletions: dict[str, list[tuple[int, int]]] = {}
         for group_id, ts, order in deletions:
             self._deletions.setdefault(group_id, []).append((ts, order))
@@ -248,12 +260,13 @@ class LagHistory:
     def from_tables(cls, tables: Mapping[str, list[dict]], settings: Settings = Settings()) -> "LagHistory":
         """From a run's rows, as the engines hold them at the end of a run."""
         deletions = [(r["group_id"], r["write_ts"], r["out_seq"]) for r in tables["group_metadata"] if r["tombstone"]]
-        return cls(tables["offsets"], deletions, settings)
+        return cls(tables["offsets"], deletions, settings, tables.get("log_end_offsets", ()))
 
     @classmethod
     def from_run(cls, run: RunTables, settings: Settings = Settings()) -> "LagHistory":
         """From a run folder's tables."""
         return cls.from_tables({"offsets": _records(run["offsets"], COMMIT_COLUMNS),
+                                "log_end_offsets": _records(run["log_end_offsets"], PRODUCTION_COLUMNS),
                                 "group_metadata": _records(run["group_metadata"], DELETION_COLUMNS)}, settings)
 
     @property
@@ -292,9 +305,9 @@ class LagHistory:
         window: list[Commit] = []
         for i in stored[first:]:
             if i not in part.lag:
-                # Burrow's latest sample when the commit arrived, from the samples known by then.
-                samples = part.samples[:bisect.bisect_right(part.samples, (part.write_ts[i], float("inf")))]
-                part.lag[i] = max(0, self._broker_offset(samples, part.write_ts[i]) - part.offset[i])
+                # Burrow's latest sample when the commit arrived, from what is known by then.
+                first, log_end = _broker(part, part.write_ts[i])
+                part.lag[i] = max(0, log_end(self._sample_time(first, part.write_ts[i])) - part.offset[i])
             commit = Commit(part.order[i], part.offset[i], part.commit_ts[i], part.lag[i])
             if window and commit.ts - window[-1].ts < settings.min_distance_ms:
                 window[-1] = Commit(commit.order, commit.offset, window[-1].ts, commit.lag)
@@ -309,10 +322,10 @@ class LagHistory:
         settings = self.settings
         if not window:
             return PartitionStatus(topic, partition, None, (), settings.intervals, None)
-        samples = part.samples[:bisect.bisect_right(part.samples, (at, float("inf")))]
-        latest = self._sample_time(samples, at)
+        first, log_end = _broker(part, at)
+        latest = self._sample_time(first, at)
         times = [latest - k * settings.offset_refresh_ms for k in range(settings.intervals - 1, -1, -1)]
-        broker = [log_end_at(samples, t) for t in times if t >= samples[0][0]]
+        broker = [log_end(t) for t in times if t >= first]
         current_lag = max(0, broker[-1] - window[-1].offset)
         status = "OK"
         if len(window) / settings.intervals >= settings.minimum_complete:
@@ -320,14 +333,27 @@ class LagHistory:
         return PartitionStatus(topic, partition, status, tuple(window), settings.intervals, current_lag)
 
 
-    def _sample_time(self, samples: list[tuple[int, int]], t: int) -> int:
-        """When Burrow last sampled the log-end offset at time t: the last multiple of offset-refresh, or the
-        partition's first sample if that came later (the broker's offsets before it are not known here)."""
-        return max(t - t % self.settings.offset_refresh_ms, samples[0][0])
+    def _sample_time(self, first: int, t: int) -> int:
+        """When Burrow last sampled the log-end offset at time t: the last multiple of offset-refresh, or
+        `first` if that came later (the broker's offsets before it are not known here)."""
+        return max(t - t % self.settings.offset_refresh_ms, first)
 
-    def _broker_offset(self, samples: list[tuple[int, int]], t: int) -> int:
-        """Burrow's latest log-end offset sample at time t."""
-        return log_end_at(samples, self._sample_time(samples, t))
+
+def _broker(part: _Partition, by: int) -> tuple[int, Callable[[int], int]]:
+    """What is known at time `by` of the partition's log-end offsets: from when, and their value at any time
+    from then to `by`. Exact where the run models production (from the production's start); otherwise
+    from the log-end offsets of the commits written by `by` (from the first)."""
+    if part.model:
+        return part.model[0][0], lambda t: model_log_end(part.model, t)
+    samples = part.samples[:bisect.bisect_right(part.samples, (by, float("inf")))]
+    return samples[0][0], lambda t: log_end_at(samples, t)
+
+
+def model_log_end(model: list[tuple[int, float, int]], t: int) -> int:
+    """The log-end offset at time t (not before the model's start) under a topic's production model, as
+    GroupRuntime.log_end_offset computes it."""
+    since, rate, base = model[bisect.bisect_right(model, (t, float("inf"), 0)) - 1]
+    return base + int(rate * (t - since) / 1000)
 
 
 def log_end_at(samples: list[tuple[int, int]], t: int) -> int | None:
