@@ -43,7 +43,8 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
 from simulations.views.run_tables import RunTables
-from state.periodic import OFFSETS_RUN_COLUMNS, expand_rows
+from simulations.views.commit_log import CommitLog
+from state.periodic import OFFSETS_RUN_COLUMNS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -195,18 +196,11 @@ class GroupStatus:
 
 @dataclass
 class _Partition:
-    """A partition's commits in write order (out_seq), as parallel lists."""
+    """A partition's commits (Burrow stores those with a log-end offset) and the lag each stored commit was
+    stored with, by commit index (computed when a window first needs it)."""
 
-    order: list[int] = field(default_factory=list)
-    write_ts: list[int] = field(default_factory=list)
-    commit_ts: list[int] = field(default_factory=list)
-    offset: list[int] = field(default_factory=list)
-    # Commits Burrow stores (it drops those without a log-end offset), as indexes into the lists above, and
-    # the lag each was stored with (computed when a window first needs it).
-    stored: list[int] = field(default_factory=list)
+    commits: CommitLog = field(default_factory=CommitLog)
     lag: dict[int, int] = field(default_factory=dict)
-    # (write_ts, log_end_offset) of the commits that carry one: the log-end offset samples.
-    samples: list[tuple[int, int]] = field(default_factory=list)
     # The topic's production model, (since ts, records/s, base offset) in time order (the `log_end_offsets`
     # table), where the run has one: the broker's log-end offsets are then known exactly, at any time.
     model: list[tuple[int, float, int]] | None = None
@@ -227,9 +221,7 @@ class LagHistory:
                  settings: Settings = Settings(), production: Iterable[Mapping] = ()):
         self.settings = settings
         self._groups: dict[str, dict[tuple[str, int], _Partition]] = {}
-        # A quiet run of commits stands for one commit per interval (docs/tables.md, "Quiet runs").
-        rows = sorted((r for r in expand_rows("offsets", commits) if r["offset"] is not None),
-                      key=itemgetter("group_id", "out_seq"))
+        rows = sorted((r for r in commits if r["offset"] is not None), key=itemgetter("group_id", "out_seq"))
         for r in rows:
             group = self._groups.get(r["group_id"])
             if group is None:
@@ -237,14 +229,8 @@ class LagHistory:
             part = group.get((r["topic"], r["partition"]))
             if part is None:
                 part = group[(r["topic"], r["partition"])] = _Partition()
-            if r["log_end_offset"] is not None:
-                part.samples.append((r["write_ts"], r["log_end_offset"]))
-                if r["commit_ts"] >= r["write_ts"] - settings.expire_group_ms:  # else dropped as too old
-                    part.stored.append(len(part.order))
-            part.order.append(r["out_seq"])
-            part.write_ts.append(r["write_ts"])
-            part.commit_ts.append(r["commit_ts"])
-            part.offset.append(r["offset"])
+            # Too old a commit is dropped (a run's commits all share its commit_ts - write_ts).
+            part.commits.add(r, stored=r["commit_ts"] >= r["write_ts"] - settings.expire_group_ms)
         models: dict[tuple[str, str], list[tuple[int, float, int]]] = {}
         for r in sorted(production, key=itemgetter("group_id", "ts")):
             models.setdefault((r["group_id"], r["topic"]), []).append(
@@ -283,8 +269,8 @@ class LagHistory:
         deleted = max((order for ts, order in self._deletions.get(group_id, ()) if ts <= at), default=-1)
         results, last_commit = [], None
         for (topic, partition), part in sorted(partitions.items()):
-            arrived = bisect.bisect_right(part.write_ts, at)
-            if arrived == 0 or part.order[arrived - 1] <= deleted:
+            arrived = part.commits.arrived(at)
+            if arrived == 0 or part.commits.order(arrived - 1) <= deleted:
                 continue  # nothing committed by then, or only before the group was deleted
             window = self._window(part, arrived, deleted)
             if window:
@@ -298,17 +284,18 @@ class LagHistory:
     def _window(self, part: _Partition, arrived: int, deleted: int) -> list[Commit]:
         """Replays the stored commits that arrived by now (after the group's deletion) into the window."""
         settings = self.settings
-        stored = part.stored[:bisect.bisect_left(part.stored, arrived)]
-        first = 0 if deleted < 0 else next((k for k, i in enumerate(stored) if part.order[i] > deleted), len(stored))
+        commits = part.commits
+        stored = commits.stored_before(arrived)
+        first = 0 if deleted < 0 else commits.stored_after_order(deleted)
         if settings.min_distance_ms == 0:
-            first = max(first, len(stored) - settings.intervals)  # no merging: the last `intervals` commits
+            first = max(first, stored - settings.intervals)  # no merging: the last `intervals` commits
         window: list[Commit] = []
-        for i in stored[first:]:
+        for i in map(commits.stored, range(first, stored)):
             if i not in part.lag:
                 # Burrow's latest sample when the commit arrived, from what is known by then.
-                first, log_end = _broker(part, part.write_ts[i])
-                part.lag[i] = max(0, log_end(self._sample_time(first, part.write_ts[i])) - part.offset[i])
-            commit = Commit(part.order[i], part.offset[i], part.commit_ts[i], part.lag[i])
+                known, log_end = _broker(part, commits.write_ts(i))
+                part.lag[i] = max(0, log_end(self._sample_time(known, commits.write_ts(i))) - commits.offset(i))
+            commit = Commit(commits.order(i), commits.offset(i), commits.commit_ts(i), part.lag[i])
             if window and commit.ts - window[-1].ts < settings.min_distance_ms:
                 window[-1] = Commit(commit.order, commit.offset, window[-1].ts, commit.lag)
                 continue
@@ -345,7 +332,7 @@ def _broker(part: _Partition, by: int) -> tuple[int, Callable[[int], int]]:
     from the log-end offsets of the commits written by `by` (from the first)."""
     if part.model:
         return part.model[0][0], lambda t: model_log_end(part.model, t)
-    samples = part.samples[:bisect.bisect_right(part.samples, (by, float("inf")))]
+    samples = part.commits.samples[:bisect.bisect_right(part.commits.samples, (by, float("inf")))]
     return samples[0][0], lambda t: log_end_at(samples, t)
 
 

@@ -8,6 +8,7 @@ import pytest
 from simulations.parquet_tables import write_tables
 from simulations.reports.figures import Bins, commit_rates, coordinator_load
 from simulations.views.describe import describe
+from simulations.views.lag_status import LagHistory
 from simulations.views.offsets_log import offsets_log
 from simulations.views.run_tables import load_run
 from state.periodic import expand_rows
@@ -43,3 +44,17 @@ def test_report_figures_count_every_repeat(both):
     bins = Bins.over(runs.start_ts, runs.end_ts)
     assert commit_rates(runs, bins) == commit_rates(single, bins)
     assert coordinator_load(runs).equals(coordinator_load(single))
+
+
+def test_lag_status_reads_runs_commit_by_commit(both):
+    runs, single = both
+    kept, expanded = LagHistory.from_run(runs), LagHistory.from_run(single)
+    assert kept.groups == expanded.groups
+    start, end = runs.start_ts, runs.end_ts
+    evaluated = 0
+    for group in runs.groups:
+        for at in range(start, end + 1, (end - start) // 37):
+            found = kept.evaluate(group, at)
+            assert found == expanded.evaluate(group, at), (group, at)
+            evaluated += found is not None and any(p.window for p in found.partitions)
+    assert evaluated > 20
