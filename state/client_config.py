@@ -36,6 +36,9 @@ class ClientConfig:
     coordsim_assignment_time_ms: int = 0
     # Time between two poll() calls of a healthy application (its per-batch processing time).
     coordsim_poll_interval_ms: int = 100
+    # Records per second the application processes from each partition it owns; 0: as fast as they are
+    # produced (it is never behind while it polls).
+    coordsim_consume_records_per_second: int = 0
 
     @staticmethod
     def kafka_name(field_name: str) -> str:
@@ -62,7 +65,8 @@ class ClientConfig:
                      "coordsim_poll_interval_ms"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{self.kafka_name(name)} must be > 0")
-        for name in ("retry_backoff_ms", "coordsim_network_rtt_ms", "coordsim_assignment_time_ms"):
+        for name in ("retry_backoff_ms", "coordsim_network_rtt_ms", "coordsim_assignment_time_ms",
+                     "coordsim_consume_records_per_second"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{self.kafka_name(name)} must be >= 0")
         if self.auto_offset_reset not in ("earliest", "latest"):

@@ -72,9 +72,12 @@ class SyntheticConsumer:
     poll_stalled_until: int = -1  # poll pause: the heartbeat thread still runs
     next_auto_commit: int = 0
     metadata_snapshot: dict[str, int] | None = None  # leader: partition counts its assignment was made with
-    # Consumption: a consuming client keeps up with production; a stopped one stays where it stopped.
+    # Consumption: a consuming client keeps up with production (or, with coordsim.consume.records.per.second,
+    # reads at that rate from where it started: `started`, (ts, position) per partition); a stopped one stays
+    # where it stopped (`frozen`).
     consuming: bool = False
     frozen: dict[TopicPartition, int] = field(default_factory=dict)
+    started: dict[TopicPartition, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def origin(self) -> str:
@@ -170,9 +173,29 @@ class ConsumerHandlers:
     def positions(self, client: SyntheticConsumer, at: int | None = None) -> dict[TopicPartition, int]:
         """How far the client has processed each partition it owns (now, or at an earlier time `at` with the
         same production rates)."""
-        if client.consuming:
+        if not client.consuming:
+            return {tp: client.frozen.get(tp, self.log_end_offset(tp)) for tp in client.owned}
+        rate = client.config.coordsim_consume_records_per_second
+        if not rate:
             return {tp: self.log_end_offset(tp, at) for tp in client.owned}
-        return {tp: client.frozen.get(tp, self.log_end_offset(tp)) for tp in client.owned}
+        t = self.now if at is None else at
+        positions = {}
+        for tp in client.owned:
+            since, position = client.started.get(tp, (t, self.log_end_offset(tp, t)))
+            positions[tp] = min(self.log_end_offset(tp, at), position + int(rate * (t - since) / 1000))
+        return positions
+
+    def _start_consuming(self, client: SyntheticConsumer, positions: dict[TopicPartition, int]) -> None:
+        """The client (re)starts processing its partitions from `positions`."""
+        client.consuming, client.frozen = True, {}
+        client.started = {tp: (self.now, position) for tp, position in positions.items()}
+
+    def _first_position(self, client: SyntheticConsumer, tp: TopicPartition) -> int:
+        """Where a newly assigned partition is read from: its committed offset, else auto.offset.reset."""
+        committed = self.offsets.get(tuple(tp))
+        if committed is not None:
+            return committed["offset"]
+        return 0 if client.config.auto_offset_reset == "earliest" else self.log_end_offset(tp)
 
     def _freeze(self, client: SyntheticConsumer) -> None:
         if client.consuming:
@@ -215,8 +238,10 @@ class ConsumerHandlers:
             self._poll_timeout(client)
         elif kind == "resume":
             if self.now >= max(client.paused_until, client.poll_stalled_until):
-                client.consuming = client.phase == Phase.STABLE and not client.closing
-                client.frozen = {}
+                if client.phase == Phase.STABLE and not client.closing:
+                    self._start_consuming(client, self.positions(client))
+                else:
+                    client.consuming, client.frozen = False, {}
             self._schedule_poll(client, self.now)
             if client.heartbeat_enabled:
                 self._heartbeat(client)
@@ -477,12 +502,19 @@ class ConsumerHandlers:
             assigned = tuple(TopicPartition(p["topic"], n) for p in r["assignment"] or () for n in p["partitions"])
             revoked = set(client.owned) - set(assigned)
             self._release(client, revoked)
+            kept = self.positions(client)
             self.start_consuming(client.client_id, assigned, client.config.auto_offset_reset == "earliest")
             client.phase = Phase.STABLE
             client.rejoin_needed = False
             client.owned = assigned
-            client.consuming = client.paused_until <= self.now and client.poll_stalled_until <= self.now
-            client.frozen = {} if client.consuming else {tp: self.log_end_offset(tp) for tp in assigned}
+            if client.config.coordsim_consume_records_per_second:
+                positions = {tp: kept[tp] if tp in kept else self._first_position(client, tp) for tp in assigned}
+            else:
+                positions = {tp: self.log_end_offset(tp) for tp in assigned}
+            if client.paused_until <= self.now and client.poll_stalled_until <= self.now:
+                self._start_consuming(client, positions)
+            else:
+                client.consuming, client.frozen = False, positions
             client.last_assignment, client.last_assignment_generation = assigned, client.generation
             client.next_auto_commit = self.now + client.config.auto_commit_interval_ms
             subscribed = set(client.topics)

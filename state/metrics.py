@@ -6,8 +6,8 @@ Ownership here is the consumers' own view, which is what costs users time: a par
 moment its owner stops consuming it (it revoked it for a rebalance, lost it, crashed, closed) until a client
 starts consuming it again after a SyncGroup; time before a partition's first assignment, and time after the
 group's last running consumer was closed, are not counted. A
-consumer keeps up with production while it polls; its position freezes when it stops. A new owner starts at
-the committed offset: what the previous owner had processed beyond it is processed again (duplicates). With
+consumer keeps up with production while it polls (or reads at coordsim.consume.records.per.second); its
+position freezes when it stops. A new owner starts at the committed offset: what the previous owner had processed beyond it is processed again (duplicates). With
 no committed offset it follows auto.offset.reset: `earliest` reprocesses everything the previous owner had,
 `latest` skips what was produced and not yet processed. A mixin of `GroupRuntime`.
 """

@@ -82,3 +82,37 @@ def test_every_commit_of_a_run_carries_the_log_end_offset_of_its_time():
             assert row["log_end_offset"] == expected, row
             checked += 1
     assert checked > 10 * len(runs)
+
+
+def test_a_consumer_slower_than_production_falls_behind_and_one_faster_catches_up_after_a_move():
+    result = run(shipped_small("lagging-consumer", sets={"*": {"groups": 1}}))
+    end = result.result.final_ts
+    history = LagHistory.from_tables(result.result.tables, Settings(offset_refresh_ms=1000))
+    [behind] = result.group_ids("behind")
+    evaluated = history.evaluate(behind, end)
+    # 100 records/s produced, 80 read: 20 records/s more lag per partition over the 5 minutes.
+    assert evaluated.status == "WARN" and {p.status for p in evaluated.partitions} == {"WARN"}
+    assert all(5_500 <= p.current_lag <= 6_600 for p in evaluated.partitions)
+    [catching_up] = result.group_ids("catching-up")
+    evaluated = history.evaluate(catching_up, end)
+    assert evaluated.status == "OK" and all(p.current_lag <= 500 for p in evaluated.partitions)
+    # The crashed member's partitions: unowned until its session times out (45 s), then their new owner starts
+    # from the last commit and catches up at 150 - 100 records/s, its commits' lag shrinking to nothing.
+    [crashed] = [r["client_id"] for r in result.directives("CLIENT_CRASH", catching_up)]
+    moved = 0
+    for partition in range(6):
+        commits = [r for r in result.rows("offsets", catching_up) if r["offset"] is not None
+                   and r["partition"] == partition]
+        lags = [(r["member_id"], r["log_end_offset"] - r["offset"]) for r in commits]
+        new_owner = next((i for i in range(1, len(lags))
+                          if lags[i - 1][0].startswith(f"{crashed}-") and not lags[i][0].startswith(f"{crashed}-")),
+                         None)
+        if new_owner is None:
+            continue
+        moved += 1
+        behind = [lag for _, lag in lags[new_owner:]]
+        assert behind[0] > 4_000 and behind[-1] == 0, (partition, behind)
+        caught_up = behind.index(0)
+        assert behind[:caught_up] == sorted(behind[:caught_up], reverse=True)
+        assert all(240 <= a - b <= 260 for a, b in zip(behind, behind[1:caught_up])), behind  # 50/s x 5 s
+    assert moved >= 2
