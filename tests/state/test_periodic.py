@@ -126,6 +126,8 @@ CLIENT_CONFIGS = st.fixed_dictionaries({}, optional={
     "coordsim.poll.interval.ms": st.sampled_from([100, 333]),
     "metadata.max.age.ms": st.sampled_from([20_000, 300_000]),
     "partition.assignment.strategy": st.sampled_from([["range"], ["cooperative-sticky"], ["roundrobin"]]),
+    # Slower and faster than the production rates below: behind for good, or catching up after a move.
+    "coordsim.consume.records.per.second": st.sampled_from([0, 2, 10, 40]),
 })
 
 
