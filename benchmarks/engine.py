@@ -32,6 +32,7 @@ sys.path.insert(0, str(REPO))
 
 from state.config import CoordinatorConfig  # noqa: E402
 from state.runtime import GroupRuntime  # noqa: E402
+from benchmarks.recording import record  # noqa: E402
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 FILES = 8
@@ -108,10 +109,10 @@ def spark_facts(out: Path) -> dict:
     from streaming import sink
     from streaming.step import META_TABLE
 
-    record = json.loads((out / "_run.json").read_text())
+    run_record = json.loads((out / "_run.json").read_text())
     batch_ms = [r["duration_ms"] for r in sink.read_progress(out / "_batches").values()]
     group_calls = sum(part.num_rows for _, part in sink.read_committed(out / "_batches", META_TABLE))
-    return {"run_s": record["wall_s"], "phases_s": record["phases_s"], "batches": record["batches"],
+    return {"run_s": run_record["wall_s"], "phases_s": run_record["phases_s"], "batches": run_record["batches"],
             "batch_s_sum": round(sum(batch_ms) / 1000, 1), "group_calls": group_calls}
 
 
@@ -149,9 +150,7 @@ def main() -> None:
                     row["spark_over_local"] = round(wall / local_s, 1)
                     row["same_tables_as_local"] = same_tables(local_out, out)
             rows.append(row)
-            with args.results.open("a") as handle:
-                handle.write(json.dumps(row) + "\n")
-            print(json.dumps(row), flush=True)
+            record(args.results, row)
     print("\n| groups | events | mode | wall (s) | events/s | Spark run (s) | group calls | ms/group call "
           "| Spark/local | same tables |")
     print("|---|---|---|---|---|---|---|---|---|---|")

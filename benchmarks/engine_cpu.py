@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import gc
-import json
 import os
 import shutil
 import sys
@@ -44,6 +43,7 @@ from state.tables import TABLES  # noqa: E402
 from streaming import sink  # noqa: E402
 from streaming.source import _arrow_batches, _input_rows, end_of_run_payload  # noqa: E402
 from streaming.step import make_step  # noqa: E402
+from benchmarks.recording import record  # noqa: E402
 
 BUCKETS = 256
 
@@ -163,10 +163,7 @@ def main() -> None:
     row = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "groups": args.groups,
            "events": n_events, "buckets": BUCKETS, "cpu_s": {k: round(v, 2) for k, v in cpu.items()},
            "same_tables": same, "load_1m": round(os.getloadavg()[0], 1)}
-    args.results.parent.mkdir(parents=True, exist_ok=True)
-    with args.results.open("a") as handle:
-        handle.write(json.dumps(row) + "\n")
-    print(json.dumps(row))
+    record(args.results, row)
     print("\n| stage | CPU (s) | µs per event |\n|---|---|---|")
     for name, seconds in cpu.items():
         print(f"| {name} | {seconds:.1f} | {seconds / n_events * 1e6:.1f} |")

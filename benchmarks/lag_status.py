@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import os
 import sys
 import time
@@ -33,6 +32,7 @@ from simulations.reports.panels import TOP_GROUPS  # noqa: E402
 from simulations.settings import load_config  # noqa: E402
 from simulations.views.lag_status import LagHistory, lag_status  # noqa: E402
 from state.events import parse_event  # noqa: E402
+from benchmarks.recording import record  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results" / "lag_status.jsonl"
 
@@ -64,7 +64,7 @@ def main() -> None:
         figures.lag_statuses(history, group, bins, result.final_ts)
     panel_s = time.perf_counter() - started
 
-    record = {
+    row = {
         "when": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "machine": f"{os.cpu_count()} cores, {os.uname().machine}",
         "groups": result.groups,
@@ -76,10 +76,7 @@ def main() -> None:
         "panel_s": round(panel_s, 2),
         "panel_evaluations": min(TOP_GROUPS, len(history.groups)) * bins.count,
     }
-    RESULTS.parent.mkdir(exist_ok=True)
-    with RESULTS.open("a", encoding="utf-8") as out:
-        out.write(json.dumps(record) + "\n")
-    print(json.dumps(record, indent=1))
+    record(RESULTS, row, indent=1)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import os
 import shutil
 import subprocess
@@ -42,6 +41,7 @@ import pyarrow.compute as pc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 from state.tables import TABLES  # noqa: E402
+from benchmarks.recording import record  # noqa: E402
 
 HOUR_S = 3_600
 UNTIL = "2026-01-01T01:00:00Z"  # the scenarios' default start plus one hour
@@ -161,9 +161,7 @@ def main() -> None:
                 row = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "engine": engine,
                        "run": kind, "groups": args.groups, "members": args.members,
                        "load_average": [round(x, 1) for x in os.getloadavg()], **runtime_work(scenario_file)}
-                with args.results.open("a") as handle:
-                    handle.write(json.dumps(row) + "\n")
-                print(json.dumps(row), flush=True)
+                record(args.results, row)
                 continue
             out = folder / f"out-{engine}-{kind}"
             wall, peak = run(engine, scenario_file, out, args.buckets, args.spark_set)
@@ -177,9 +175,7 @@ def main() -> None:
             if kind == "quiet" and "storm" in walls:
                 row["quiet_over_storm"] = round(wall / walls["storm"], 2)
             rows.append(row)
-            with args.results.open("a") as handle:
-                handle.write(json.dumps(row) + "\n")
-            print(json.dumps(row), flush=True)
+            record(args.results, row)
     print("\n| engine | run | groups × members | wall (s) | speed-up | peak MB | directives | client requests "
           "| rows written | quiet / storm |")
     print("|---|---|---|---|---|---|---|---|---|---|")
