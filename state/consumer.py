@@ -29,6 +29,7 @@ from state.assignors import AssignorError, MemberSubscription, RebalanceProtocol
 from state.client_config import ClientConfig
 from state.events import (ClientCrash, ClientPause, ClientStart, ClientStop, Event, Subscribe, TopicMetadata,
                           parse_event)
+from state.production import rule_offset
 
 # JoinGroup errors after which the Java client rejoins at once; other retriable ones wait retry.backoff.ms.
 REJOIN_AT_ONCE = ("MEMBER_ID_REQUIRED", "UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS")
@@ -182,7 +183,7 @@ class ConsumerHandlers:
         positions = {}
         for tp in client.owned:
             since, position = client.started.get(tp, (t, self.log_end_offset(tp, t)))
-            positions[tp] = min(self.log_end_offset(tp, at), position + int(rate * (t - since) / 1000))
+            positions[tp] = min(self.log_end_offset(tp, at), rule_offset((rate, since, position), t))
         return positions
 
     def _start_consuming(self, client: SyntheticConsumer, positions: dict[TopicPartition, int]) -> None:
@@ -502,7 +503,8 @@ class ConsumerHandlers:
             assigned = tuple(TopicPartition(p["topic"], n) for p in r["assignment"] or () for n in p["partitions"])
             revoked = set(client.owned) - set(assigned)
             self._release(client, revoked)
-            kept = self.positions(client)
+            # Partitions kept through the rebalance (cooperative) go on from where the client is.
+            kept = self.positions(client) if client.config.coordsim_consume_records_per_second else {}
             self.start_consuming(client.client_id, assigned, client.config.auto_offset_reset == "earliest")
             client.phase = Phase.STABLE
             client.rejoin_needed = False

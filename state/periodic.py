@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from state.consumer import Phase, SyntheticConsumer
 from state.group_state import GroupState
+from state.production import rule_offset
 
 HEARTBEAT_CHAIN = "heartbeat"
 COMMIT_CHAIN = "commit"
@@ -47,13 +48,6 @@ class QuietRun:
     last_ts: int
     count: int = 1
     interval: int | None = None
-
-
-def rule_offset(rule: tuple, ts: int) -> int:
-    """The consumption model in closed form: what a consuming client has processed when its commit, sent
-    request latency before `ts`, left it (the same arithmetic as GroupRuntime.log_end_offset)."""
-    rate, origin, base = rule
-    return base + int(rate * (ts - origin) / 1000)
 
 
 @dataclass
@@ -127,7 +121,7 @@ class PeriodicHandlers:
         offset, ts = row["offset"], event.ts
         if partition.records_per_second:  # an input row's own rule
             rate, origin = partition.records_per_second, partition.rate_origin_ts
-            return (rate, origin, offset - int(rate * (ts - origin) / 1000))
+            return (rate, origin, offset - rule_offset((rate, origin, 0), ts))
         if event.origin is not None:
             since, rate, base = self.production.get(row["topic"], (0, 0.0, 0))
             sent = int(event.request_id.rpartition("@")[2])

@@ -34,6 +34,7 @@ from state.metrics import GroupMetrics, MetricsHandlers
 from state.offsets import OffsetHandlers
 from state.output import Output
 from state.periodic import PeriodicHandlers
+from state.production import rule_offset
 from state.timers import Timer, TimerQueue
 
 STATE_FORMAT = b"coordsim-group-state"
@@ -260,7 +261,7 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers, Metrics
     def _produced(self, topic: str, at: int | None = None) -> int:
         at = self.now if at is None else at
         since, rate, base = self.production.get(topic, (at, 0.0, 0))
-        return base + int(rate * (at - since) / 1000)
+        return rule_offset((rate, since, base), at)
 
     def log_end_offset(self, tp, at: int | None = None) -> int:
         """Records produced to a partition so far (or by time `at`, under the current rates): each partition

@@ -10,7 +10,7 @@ from __future__ import annotations
 import bisect
 from typing import Mapping
 
-from state.periodic import rule_offset
+from state.production import rule_offset
 
 
 def _value(row: Mapping, name: str):

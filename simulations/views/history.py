@@ -21,6 +21,7 @@ import pandas as pd
 
 from simulations.views.run_tables import RunTables, expand_runs, last_repeat
 from state import consumer_protocol
+from state.production import rule_offset
 
 EMPTY, PREPARING, COMPLETING, STABLE, DEAD = "Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"
 
@@ -56,7 +57,7 @@ class GroupAt:
         if topic not in self.production:
             return None
         since, rate, base = self.production[topic]
-        return base + int(rate * (self.ts - since) / 1000)
+        return rule_offset((rate, since, base), self.ts)
 
     @property
     def exists(self) -> bool:

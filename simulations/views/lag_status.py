@@ -42,9 +42,10 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
-from simulations.views.run_tables import RunTables
 from simulations.views.commit_log import CommitLog
+from simulations.views.run_tables import RunTables
 from state.periodic import OFFSETS_RUN_COLUMNS
+from state.production import rule_offset
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -340,7 +341,7 @@ def model_log_end(model: list[tuple[int, float, int]], t: int) -> int:
     """The log-end offset at time t (not before the model's start) under a topic's production model, as
     GroupRuntime.log_end_offset computes it."""
     since, rate, base = model[bisect.bisect_right(model, (t, float("inf"), 0)) - 1]
-    return base + int(rate * (t - since) / 1000)
+    return rule_offset((rate, since, base), t)
 
 
 def log_end_at(samples: list[tuple[int, int]], t: int) -> int | None:
