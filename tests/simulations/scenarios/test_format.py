@@ -127,6 +127,12 @@ def test_yaml_anchors_and_merge_keys_work():
     (MINIMAL + "    members: 4\n", "s.yaml:7: group_sets[0]: duplicate key 'members'"),
     (MINIMAL + "    config:\n      session.timeout.ms: 10000\n      heartbeat.interval.ms: 20000\n",
      "s.yaml:7: group_sets[0].config: heartbeat.interval.ms must be > 0 and lower than session.timeout.ms"),
+    (MINIMAL + "    config:\n      coordsim.consume.records.per.second: -5\n",
+     "s.yaml:8: group_sets[0].config.coordsim.consume.records.per.second: coordsim.consume.records.per.second "
+     "must be >= 0"),
+    (MINIMAL + "    config:\n      coordsim.consume.records.per.second: fast\n",
+     "s.yaml:8: group_sets[0].config.coordsim.consume.records.per.second: coordsim.consume.records.per.second "
+     "must be an integer"),
     (MINIMAL + "    config:\n      session.timeout: 10000\n",
      "s.yaml:8: group_sets[0].config.session.timeout: unknown consumer setting 'session.timeout'"),
     (MINIMAL + "    assignors: [range, fancy]\n", "s.yaml:7: group_sets[0].assignors: partition.assignment.strategy: "
