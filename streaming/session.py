@@ -127,9 +127,17 @@ def run_session(base, settings: Mapping[str, Any]):
             session.conf.set(name, value)
             continue
         current = base.sparkContext.getConf().get(name, None)
-        if current is not None and current != value and name not in _STARTUP_ONLY_TOLERATED:
+        if current is not None and not _started_with(name, current, value) and name not in _STARTUP_ONLY_TOLERATED:
             raise SettingsError(f"{name}={value} needs a new Spark application; the running one has {current}")
     return session
+
+
+def _started_with(name: str, current: str, value: str) -> bool:
+    """Whether the running application was started with `name=value`. Spark puts its own JVM options
+    (module opens and the like) before the user's `*.extraJavaOptions`."""
+    if name.endswith(".extraJavaOptions"):
+        return current == value or current.endswith(" " + value)
+    return current == value
 
 
 # Startup settings that only affect how the session was started (memory of a JVM that already runs,

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import marshal
 import pickle
+import zlib
 from typing import Iterator, NamedTuple
 
 import pandas as pd
@@ -40,7 +41,11 @@ STATE_SCHEMA = "slots binary"
 META_TABLE = "engine_meta"  # not an output table: GroupFacts for the driver
 
 STATE_FORMAT = b"coordsim-slots"
-STATE_FORMAT_VERSION = 1
+# v1: marshal; v2: the same, zlib-compressed. Spark hands a key's state to the Python worker through a
+# pickler that copies it byte by byte, the largest part of the JVM's work in a bucketed run; compressed, a
+# key's slots shrink about elevenfold for far less CPU than that copy costs.
+STATE_FORMAT_VERSION = 2
+READABLE_STATE_VERSIONS = (1, 2)
 
 
 class Slot(NamedTuple):
@@ -159,16 +164,19 @@ def _visit(group_id: str, slot: Slot, arrivals, horizon: int, config: Coordinato
 
 def _encode(slots: dict[str, Slot]) -> bytes:
     # Plain tuples, not Slot: the encoding must not depend on this module's class names.
-    return STATE_FORMAT + bytes([STATE_FORMAT_VERSION]) + marshal.dumps({g: tuple(s) for g, s in slots.items()})
+    body = marshal.dumps({g: tuple(s) for g, s in slots.items()})
+    return STATE_FORMAT + bytes([STATE_FORMAT_VERSION]) + zlib.compress(body, 1)
 
 
 def _decode(blob: bytes) -> dict[str, Slot]:
     if not blob.startswith(STATE_FORMAT):
         raise ValueError("not a coordsim key state")
     version = blob[len(STATE_FORMAT)]
-    if version != STATE_FORMAT_VERSION:
-        raise ValueError(f"key state format v{version} is not readable by this release (reads v{STATE_FORMAT_VERSION})")
-    return {g: Slot(*t) for g, t in marshal.loads(blob[len(STATE_FORMAT) + 1:]).items()}
+    if version not in READABLE_STATE_VERSIONS:
+        readable = ", ".join(f"v{v}" for v in READABLE_STATE_VERSIONS)
+        raise ValueError(f"key state format v{version} is not readable by this release (reads {readable})")
+    body = blob[len(STATE_FORMAT) + 1:]
+    return {g: Slot(*t) for g, t in marshal.loads(zlib.decompress(body) if version >= 2 else body).items()}
 
 
 class _Envelopes:
