@@ -344,9 +344,17 @@ class _Run:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m streaming.engine EVENTS... --out DIR`: `coordsim replay --engine spark` without the CLI
-    package, for scripts and for the restart tests (which kill it)."""
+    package, for scripts, spark-submit and the restart tests (which kill it). A user mistake (an input,
+    setting or time that cannot be used, an OUT of another run) ends with its message and exit status 2."""
+    import sys
+
+    from simulations.capture.captured import CapturedError
+    from simulations.inputs import InputError
+    from simulations.parquet_tables import OutputError
     from simulations.settings import load_config, parse_overrides
-    from state.events import parse_ts
+    from state.config import ConfigError
+    from state.events import EventError, parse_ts
+    from streaming.session import SettingsError
 
     parser = argparse.ArgumentParser(prog="python -m streaming.engine", description=main.__doc__)
     parser.add_argument("events", nargs="+", help="JSONL / Parquet event files or folders")
@@ -358,13 +366,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="engine (streaming.*) or Spark (spark.*) setting")
     parser.add_argument("--profile", default="local", help="Spark profile: conf/spark-<profile>.yaml")
     parser.add_argument("--master", help="Spark master URL (overrides the profile's)")
+    parser.add_argument("--captured", metavar="FILE",
+                        help="captured responses (*.captured.ndjson) to attach to the events they answer, as "
+                             "`coordsim replay --compare-captured` does")
     parser.add_argument("--quiet", action="store_true", help="no progress display or summary")
     args = parser.parse_args(argv)
-    config = load_config(args.conf, args.set)
-    until = None if args.until is None else parse_ts(args.until, "--until")
     try:
+        config = load_config(args.conf, args.set)
+        until = None if args.until is None else parse_ts(args.until, "--until")
         run_spark(args.events, args.out, config, until, parse_overrides(args.spark_set), not args.quiet,
-                  profile=args.profile, master=args.master)
+                  profile=args.profile, master=args.master, captured=args.captured)
+    except (InputError, OutputError, ConfigError, EventError, CapturedError, SettingsError, RunMismatch) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     finally:
         from pyspark.sql import SparkSession
 

@@ -1,0 +1,36 @@
+"""`python -m streaming.engine`: user mistakes end with a message and exit status 2, before Spark starts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from streaming.engine import main
+
+SAMPLE = str(Path(__file__).resolve().parents[2] / "simulations" / "samples" / "sample-trace.jsonl")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["/nonexistent", "--out", "{out}"], "/nonexistent: no such file or folder"),
+    ([SAMPLE, "--out", "{out}", "--until", "yesterday"],
+     "field '--until' must be epoch milliseconds or ISO-8601 with a zone, got 'yesterday'"),
+    ([SAMPLE, "--out", "{out}", "--spark-set", "streaming.state.buckets=abc"],
+     "setting streaming.state.buckets must be an integer, got 'abc'"),
+    ([SAMPLE, "--out", "{out}", "--set", "session.timeout"], "--set expects name=value"),
+    ([SAMPLE, "--out", "{out}", "--captured", "/nonexistent.captured.ndjson"], "/nonexistent.captured.ndjson"),
+])
+def test_user_mistakes_end_with_their_message_and_status_2(tmp_path, capsys, args, message):
+    assert main([a.format(out=tmp_path / "out") for a in args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err
+    assert "Traceback" not in err
+
+
+def test_an_out_folder_of_another_run_is_refused(tmp_path, capsys):
+    out = tmp_path / "out"
+    (out / "_checkpoints").mkdir(parents=True)
+    (out / "_checkpoints" / "run.json").write_text(json.dumps({"inputs": [["elsewhere", "elsewhere"]]}))
+    assert main([SAMPLE, "--out", str(out)]) == 2
+    assert "holds a Spark run of other inputs or settings" in capsys.readouterr().err
