@@ -16,6 +16,7 @@ ASSIGNOR_CLASSES = {
     "org.apache.kafka.clients.consumer.CooperativeStickyAssignor": "cooperative-sticky",
 }
 ASSIGNOR_NAMES = ("range", "roundrobin", "sticky", "cooperative-sticky")
+MANUAL_COMMIT_MODES = ("sync", "async", "none")
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,14 @@ class ClientConfig:
     # Records per second the application processes from each partition it owns; 0: as fast as they are
     # produced (it is never behind while it polls).
     coordsim_consume_records_per_second: int = 0
+    # With enable.auto.commit=false, how the application commits what it processed: commitSync from its poll
+    # loop (`sync`), commitAsync (`async`), or never (`none`).
+    coordsim_manual_commit: str = "sync"
+    # The application's commit cadence: 0 commits after every poll, >0 at the first poll at least that long
+    # after its previous commit.
+    coordsim_manual_commit_interval_ms: int = 0
+    # The application's ConsumerRebalanceListener commits synchronously in onPartitionsRevoked.
+    coordsim_commit_on_revoke: bool = True
 
     @staticmethod
     def kafka_name(field_name: str) -> str:
@@ -66,13 +75,40 @@ class ClientConfig:
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{self.kafka_name(name)} must be > 0")
         for name in ("retry_backoff_ms", "coordsim_network_rtt_ms", "coordsim_assignment_time_ms",
-                     "coordsim_consume_records_per_second"):
+                     "coordsim_consume_records_per_second", "coordsim_manual_commit_interval_ms"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{self.kafka_name(name)} must be >= 0")
         if self.auto_offset_reset not in ("earliest", "latest"):
             raise ConfigError("auto.offset.reset must be earliest or latest")
+        if self.coordsim_manual_commit not in MANUAL_COMMIT_MODES:
+            raise ConfigError(f"coordsim.manual.commit must be one of {', '.join(MANUAL_COMMIT_MODES)}, "
+                              f"got {self.coordsim_manual_commit!r}")
         if not self.partition_assignment_strategy:
             raise ConfigError("partition.assignment.strategy needs at least one assignor")
+
+    @property
+    def commits_periodically(self) -> bool:
+        """The poll loop commits at a cadence: auto-commit, or an application committing by itself."""
+        return self.enable_auto_commit or self.coordsim_manual_commit != "none"
+
+    @property
+    def commit_interval_ms(self) -> int:
+        """The least time between two commits of the poll loop: a commit is due at the first poll at or after
+        the previous commit plus this (1 ms when the application commits after every poll)."""
+        if self.enable_auto_commit:
+            return self.auto_commit_interval_ms
+        return max(1, self.coordsim_manual_commit_interval_ms)
+
+    @property
+    def commit_blocks_poll(self) -> bool:
+        """commitSync: the application polls again only once its commit is answered."""
+        return not self.enable_auto_commit and self.coordsim_manual_commit == "sync"
+
+    @property
+    def commits_on_revoke(self) -> bool:
+        """Offsets are committed before partitions are given up in a rebalance or a close: auto-commit's
+        onJoinPrepare and close, or the application's onPartitionsRevoked."""
+        return self.enable_auto_commit or (self.coordsim_manual_commit != "none" and self.coordsim_commit_on_revoke)
 
     @property
     def request_latency_ms(self) -> int:

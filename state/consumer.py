@@ -4,7 +4,7 @@ the coordinator so request -> response -> reaction runs without leaving the grou
 
 A client's requests are ordinary input-contract rows, validated by `parse_event` and answered by the same
 coordinator code as captured requests; they reach the coordinator after half the configured round trip and
-their answers come back after the other half. Heartbeats and auto-commits are periodic requests: written as
+their answers come back after the other half. Heartbeats and the poll loop's commits are periodic requests: written as
 quiet runs, and computed in closed form while the client is steady (state/periodic.py). A mixin of
 `GroupRuntime`: client deadlines live in its timer queue under ("client", client_id, kind) keys.
 
@@ -12,7 +12,9 @@ Modelled: the join loop (MEMBER_ID_REQUIRED retry, leader assignment with the se
 member subscriptions, follower SyncGroup), the heartbeat thread (every heartbeat.interval.ms while completing
 or stable), reactions to every error as the Java client reacts, eager and cooperative rebalancing (the
 follow-up rejoin after a cooperative revocation), auto-commit every auto.commit.interval.ms and before a
-rejoin, graceful close (commit, then LeaveGroup unless static), crash, process and poll pauses with the
+rejoin, or without it the application's own commits (commitSync or commitAsync from its poll loop; commitSync
+in onPartitionsRevoked: before an eager rejoin, after a cooperative SyncGroup for the revoked partitions, on
+close), graceful close (commit, then LeaveGroup unless static), crash, process and poll pauses with the
 max.poll.interval.ms proactive leave, restarts with the same group.instance.id, subscription changes, and a
 leader noticing partition-count changes at its metadata refresh.
 """
@@ -71,7 +73,10 @@ class SyntheticConsumer:
     heartbeat_enabled: bool = False
     paused_until: int = -1        # process pause: nothing runs
     poll_stalled_until: int = -1  # poll pause: the heartbeat thread still runs
-    next_auto_commit: int = 0
+    next_auto_commit: int = 0  # when the poll loop's next commit (auto or the application's own) is due
+    # The heartbeat thread left the group (poll timeout) while the application still held partitions: its
+    # commit of the batch in hand fails locally (CommitFailedException) when its poll loop resumes.
+    kicked_out: bool = False
     metadata_snapshot: dict[str, int] | None = None  # leader: partition counts its assignment was made with
     # Consumption: a consuming client keeps up with production (or, with coordsim.consume.records.per.second,
     # reads at that rate from where it started: `started`, (ts, position) per partition); a stopped one stays
@@ -117,7 +122,7 @@ class ConsumerHandlers:
             index = len(self.clients) if client is None else client.index
             client = SyntheticConsumer(event.client_id, incarnation, event.group_instance_id, event.config,
                                        event.topics, started_ts=self.now, index=index,
-                                       next_auto_commit=self.now + event.config.auto_commit_interval_ms)
+                                       next_auto_commit=self.now + event.config.commit_interval_ms)
             self.clients[event.client_id] = client
             self._schedule_poll(client, self.now)
             return
@@ -155,8 +160,10 @@ class ConsumerHandlers:
     def _close(self, client: SyntheticConsumer) -> None:
         client.closing = True
         self._freeze(client)
-        if client.phase == Phase.STABLE and client.config.enable_auto_commit and client.owned:
-            self._commit(client)  # the close continues when the commit is answered
+        if client.phase == Phase.STABLE and client.config.commits_on_revoke and client.owned:
+            # auto-commit on close, or onLeavePrepare revoking every partition: the close continues when the
+            # commit is answered
+            self._commit(client, self.positions(client))
         else:
             self._leave_and_stop(client)
 
@@ -367,11 +374,13 @@ class ConsumerHandlers:
             self.send_periodic(client, "heartbeat", self.now)
         self._client_timer(client, "heartbeat", self.now + client.config.heartbeat_interval_ms)
 
-    def _commit(self, client: SyntheticConsumer) -> None:
+    def _commit(self, client: SyntheticConsumer, positions: dict[TopicPartition, int]) -> None:
+        """A commit the client waits for before going on (before a rejoin, a close, or after a cooperative
+        revocation); one already in flight is waited for instead."""
         if "commit" in client.in_flight:
             return
         fields = dict(member_id=client.member_id, generation_id=client.generation,
-                      offsets=_commit_offsets(self.positions(client)))
+                      offsets=_commit_offsets(positions))
         if client.group_instance_id is not None:
             fields["group_instance_id"] = client.group_instance_id
         self._send(client, "commit", "OFFSET_COMMIT", **fields)
@@ -382,26 +391,53 @@ class ConsumerHandlers:
     def _poll(self, client: SyntheticConsumer) -> None:
         if client.closing:
             return
+        config = client.config
+        if client.kicked_out:
+            # The late commit of the batch that outlasted max.poll.interval.ms: the client is no longer part
+            # of an active group, so the commit is refused before any request (CommitFailedException).
+            client.kicked_out = False
+            self.metrics.failed_commits += 1
         if client.rejoin_needed and "join" not in client.in_flight:
             if client.rebalance_protocol == RebalanceProtocol.EAGER:
                 self._freeze(client)  # poll() blocks in the rejoin: nothing more is processed
-            if client.phase == Phase.STABLE and client.config.enable_auto_commit and client.owned:
+            revoking = self._committed_before_join(client)
+            if client.phase == Phase.STABLE and revoking:
                 # onJoinPrepare commits synchronously first; the join goes out once the commit is answered.
-                self._commit(client)
+                positions = self.positions(client)
+                self._commit(client, {tp: positions[tp] for tp in revoking})
                 return
             self._join(client)
-        elif client.phase == Phase.STABLE and client.config.enable_auto_commit and self.now >= client.next_auto_commit:
-            client.next_auto_commit = self.now + client.config.auto_commit_interval_ms
-            if client.owned and "commit" not in client.in_flight:
+        elif client.phase == Phase.STABLE and config.commits_periodically and self.now >= client.next_auto_commit:
+            if config.commit_blocks_poll and "commit" in client.in_flight:
+                return  # still inside commitSync: its answer resumes the loop
+            client.next_auto_commit = self.now + config.commit_interval_ms
+            # commitAsync does not wait for the previous commit's answer; auto-commit skips while one is out.
+            if client.owned and ("commit" not in client.in_flight or not config.enable_auto_commit):
                 self.send_periodic(client, "commit", self.now)
-        if client.phase == Phase.STABLE and client.config.enable_auto_commit:
+        if client.phase == Phase.STABLE and config.commits_periodically:
             self._schedule_poll(client, max(client.next_auto_commit, self.now + 1))
+
+    @staticmethod
+    def _committed_before_join(client: SyntheticConsumer) -> tuple[TopicPartition, ...]:
+        """The partitions whose offsets are committed in onJoinPrepare: every owned one for auto-commit; for
+        an application committing on revocation, those revoked before the JoinGroup (eager: all; cooperative:
+        the ones of topics no longer subscribed)."""
+        config = client.config
+        if config.enable_auto_commit or (config.commits_on_revoke
+                                         and client.rebalance_protocol == RebalanceProtocol.EAGER):
+            return client.owned
+        if config.commits_on_revoke:
+            subscribed = set(client.topics)
+            return tuple(tp for tp in client.owned if tp.topic not in subscribed)
+        return ()
 
     def _poll_timeout(self, client: SyntheticConsumer) -> None:
         if client.poll_stalled_until <= self.now:
             return  # poll() was called again in time
         # The heartbeat thread gives up the membership: a dynamic member leaves, a static one goes silent;
         # either way its partitions are given up (onLeavePrepare).
+        client.kicked_out = bool(client.owned) and not client.config.enable_auto_commit \
+            and client.config.commits_periodically
         self._release(client, client.owned)
         client.owned = ()
         if client.group_instance_id is None and client.member_id:
@@ -502,6 +538,7 @@ class ConsumerHandlers:
         if error == "NONE":
             assigned = tuple(TopicPartition(p["topic"], n) for p in r["assignment"] or () for n in p["partitions"])
             revoked = set(client.owned) - set(assigned)
+            revoked_positions = {tp: p for tp, p in self.positions(client).items() if tp in revoked}
             self._release(client, revoked)
             # Partitions kept through the rebalance (cooperative) go on from where the client is.
             kept = self.positions(client) if client.config.coordsim_consume_records_per_second else {}
@@ -518,12 +555,17 @@ class ConsumerHandlers:
             else:
                 client.consuming, client.frozen = False, positions
             client.last_assignment, client.last_assignment_generation = assigned, client.generation
-            client.next_auto_commit = self.now + client.config.auto_commit_interval_ms
+            client.next_auto_commit = self.now + client.config.commit_interval_ms
             subscribed = set(client.topics)
-            if (revoked and client.rebalance_protocol == RebalanceProtocol.COOPERATIVE) or \
-                    any(tp.topic not in subscribed for tp in assigned):
+            cooperative_revocation = revoked and client.rebalance_protocol == RebalanceProtocol.COOPERATIVE
+            if cooperative_revocation and client.config.commits_on_revoke and not client.config.enable_auto_commit:
+                # onPartitionsRevoked commits the revoked partitions synchronously; the follow-up rejoin goes
+                # out once that commit is answered.
+                client.rejoin_needed = True
+                self._commit(client, revoked_positions)
+            elif cooperative_revocation or any(tp.topic not in subscribed for tp in assigned):
                 self._request_rejoin(client)  # the cooperative follow-up rebalance, or a stale assignment
-            elif client.config.enable_auto_commit:
+            elif client.config.commits_periodically:
                 self._schedule_poll(client, client.next_auto_commit)
             return
         if error == "UNKNOWN_MEMBER_ID":
@@ -566,10 +608,22 @@ class ConsumerHandlers:
         if "FENCED_INSTANCE_ID" in errors and r["generation_id"] == client.generation:
             self._fatal(client, "FENCED_INSTANCE_ID")
             return
+        # The poll loop's own commit was answered while a close or a rejoin waited for it: the close's commit,
+        # or onJoinPrepare (its commit, or the JoinGroup), comes next. Any other commit was the one they sent.
+        loop_commit = client.phase == Phase.STABLE and r["request_id"].startswith(f"{client.origin}/commit@")
         if client.closing:
-            self._leave_and_stop(client)
+            if loop_commit and client.config.commits_on_revoke and client.owned:
+                self._commit(client, self.positions(client))
+            else:
+                self._leave_and_stop(client)
         elif client.rejoin_needed and "join" not in client.in_flight:
-            self._join(client)
+            if loop_commit:
+                self._poll(client)
+            else:
+                self._join(client)
+        elif (client.config.commit_blocks_poll and client.phase == Phase.STABLE
+              and self.timers.get(("client", client.client_id, "poll")) is None):
+            self._schedule_poll(client, max(client.next_auto_commit, self.now))  # commitSync returns
 
     def _refresh_metadata(self, client: SyntheticConsumer) -> None:
         snapshot = client.metadata_snapshot

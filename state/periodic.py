@@ -1,6 +1,6 @@
 """Quiet runs and their elision: a steady member's periodic requests cost one row and (almost) no work.
 
-A quiet run is a chain of one client's periodic requests (heartbeats, or auto-commits) that all succeed the
+A quiet run is a chain of one client's periodic requests (heartbeats, or its poll loop's commits) that all succeed the
 same way at a fixed interval: error NONE, the same member and generation, and for commits every partition
 accepted with offsets that follow the consumption model. The run is written once, when it closes, as one
 `requests` row, one `responses` row and (commits) one `offsets` row per partition, each carrying
@@ -11,7 +11,7 @@ and at the end of the run. An input row with `repeat_count` replays as the run i
 
 Runs are written the same way whether the requests were simulated one by one (explicit mode,
 `coordsim.periodic.elision=0`) or not at all (the default): with elision, a client in the steady state has
-its heartbeat, auto-commit and metadata-refresh timers and its session timer taken out of the timer queue;
+its heartbeat, commit and metadata-refresh timers and its session timer taken out of the timer queue;
 before the group handles anything else, the elided requests are caught up in closed form (folded into their
 runs, committed offsets and the member's session deadline brought up to date), and the client's explicit
 state is put back whenever the next item concerns it, the group as a whole, or falls on one of its own
@@ -62,7 +62,7 @@ class Chain:
 @dataclass
 class ElidedClient:
     heartbeat: Chain
-    commit: Chain | None        # the auto-commit poll chain, if the client polls for auto-commit
+    commit: Chain | None        # the poll chain, if the client's poll loop commits
     sends_commits: bool         # the poll commits (the client owns partitions)
     metadata: Chain | None      # the leader's metadata refresh
     session: object             # the member's session Timer taken out of the queue
@@ -214,8 +214,8 @@ class PeriodicHandlers:
         commit = None
         if poll is not None:
             p = poll.deadline
-            period = client.next_poll(p + cfg.auto_commit_interval_ms) - p
-            if (p <= now or p < client.next_auto_commit or not cfg.enable_auto_commit or latency >= period):
+            period = client.next_poll(p + cfg.commit_interval_ms) - p
+            if (p <= now or p < client.next_auto_commit or not cfg.commits_periodically or latency >= period):
                 return
             if client.owned and not self._commits_fold(client, p, period):
                 return
@@ -237,7 +237,7 @@ class PeriodicHandlers:
             session=session)
 
     def _commits_fold(self, client: SyntheticConsumer, p: int, period: int) -> bool:
-        """Every auto-commit from `p` on folds into the client's open commit run: it commits its positions
+        """Every periodic commit from `p` on folds into the client's open commit run: it commits its positions
         under the production rates the run's offsets rules were made from."""
         run = self.runs.get(f"{client.origin}/{COMMIT_CHAIN}")
         latency = client.config.request_latency_ms
@@ -353,7 +353,7 @@ class PeriodicHandlers:
             kind = "heartbeat" if key == HEARTBEAT_CHAIN else "poll"
             self._client_timer(client, kind, chain.first + chain.done * chain.period)
             if key == COMMIT_CHAIN and chain.done:
-                client.next_auto_commit = chain.first + (chain.done - 1) * chain.period + cfg.auto_commit_interval_ms
+                client.next_auto_commit = chain.first + (chain.done - 1) * chain.period + cfg.commit_interval_ms
             if chain.done == 0 or (key == COMMIT_CHAIN and not elided.sends_commits):
                 continue
             sent = chain.first + (chain.done - 1) * chain.period

@@ -298,7 +298,8 @@ def test_a_static_restart_leaves_its_partitions_unconsumed_for_the_downtime_only
 @pytest.mark.parametrize("reset, duplicates, skipped", [("earliest", True, False), ("latest", False, True)])
 def test_without_commits_a_handoff_follows_auto_offset_reset(reset, duplicates, skipped):
     ctx = GroupContext()
-    start(ctx, 2, config={"enable.auto.commit": False, "auto.offset.reset": reset})
+    start(ctx, 2, config={"enable.auto.commit": False, "coordsim.manual.commit": "none",
+                         "auto.offset.reset": reset})
     ctx.sleep(20_000)
     ctx.send("CLIENT_CRASH", client_id="c1")
     ctx.sleep(30_000)
@@ -339,3 +340,186 @@ def test_every_request_in_the_requests_table_was_answered_whatever_ms_the_run_en
     ctx.sleep(end)
     answered = {r["request_id"] for r in ctx.responses()}
     assert {r["request_id"] for r in ctx.rows("requests")} <= answered
+
+
+# -- enable.auto.commit=false: the application commits ------------------------------------------------------
+
+MANUAL = {"enable.auto.commit": False}
+
+
+def requests_of(ctx: GroupContext, client_id: str, since: int = 0) -> list[tuple[int, str, list | None]]:
+    """(ts, type, committed partitions) of the client's requests reaching the coordinator from `since` on."""
+    rows = []
+    for r in ctx.rows("requests"):
+        if r["client_id"] == client_id and r["ts"] >= since:
+            offsets = json.loads(r["raw"]).get("offsets")
+            rows.append((r["ts"], r["type"], None if offsets is None else sorted(p["partition"] for p in offsets)))
+    return rows
+
+
+@pytest.mark.parametrize("settings, period", [({}, 100),
+                                              ({"coordsim.manual.commit.interval.ms": 1_000,
+                                                "coordsim.poll.interval.ms": 300}, 1_200),
+                                              ({"coordsim.manual.commit": "async"}, 100)])
+def test_manual_commits_follow_the_poll_loop_as_offset_commit_requests(settings, period):
+    ctx = GroupContext()
+    start(ctx, 1, config=dict(MANUAL, **settings))
+    ctx.sleep(30_000)
+    client = ctx.runtime.clients["c0"]
+    commits = ctx.responses("OffsetCommit")
+    ts = [r["request_ts"] for r in commits]
+    assert {b - a for a, b in zip(ts, ts[1:])} == {period}
+    assert {(r["member_id"], r["generation_id"], r["error"]) for r in commits} == {
+        (client.member_id, ctx.group.generation_id, "NONE")}
+    requests = [r for r in ctx.rows("requests") if r["type"] == "OFFSET_COMMIT"]
+    assert len(requests) == len(commits)
+    assert all(json.loads(r["raw"])["member_id"] == client.member_id for r in requests)
+
+
+@pytest.mark.parametrize("mode, period", [("sync", 300), ("async", 100)])
+def test_commit_sync_holds_the_poll_loop_until_its_answer_and_commit_async_does_not(mode, period):
+    ctx = GroupContext()
+    start(ctx, 1, config=dict(MANUAL, **{"coordsim.manual.commit": mode, "coordsim.network.rtt.ms": 250,
+                                         "session.timeout.ms": 10_000}))
+    ctx.sleep(30_000)
+    ts = [r["request_ts"] for r in ctx.responses("OffsetCommit")]
+    assert ts and {b - a for a, b in zip(ts, ts[1:])} == {period}
+
+
+def test_manual_none_never_commits_not_even_on_revoke_or_close():
+    ctx = GroupContext()
+    start(ctx, 2, config=dict(MANUAL, **{"coordsim.manual.commit": "none"}))
+    ctx.sleep(20_000)
+    ctx.send("CLIENT_STOP", client_id="c1")
+    ctx.sleep(20_000)
+    assert not ctx.responses("OffsetCommit") and not ctx.rows("offsets")
+
+
+def test_eager_commit_on_revoke_commits_every_owned_partition_before_the_join_group():
+    config = dict(MANUAL, **{"coordsim.manual.commit.interval.ms": 60_000})
+    ctx = GroupContext()
+    start(ctx, 2, config=config)
+    ctx.sleep(20_000)
+    owned = sorted(tp.partition for tp in ctx.runtime.clients["c0"].owned)
+    start(ctx, 1, config=config, prefix="new")
+    ctx.sleep(20_000)
+    # no cadence commit in this window: the only commit is onPartitionsRevoked's, answered before the rejoin
+    sent = requests_of(ctx, "c0", since=20_001)
+    types = [t for _, t, _ in sent if t != "HEARTBEAT"]
+    assert types[:2] == ["OFFSET_COMMIT", "JOIN_GROUP"] and types.count("OFFSET_COMMIT") == 1
+    (commit,) = [s for s in sent if s[1] == "OFFSET_COMMIT"]
+    assert commit[2] == owned
+    (answer,) = [r for r in ctx.responses("OffsetCommit") if r["request_ts"] == commit[0] and r["client_id"] == "c0"]
+    join = next(s for s in sent if s[1] == "JOIN_GROUP")
+    assert answer["error"] == "NONE" and answer["response_ts"] < join[0]
+    m = end_metrics(ctx)
+    assert m["partitions_moved"] > 0 and m["duplicate_records"] == 0 and m["skipped_records"] == 0
+
+
+def test_cooperative_commit_on_revoke_commits_only_the_revoked_partitions_after_sync_group():
+    config = dict(MANUAL, **{"coordsim.manual.commit.interval.ms": 60_000,
+                             "partition.assignment.strategy": "cooperative-sticky"})
+    ctx = GroupContext()
+    start(ctx, 2, config=config)
+    ctx.sleep(20_000)
+    before = {tp.partition for tp in ctx.runtime.clients["c0"].owned}
+    before_c1 = {tp.partition for tp in ctx.runtime.clients["c1"].owned}
+    start(ctx, 1, config=config, prefix="new")
+    ctx.sleep(20_000)
+    after = {tp.partition for tp in ctx.runtime.clients["c0"].owned}
+    after_c1 = {tp.partition for tp in ctx.runtime.clients["c1"].owned}
+    sent = [s for s in requests_of(ctx, "c0", since=20_001) if s[1] != "HEARTBEAT"]
+    # the first rejoin keeps every partition (nothing committed); SyncGroup withholds the moving one, which
+    # is committed before the follow-up JoinGroup
+    assert [t for _, t, _ in sent] == ["JOIN_GROUP", "SYNC_GROUP", "OFFSET_COMMIT", "JOIN_GROUP", "SYNC_GROUP"]
+    assert sent[2][2] == sorted(before - after) != []
+    m = end_metrics(ctx)
+    assert m["partitions_moved"] == len(before - after) + len(before_c1 - after_c1)
+    assert m["duplicate_records"] == 0 and m["skipped_records"] == 0
+
+
+def test_a_close_during_the_loops_commit_sync_commits_again_where_processing_stopped_then_leaves():
+    ctx = GroupContext()
+    start(ctx, 2, config=MANUAL)
+    ctx.sleep(20_001)  # c1's commit of the 20 s poll is on the wire
+    ctx.send("CLIENT_STOP", client_id="c1")
+    ctx.sleep(20_000)
+    sent = [(ts, t) for ts, t, _ in requests_of(ctx, "c1", since=20_001)]
+    assert sent == [(20_001, "OFFSET_COMMIT"), (20_003, "OFFSET_COMMIT"), (20_005, "LEAVE_GROUP")]
+    m = end_metrics(ctx)
+    assert m["partitions_moved"] == 3 and m["duplicate_records"] == 0 and m["skipped_records"] == 0
+
+
+@pytest.mark.parametrize("settings, handoff", [({}, "committed"),
+                                               ({"coordsim.commit.on.revoke": False}, "cadence"),
+                                               ({"coordsim.manual.commit": "none"}, "reset")])
+def test_a_graceful_eager_rolling_restart_in_manual_mode(settings, handoff):
+    config = dict(MANUAL, **{"coordsim.manual.commit.interval.ms": 5_000}, **settings)
+    ctx = GroupContext()
+    names = start(ctx, 3, config=config)
+    ctx.sleep(20_050)
+    for name in names:
+        ctx.send("CLIENT_STOP", client_id=name)
+        ctx.sleep(5_000)
+        ctx.send("CLIENT_START", client_id=name, topics=["orders"], config=dict(SESSION, **config))
+        ctx.sleep(15_000)
+    m = end_metrics(ctx)
+    assert m["partitions_moved"] > 0
+    if handoff == "committed":  # onPartitionsRevoked commits what was processed: nothing twice, nothing lost
+        assert m["duplicate_records"] == 0 and m["skipped_records"] == 0
+    elif handoff == "cadence":  # what was processed since the last cadence commit is processed again
+        assert m["duplicate_records"] > 0 and m["skipped_records"] == 0
+    else:  # no committed offsets: auto.offset.reset=latest skips what the previous owner had not processed
+        assert m["skipped_records"] > 0 and m["duplicate_records"] == 0 and not ctx.rows("offsets")
+
+
+def test_a_crash_in_manual_mode_costs_the_records_processed_since_the_last_manual_commit():
+    ctx = GroupContext()
+    start(ctx, 2, config=dict(MANUAL, **{"coordsim.manual.commit.interval.ms": 2_000}))
+    ctx.sleep(20_000)
+    crashed = ctx.runtime.clients["c1"]
+    owned = list(crashed.owned)
+    ctx.sleep(1_500)
+    committed = {(r["topic"], r["partition"]): r["offset"] for r in ctx.rows("offsets")}
+    crash_ts = ctx.time
+    ctx.send("CLIENT_CRASH", client_id="c1")
+    ctx.sleep(30_000)
+    m = end_metrics(ctx)
+    assert m["duplicate_records"] == sum(crash_ts * 10 // 1000 - committed[tuple(tp)] for tp in owned) > 0
+    assert m["skipped_records"] == 0 and m["failed_commits"] == 0
+
+
+def test_the_late_commit_after_a_poll_stall_past_max_poll_interval_fails():
+    ctx = GroupContext()
+    start(ctx, 2, config=dict(MANUAL, **{"max.poll.interval.ms": 20_000}))
+    ctx.sleep(20_000)
+    ctx.send("CLIENT_PAUSE", client_id="c1", duration_ms=30_000, scope="poll")
+    ctx.sleep(29_000)
+    assert ctx.runtime.metrics.failed_commits == 0  # still processing the stalled batch
+    ctx.sleep(20_000)
+    # the heartbeat thread left the group at 40 s: the commit of the batch that took 30 s is refused by the
+    # client itself (CommitFailedException), before any request; then the loop rejoins and commits again
+    assert not [r for r in ctx.responses("OffsetCommit") if r["client_id"] == "c1" and r["error"] != "NONE"]
+    assert ctx.runtime.clients["c1"].phase.value == "STABLE"
+    assert end_metrics(ctx)["failed_commits"] == 1
+
+
+def test_a_commit_after_a_process_pause_past_the_session_fails_with_unknown_member_id():
+    ctx = GroupContext()
+    start(ctx, 2, config=MANUAL)
+    ctx.sleep(20_000)
+    member = ctx.runtime.clients["c1"].member_id
+    ctx.send("CLIENT_PAUSE", client_id="c1", duration_ms=15_000, scope="process")
+    ctx.sleep(30_000)
+    failed = [r for r in ctx.responses("OffsetCommit") if r["error"] != "NONE"]
+    assert [(r["member_id"], r["error"]) for r in failed] == [(member, "UNKNOWN_MEMBER_ID")]
+    assert end_metrics(ctx)["failed_commits"] == 1
+
+
+def test_manual_commit_settings_are_validated():
+    for config, message in (({"coordsim.manual.commit": "later"}, "coordsim.manual.commit must be one of"),
+                            ({"coordsim.manual.commit.interval.ms": -1}, "coordsim.manual.commit.interval.ms"),
+                            ({"coordsim.commit.on.revoke": "yes"}, "coordsim.commit.on.revoke")):
+        with pytest.raises(EventError, match=message):
+            parse_event({"ts": 0, "group_id": "g", "type": "CLIENT_START", "client_id": "c", "topics": ["t"],
+                         "config": config})

@@ -1,4 +1,4 @@
-"""Quiet runs and periodic elision: the same rows whether a steady member's heartbeats and auto-commits are
+"""Quiet runs and periodic elision: the same rows whether a steady member's heartbeats and commits are
 simulated one by one or computed in closed form, and a quiet hour that costs O(members) work."""
 
 from __future__ import annotations
@@ -68,6 +68,21 @@ def test_a_quiet_hour_is_a_handful_of_rows_and_steps_in_both_modes():
     assert day.steps == fast.steps
 
 
+@pytest.mark.parametrize("mode, interval", [("sync", 0), ("async", 0), ("sync", 1_000)])
+def test_manual_commits_at_a_fixed_cadence_are_elided_like_auto_commits(mode, interval):
+    config = {"enable.auto.commit": False, "coordsim.manual.commit": mode,
+              "coordsim.manual.commit.interval.ms": interval}
+    events = stable_group(3, **config)
+    explicit, slow = simulate(EXPLICIT, events, [], 600_000)
+    elided, fast = simulate(ELIDED, events, [], 600_000)
+    assert explicit == elided
+    runs = [r for r in elided["responses"] if r["api"] == "OffsetCommit" and r["repeat_count"] > 1]
+    # after every 100 ms poll, or at the first poll at least 1 s after the previous commit
+    assert {r["repeat_interval_ms"] for r in runs} == {100 if interval == 0 else 1_000}
+    assert sum(r["repeat_count"] for r in runs) > 3 * 600_000 // (100 if interval == 0 else 1_000) * 0.98
+    assert fast.steps < 1_000 < slow.steps
+
+
 def test_runs_expand_to_the_requests_simulated_one_by_one():
     events = stable_group(2, rate=7.3)
     rows, _ = simulate(EXPLICIT, events, [], 120_000)
@@ -122,6 +137,10 @@ CLIENT_CONFIGS = st.fixed_dictionaries({}, optional={
     "session.timeout.ms": st.sampled_from([10_000, 45_000]),
     "auto.commit.interval.ms": st.sampled_from([1_000, 5_000, 7_777]),
     "enable.auto.commit": st.booleans(),
+    # The application's own commits, used when enable.auto.commit is false.
+    "coordsim.manual.commit": st.sampled_from(["sync", "async", "none"]),
+    "coordsim.manual.commit.interval.ms": st.sampled_from([0, 250, 1_000]),
+    "coordsim.commit.on.revoke": st.booleans(),
     "coordsim.network.rtt.ms": st.sampled_from([0, 1, 2, 9, 3_500]),
     "coordsim.poll.interval.ms": st.sampled_from([100, 333]),
     "metadata.max.age.ms": st.sampled_from([20_000, 300_000]),

@@ -12,7 +12,9 @@ from tests.streaming.conftest import SAMPLE
 # Small against the histories' time span, so the main phase really advances groups between micro-batches.
 DELAY_MS = 2_000
 FILES = 3
-# Synthetic clients (the runtime's own client model: recurring heartbeat and commit timers), with a crash.
+# Synthetic clients (the runtime's own client model: recurring heartbeat and commit timers), with a crash;
+# a second set commits by itself (enable.auto.commit=false: commitSync after every poll and on revocation)
+# through a cooperative rolling restart (the shipped scenario manual-commit's behaviour, cooperative here).
 # The last era of the inputs: its clients run until the run's final time, and they heartbeat one by one.
 SCENARIO = """
 name: tiny-fleet
@@ -25,7 +27,15 @@ group_sets:
     members: 3
     topics:
       - {name: orders, partitions: 6, records_per_second: 10}
+  - name: manual
+    groups: 2
+    members: 3
+    topics:
+      - {name: orders, partitions: 6, records_per_second: 10}
+    assignors: [cooperative-sticky]
+    config: {enable.auto.commit: false}
 timeline:
+  - {at: 10s, action: rolling_restart, target: manual, downtime: 5s, gap: 5s}
   - {at: 40s, action: crash}
 """
 BAD_ROWS = [

@@ -133,6 +133,15 @@ def test_yaml_anchors_and_merge_keys_work():
     (MINIMAL + "    config:\n      coordsim.consume.records.per.second: fast\n",
      "s.yaml:8: group_sets[0].config.coordsim.consume.records.per.second: coordsim.consume.records.per.second "
      "must be an integer"),
+    (MINIMAL + "    config:\n      coordsim.manual.commit: later\n",
+     "s.yaml:8: group_sets[0].config.coordsim.manual.commit: coordsim.manual.commit must be one of sync, async, "
+     "none, got 'later'"),
+    (MINIMAL + "    config:\n      coordsim.manual.commit.interval.ms: -1\n",
+     "s.yaml:8: group_sets[0].config.coordsim.manual.commit.interval.ms: coordsim.manual.commit.interval.ms "
+     "must be >= 0"),
+    (MINIMAL + "    config:\n      coordsim.commit.on.revoke: sometimes\n",
+     "s.yaml:8: group_sets[0].config.coordsim.commit.on.revoke: coordsim.commit.on.revoke must be true or false, "
+     "got 'sometimes'"),
     (MINIMAL + "    config:\n      session.timeout: 10000\n",
      "s.yaml:8: group_sets[0].config.session.timeout: unknown consumer setting 'session.timeout'"),
     (MINIMAL + "    assignors: [range, fancy]\n", "s.yaml:7: group_sets[0].assignors: partition.assignment.strategy: "

@@ -146,3 +146,13 @@ def test_offsets_expire_after_the_retention_once_the_group_is_empty():
     dead = r.rows("group_states", group_id)[-1]
     assert (dead["to_state"], dead["cause"], dead["ts"]) == ("Dead", "group_expired", tombstones[0]["write_ts"])
     assert r.metrics(group_id)["end_state"] is None  # deleted
+
+
+def test_manual_commits_on_revocation_hand_partitions_over_without_duplicates():
+    r = run(shipped_small("manual-commit", sets={"*": {"groups": 2}}))
+    figures = {name: [r.metrics(g) for g in r.group_ids(name)] for name in ("on-revoke", "batched", "never")}
+    assert all(m["partitions_moved"] > 0 and m["failed_commits"] == 0 for ms in figures.values() for m in ms)
+    assert all(m["duplicate_records"] == 0 and m["skipped_records"] == 0 for m in figures["on-revoke"])
+    assert all(m["duplicate_records"] > 0 and m["skipped_records"] == 0 for m in figures["batched"])
+    assert all(m["skipped_records"] > 0 and m["duplicate_records"] == 0 for m in figures["never"])
+    assert not [row for g in r.group_ids("never") for row in r.rows("offsets", g)]
