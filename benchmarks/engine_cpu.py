@@ -93,7 +93,7 @@ def source_stage(events: Path) -> tuple[float, dict[int, list[tuple[str, int, by
     """The source's rows of every input file, bucketed as the engine's `pmod(xxhash64(group), N)` would
     spread them (another hash, the same kind of spread)."""
     started = time.process_time()
-    batches = [batch for path in event_files([events]) for batch in _arrow_batches(_input_rows(str(path), str(path)))]
+    batches = [batch for path in event_files([events]) for batch in _arrow_batches(_input_rows(str(path), str(path), None))]
     cpu = time.process_time() - started
     buckets: dict[int, list[tuple[str, int, bytes]]] = {}
     for batch in batches:
