@@ -22,7 +22,6 @@ leader noticing partition-count changes at its metadata refresh.
 from __future__ import annotations
 
 import base64
-import dataclasses
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -326,9 +325,8 @@ class ConsumerHandlers:
                      sent: int, etype: str, fields: dict) -> None:
         raw = {"ts": sent + client.config.request_latency_ms, "group_id": self.group_id, "type": etype,
                "seq": client.request_counter, "request_id": request_id, "client_id": client.client_id, **fields}
-        event = parse_event(raw, source="synthetic", line=self._line(client, chain), origin=client.origin)
-        if chain is not None:
-            event = dataclasses.replace(event, run=f"{client.origin}/{chain}")
+        event = parse_event(raw, source="synthetic", line=self._line(client, chain), origin=client.origin,
+                            run=None if chain is None else f"{client.origin}/{chain}")
         # Written to `requests` when it reaches the coordinator: one still on the wire when the run ends
         # was never seen, as an input row after the end would not be.
         self.requests_in_flight[request_id] = raw

@@ -545,11 +545,13 @@ def expand_repeats(event: Event) -> list[Event]:
     return expanded
 
 
-def parse_event(raw: Mapping, source: str = "", line: int = 0, origin: str | None = None) -> Event:
+def parse_event(raw: Mapping, source: str = "", line: int = 0, origin: str | None = None,
+                run: str | None = None) -> Event:
     """Validate one raw row. `line` is the row's index in its source; it stands in for a missing `seq`.
-    `origin` marks a synthetic client's own request. Raises EventError, whose message is the reject reason."""
+    `origin` marks a synthetic client's own request, `run` its periodic chain. Raises EventError, whose
+    message is the reject reason."""
     try:
-        return _parse_event(raw, source, line, origin)
+        return _parse_event(raw, source, line, origin, run)
     except EventError:
         raise
     except consumer_protocol.ConsumerProtocolError as e:
@@ -566,7 +568,7 @@ def _request_id(raw: Mapping) -> str | None:
     return str(value)
 
 
-def _parse_event(raw: Mapping, source: str, line: int, origin: str | None) -> Event:
+def _parse_event(raw: Mapping, source: str, line: int, origin: str | None, run: str | None) -> Event:
     if not isinstance(raw, Mapping):
         raise EventError(f"a row must be a JSON object, got {type(raw).__name__}")
     ts = parse_ts(raw.get("ts"))
@@ -591,6 +593,7 @@ def _parse_event(raw: Mapping, source: str, line: int, origin: str | None) -> Ev
         client_id=_str(raw, "client_id", ""),
         api_version=_int(raw, "api_version", newest, 0, newest),
         origin=origin,
+        run=run,
     )
     if etype == "JOIN_GROUP":
         protocol_type = _str(raw, "protocol_type", "")

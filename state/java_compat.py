@@ -9,6 +9,7 @@ order, so reproducing a real broker's answers needs that order exactly (spec §1
 from __future__ import annotations
 
 import functools
+import operator
 import sys
 from typing import Generic, Iterator, TypeVar
 
@@ -27,15 +28,21 @@ def to_int32(n: int) -> int:
 _UTF16_NATIVE = "utf-16-le" if sys.byteorder == "little" else "utf-16-be"
 
 
+# 31**i mod 2**32, grown on demand: String.hashCode is the polynomial sum(unit * 31**(n-1-i)) mod 2**32,
+# summed in C instead of one Python step per code unit.
+_POWERS_OF_31 = [1]
+
+
 # Member ids are hashed every time a member map's iteration order is rebuilt: remembering the recent ones
 # takes the hashing out of the coordinator's per-event cost.
 @functools.lru_cache(maxsize=1 << 16)
 def string_hash_code(s: str) -> int:
     """Java's String.hashCode over UTF-16 code units, as a signed 32-bit int."""
-    h = 0
-    for unit in memoryview(s.encode(_UTF16_NATIVE)).cast("H"):
-        h = (31 * h + unit) & 0xFFFFFFFF
-    return to_int32(h)
+    units = memoryview(s.encode(_UTF16_NATIVE)).cast("H")
+    n = len(units)
+    while len(_POWERS_OF_31) < n:
+        _POWERS_OF_31.append(_POWERS_OF_31[-1] * 31 & 0xFFFFFFFF)
+    return to_int32(sum(map(operator.mul, units, _POWERS_OF_31[n - 1::-1])))
 
 
 def kafka_abs(n: int) -> int:
@@ -85,9 +92,6 @@ class JavaHashMap(Generic[K, V]):
         self._hash = hash_fn or string_hash_code
         self._order: list[K] | None = None
 
-    def _bucket(self, key: K) -> int:
-        return spread(self._hash(key)) & (self.capacity - 1)
-
     def __setitem__(self, key: K, value: V) -> None:
         if key not in self._data:
             self._seq[key] = self._next_seq
@@ -120,22 +124,28 @@ class JavaHashMap(Generic[K, V]):
             self._order = None
         return self._data.pop(key, *default)
 
-    def keys(self) -> list[K]:
+    def _ordered(self) -> list[K]:
         if self._order is None:
-            self._order = sorted(self._data, key=lambda k: (self._bucket(k), self._seq[k]))
-        return list(self._order)
+            mask, hash_fn, seq = self.capacity - 1, self._hash, self._seq
+            self._order = sorted(self._data, key=lambda k: (spread(hash_fn(k)) & mask, seq[k]))
+        return self._order
+
+    def keys(self) -> list[K]:
+        return list(self._ordered())
 
     def __iter__(self) -> Iterator[K]:
         return iter(self.keys())
 
     def values(self) -> list[V]:
-        return [self._data[k] for k in self.keys()]
+        data = self._data
+        return [data[k] for k in self._ordered()]
 
     def items(self) -> list[tuple[K, V]]:
-        return [(k, self._data[k]) for k in self.keys()]
+        data = self._data
+        return [(k, data[k]) for k in self._ordered()]
 
     def first_key(self) -> K | None:
-        return self.keys()[0] if self._data else None
+        return self._ordered()[0] if self._data else None
 
     # Snapshot support: the state encoder stores (entries in insertion order, capacity, next_seq).
     def snapshot(self) -> tuple[list[tuple[K, int, V]], int, int]:

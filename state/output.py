@@ -85,10 +85,9 @@ class Output:
             "repeat_count": 1,
             "repeat_interval_ms": None,
         }
-        for key, value in fields.items():
-            if key not in row:
-                raise KeyError(f"responses has no column {key}")
-            row[key] = value
+        if not fields.keys() <= row.keys():
+            raise KeyError(f"responses has no column {sorted(fields.keys() - row.keys())}")
+        row.update(fields)
         self._add("responses", row)
         return row
 

@@ -203,11 +203,18 @@ class PeriodicHandlers:
                 or client.generation != group.generation_id or not group.has_member(client.member_id)
                 or latency >= cfg.heartbeat_interval_ms):
             return
+        # Cheap refusals first, as this runs after every step: the client's runs are open only once the
+        # coordinator saw its first heartbeat (and auto-commit, if it polls and owns partitions) since
+        # they last closed.
+        origin = client.origin
+        run = self.runs.get(f"{origin}/{HEARTBEAT_CHAIN}")
+        if run is None or (client.owned and f"{origin}/{COMMIT_CHAIN}" not in self.runs
+                           and self.timers.get(("client", client.client_id, "poll")) is not None):
+            return
         timers = {t.key[2]: t for t in self._client_timers(client)}
         heartbeat, poll, metadata = (timers.pop(kind, None) for kind in ("heartbeat", "poll", "metadata"))
         if timers or heartbeat is None or heartbeat.deadline <= now:
             return
-        run = self.runs.get(f"{client.origin}/{HEARTBEAT_CHAIN}")
         interval = cfg.heartbeat_interval_ms
         if not self._continues(client, run, heartbeat.deadline, interval):
             return

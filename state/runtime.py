@@ -21,6 +21,7 @@ import pickle
 import uuid
 from typing import Iterable
 
+from state import pickling
 from state.captured_ids import IdMap
 from state.config import CoordinatorConfig
 from state.consumer import ConsumerHandlers
@@ -201,15 +202,7 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers, Metrics
             # a heartbeat is blindly acknowledged so members are not kicked out by the move.
             self.respond_generic_error(event, "NONE" if event.type == "HEARTBEAT" else "COORDINATOR_LOAD_IN_PROGRESS")
             return
-        handler = {
-            "JOIN_GROUP": self.handle_join_group,
-            "SYNC_GROUP": self.handle_sync_group,
-            "HEARTBEAT": self.handle_heartbeat,
-            "LEAVE_GROUP": self.handle_leave_group,
-            "OFFSET_COMMIT": self.handle_offset_commit,
-            "OFFSET_FETCH": self.handle_offset_fetch,
-        }[event.type]
-        handler(event)
+        _REQUEST_HANDLERS[event.type](self, event)
 
     def _fire(self, timer: Timer) -> None:
         kind = timer.kind
@@ -411,7 +404,13 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers, Metrics
     def encode(self) -> bytes:
         if len(self.out):
             raise AssertionError("take_output() before encode(): rows would be lost")
-        return STATE_FORMAT + bytes([STATE_FORMAT_VERSION]) + pickle.dumps(self.__dict__, protocol=5)
+        state = dict(self.__dict__)
+        # Not stored: the configuration comes with decode, the empty output only needs its next out_seq,
+        # and the sweep's inputs hold the group object's id, meaningless once decoded.
+        del state["config"]
+        state["out"] = self.out.next_seq
+        state["_sweep_inputs_seen"] = None
+        return STATE_FORMAT + bytes([STATE_FORMAT_VERSION]) + pickling.dumps(state)
 
     @classmethod
     def decode(cls, blob: bytes, config: CoordinatorConfig) -> "GroupRuntime":
@@ -424,12 +423,18 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers, Metrics
         runtime = cls.__new__(cls)
         runtime.__dict__.update(pickle.loads(blob[len(STATE_FORMAT) + 1:]))
         runtime.config = config
+        runtime.out = Output(runtime.group_id, runtime.out)
         return runtime
 
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        state.pop("config", None)
-        return state
+
+_REQUEST_HANDLERS = {
+    "JOIN_GROUP": GroupRuntime.handle_join_group,
+    "SYNC_GROUP": GroupRuntime.handle_sync_group,
+    "HEARTBEAT": GroupRuntime.handle_heartbeat,
+    "LEAVE_GROUP": GroupRuntime.handle_leave_group,
+    "OFFSET_COMMIT": GroupRuntime.handle_offset_commit,
+    "OFFSET_FETCH": GroupRuntime.handle_offset_fetch,
+}
 
 
 def _concerns_timer(timer: Timer) -> tuple[str | None, bool]:

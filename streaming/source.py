@@ -20,13 +20,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import io
 import json
-import operator
 import os
 import pickle
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Iterable, Iterator
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles, SupportsTriggerAvailableNow
@@ -137,63 +135,19 @@ class EventFileReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 def _input_rows(path: str, name: str, captured: str | None) -> Iterator[tuple]:
     from simulations.capture.replay import attach_captured
     from simulations.inputs import read_events
+    from state.pickling import ValuesPickler
 
     rows = read_events([path])
     events = rows.events
     if captured is not None:
         events = attach_captured(events, _captured_answers(captured, os.stat(captured).st_mtime_ns))
-    dumps = EventPickler.dumper()
+    dumps = ValuesPickler.dumper()
     for event in events:
         if event.source != name:
             event = dataclasses.replace(event, source=name)
         yield "event", event.group_id, event.ts, dumps(event)
     for reject in rows.rejects:
         yield "reject", None, None, pickle.dumps(dict(reject, source=name), protocol=5)
-
-
-class EventPickler(pickle.Pickler):
-    """Pickles the input contract's dataclasses as `cls(*field values)`. Frozen slotted dataclasses
-    otherwise pickle through `dataclasses`' generic state methods, which look up the fields on every object:
-    unpickling an event took about twice as long. The result is plain pickle, read with `pickle.loads`."""
-
-    _values: dict[type, Callable[[Any], tuple] | None] = {}
-
-    def reducer_override(self, obj):
-        cls = type(obj)
-        try:
-            values = self._values[cls]
-        except KeyError:
-            names = _constructor_fields(cls)
-            values = self._values[cls] = None if names is None else _values_getter(names)
-        if values is None:
-            return NotImplemented
-        return cls, values(obj)
-
-    @classmethod
-    def dumper(cls):
-        """A `dumps(obj) -> bytes` that reuses one pickler and buffer (each result is a complete pickle)."""
-        buffer = io.BytesIO()
-        pickler = cls(buffer, protocol=5)
-
-        def dumps(obj) -> bytes:
-            buffer.seek(0)
-            buffer.truncate()
-            pickler.clear_memo()
-            pickler.dump(obj)
-            return buffer.getvalue()
-
-        return dumps
-
-
-def _constructor_fields(cls: type) -> tuple[str, ...] | None:
-    """The fields `cls(*values)` rebuilds an object from, if `cls` is a dataclass of `state.events` that
-    its constructor rebuilds exactly (every field an init field, no __post_init__)."""
-    if not dataclasses.is_dataclass(cls) or cls.__module__ != "state.events" or hasattr(cls, "__post_init__"):
-        return None
-    fields = dataclasses.fields(cls)
-    if not all(f.init for f in fields):
-        return None
-    return tuple(f.name for f in fields)
 
 
 @functools.lru_cache(maxsize=2)
@@ -203,13 +157,6 @@ def _captured_answers(path: str, mtime_ns: int) -> dict:
     from simulations.capture.replay import captured_answers
 
     return captured_answers(path)
-
-
-def _values_getter(names: tuple[str, ...]) -> Callable[[Any], tuple]:
-    """obj -> the tuple of its `names` attributes, read in C (every input event goes through it)."""
-    if len(names) == 1:
-        return lambda obj, get=operator.attrgetter(names[0]): (get(obj),)
-    return operator.attrgetter(*names) if names else lambda obj: ()
 
 
 def _control_rows(path: str) -> Iterator[tuple]:

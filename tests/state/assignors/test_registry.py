@@ -136,6 +136,16 @@ def test_string_hash_code_matches_java() -> None:
     assert string_hash_code("\u00e9t\u00e9") == (0xE9 * 31 + ord("t")) * 31 + 0xE9
 
 
+def test_string_hash_code_of_long_strings_matches_the_step_by_step_recurrence() -> None:
+    # Longer than any string hashed before in the process: the powers of 31 it needs are grown on demand.
+    for text in ("consumer-" * 300 + "\U0001F600\u00e9", "x" * 5_000, "a", "\uffff" * 17):
+        data = text.encode("utf-16-be")
+        h = 0
+        for i in range(0, len(data), 2):
+            h = (31 * h + int.from_bytes(data[i:i + 2], "big")) & 0xFFFFFFFF
+        assert string_hash_code(text) == (h - 2**32 if h >= 2**31 else h)
+
+
 def test_java_hash_set_iterates_by_bucket_then_insertion() -> None:
     s: JavaHashSet[str] = JavaHashSet()
     for key in ("consumer1", "consumer2", "consumer3"):

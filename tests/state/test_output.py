@@ -1,0 +1,29 @@
+"""Rows as `state.output.Output` shapes them."""
+
+from __future__ import annotations
+
+import pytest
+
+from state.events import parse_event
+from state.output import Output
+from state.tables import columns
+
+HEARTBEAT = parse_event({"ts": 5, "group_id": "g", "type": "HEARTBEAT", "request_id": "r1", "client_id": "c",
+                         "member_id": "m", "generation_id": 2}, "test", 7)
+
+
+def test_response_row_has_every_column_with_kafka_defaults() -> None:
+    out = Output("g")
+    row = out.response(HEARTBEAT, 9, "NONE", 3, results=[])
+    assert set(row) == set(columns("responses"))
+    assert (row["request_ts"], row["response_ts"], row["api"], row["member_id"], row["generation_id"]) == (
+        5, 9, "Heartbeat", "m", 2)
+    assert (row["results"], row["leader_id"], row["repeat_count"], row["out_seq"]) == ([], None, 1, 0)
+    assert out.tables["responses"] == [row]
+
+
+def test_response_refuses_a_column_the_table_lacks() -> None:
+    out = Output("g")
+    with pytest.raises(KeyError, match="responses has no column \\['bogus'\\]"):
+        out.response(HEARTBEAT, 9, "NONE", 3, bogus=1, results=[])
+    assert len(out) == 0
