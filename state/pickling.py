@@ -14,6 +14,7 @@ import operator
 import pickle
 from typing import Any, Callable
 
+
 class ValuesPickler(pickle.Pickler):
     """A pickler that writes state.events' dataclasses as their constructor call, anything else as usual."""
 
