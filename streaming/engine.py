@@ -371,6 +371,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "`coordsim replay --compare-captured` does")
     parser.add_argument("--quiet", action="store_true", help="no progress display or summary")
     args = parser.parse_args(argv)
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    # Stop the Spark application at the end only if this call started it (a caller's session stays up).
+    started_here = SparkContext._active_spark_context is None
     try:
         config = load_config(args.conf, args.set)
         until = None if args.until is None else parse_ts(args.until, "--until")
@@ -380,10 +385,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     finally:
-        from pyspark.sql import SparkSession
-
         session = SparkSession.getActiveSession()
-        if session is not None:
+        if started_here and session is not None:
             session.stop()
     return 0
 

@@ -34,3 +34,9 @@ def test_an_out_folder_of_another_run_is_refused(tmp_path, capsys):
     (out / "_checkpoints" / "run.json").write_text(json.dumps({"inputs": [["elsewhere", "elsewhere"]]}))
     assert main([SAMPLE, "--out", str(out)]) == 2
     assert "holds a Spark run of other inputs or settings" in capsys.readouterr().err
+
+
+@pytest.mark.spark
+def test_a_caller_s_spark_application_stays_up(spark, tmp_path, capsys):
+    assert main(["/nonexistent", "--out", str(tmp_path / "out")]) == 2
+    assert spark.range(3).count() == 3
