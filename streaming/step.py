@@ -14,8 +14,9 @@ watermark alone, so a micro-batch re-executed after a crash, in whichever phase 
 what it did the first time. A group's runtime is only decoded when something is due: events waiting for
 the watermark cost no unpickling and no re-encoding.
 
-Output (one DataFrame per call): envelope rows `(table, group_id, rows, payload)`. Each output table the
-call produced rows for gets one row whose payload is those rows as Arrow record batches
+Output: envelope rows `(table, group_id, rows, payload)`, in one DataFrame per call, or several when the
+call produced more than ROWS_PER_FRAME rows. Each output table a DataFrame has rows for gets one envelope
+row whose payload is those rows as Arrow record batches
 (`streaming.sink.encode_table`), built here, in the executors: the driver's compaction then only
 concatenates, sorts and writes. `engine_meta` rows are one per group touched (`rows` 1), whose payload is a
 `GroupFacts` tuple in `marshal` format for the driver.
@@ -39,6 +40,11 @@ from streaming.source import end_of_run_final
 OUTPUT_SCHEMA = "table string, group_id string, rows long, payload binary"
 STATE_SCHEMA = "slots binary"
 META_TABLE = "engine_meta"  # not an output table: GroupFacts for the driver
+
+# Rows of output tables per yielded DataFrame. PySpark turns each DataFrame into Arrow record batches whose
+# `payload` (binary) column holds at most 2 GiB; one call of a long storm run on a bucket of groups produced
+# more than that in one frame. Rows are at most a few KB: 20,000 keep a frame's payloads far below the limit.
+ROWS_PER_FRAME = 20_000
 
 STATE_FORMAT = b"coordsim-slots"
 # v1: marshal; v2: the same, zlib-compressed. Spark hands a key's state to the Python worker through a
@@ -96,7 +102,9 @@ def make_step(config: CoordinatorConfig, until: int | None, bucketed: bool):
             for chunk in chunks:
                 for payload in chunk["payload"].tolist():
                     out.reject(pickle.loads(payload))
-            yield out.frame()
+                    if out.rows >= ROWS_PER_FRAME:
+                        yield out.take_frame()
+            yield out.take_frame()
             return
         horizon = state.getCurrentWatermarkMs() - 1
         if until is not None:
@@ -114,13 +122,15 @@ def make_step(config: CoordinatorConfig, until: int | None, bucketed: bool):
                           config, until, out)
             if slot is not None:
                 slots[group_id] = slot
+            if out.rows >= ROWS_PER_FRAME:
+                yield out.take_frame()
         if slots:
             state.update((_encode(slots),))
         wakeup = min((w for w in (slot.wakeup for slot in slots.values()) if w is not None), default=None)
         # Past `until` nothing is ever applied (the horizon stops there): no timeout for it.
         if wakeup is not None and (until is None or wakeup <= until):
             state.setTimeoutTimestamp(wakeup)
-        yield out.frame()
+        yield out.take_frame()
 
     return step
 
@@ -180,29 +190,40 @@ def _decode(blob: bytes) -> dict[str, Slot]:
 
 
 class _Envelopes:
-    """One call's output: every table's rows, gathered over the call's groups, and its groups' facts."""
+    """A call's output not yielded yet: every table's rows, gathered over the call's groups, and its groups'
+    facts."""
 
     def __init__(self) -> None:
+        self._clear()
+
+    def _clear(self) -> None:
         self.tables: dict[str, list[dict]] = {name: [] for name in TABLES}
         self.facts: list[tuple[str, GroupFacts]] = []
+        self.rows = 0  # output table rows gathered
 
     def group_output(self, output) -> None:
         for table, rows in output.tables.items():
             self.tables[table].extend(rows)
+            self.rows += len(rows)
         self.tables["rejects"].extend(output.rejects)
+        self.rows += len(output.rejects)
 
     def reject(self, row: dict) -> None:
         self.tables["rejects"].append(row)
+        self.rows += 1
 
     def meta(self, group_id: str, facts: GroupFacts) -> None:
         self.facts.append((group_id, facts))
 
-    def frame(self) -> pd.DataFrame:
+    def take_frame(self) -> pd.DataFrame:
+        """The envelope rows of everything gathered so far, which is then forgotten."""
         filled = [(name, rows) for name, rows in self.tables.items() if rows]
+        facts = self.facts
+        self._clear()
         return pd.DataFrame({
-            "table": [name for name, _ in filled] + [META_TABLE] * len(self.facts),
-            "group_id": [None] * len(filled) + [group_id for group_id, _ in self.facts],
-            "rows": pd.array([len(rows) for _, rows in filled] + [1] * len(self.facts), dtype="int64"),
+            "table": [name for name, _ in filled] + [META_TABLE] * len(facts),
+            "group_id": [None] * len(filled) + [group_id for group_id, _ in facts],
+            "rows": pd.array([len(rows) for _, rows in filled] + [1] * len(facts), dtype="int64"),
             "payload": [sink.encode_table(name, rows) for name, rows in filled]
-                       + [encode_facts(facts) for _, facts in self.facts],
+                       + [encode_facts(group) for _, group in facts],
         })

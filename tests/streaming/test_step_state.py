@@ -1,12 +1,22 @@
-"""The key state's encoding: versioned, compressed, and readable across releases."""
+"""The step's key state (versioned, compressed, readable across releases) and its output frames."""
 
 from __future__ import annotations
 
 import marshal
+from pathlib import Path
+from types import SimpleNamespace
 
+import pandas as pd
 import pytest
 
+from simulations.inputs import read_events
+from state import pickling
+from state.config import CoordinatorConfig
+from streaming import sink
+from streaming import step as step_module
 from streaming.step import STATE_FORMAT, STATE_FORMAT_VERSION, Slot, _decode, _encode
+
+SAMPLE = Path(__file__).resolve().parents[2] / "simulations" / "samples" / "sample-trace.jsonl"
 
 SLOTS = {
     "g1": Slot(b"runtime-bytes" * 50, 1_767_225_600_000, 1_767_225_645_000, ()),
@@ -37,3 +47,33 @@ def test_a_v1_checkpoint_state_is_still_read():
 def test_unreadable_states_are_refused_with_their_reason(blob, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         _decode(blob)
+
+
+def _step_tables(events, rows_per_frame: int, monkeypatch) -> tuple[int, dict[str, list[dict]]]:
+    """Every event of `events` through one bucketed step call that applies them all: the frames it yields
+    and each table's rows, decoded from the frames' envelopes."""
+    monkeypatch.setattr(step_module, "ROWS_PER_FRAME", rows_per_frame)
+    step = step_module.make_step(CoordinatorConfig(), None, bucketed=True)
+    chunk = pd.DataFrame({
+        "key": ["0"] * len(events), "group_id": [e.group_id for e in events],
+        "event_time": pd.to_datetime([e.ts for e in events], unit="ms"),
+        "payload": [pickling.dumps(e) for e in events]})
+    state = SimpleNamespace(exists=False, get=None, getCurrentWatermarkMs=lambda: max(e.ts for e in events) + 1,
+                            update=lambda value: None, setTimeoutTimestamp=lambda ts: None)
+    frames = list(step(("0",), iter([chunk]), state))
+    tables: dict[str, list[dict]] = {}
+    for frame in frames:
+        for table, payload in zip(frame["table"], frame["payload"]):
+            if table != step_module.META_TABLE:
+                tables.setdefault(table, []).extend(sink.decode_table(table, payload).to_pylist())
+    return len(frames), tables
+
+
+def test_a_call_with_many_rows_yields_them_in_several_frames_and_loses_none(monkeypatch):
+    events = read_events([SAMPLE]).events
+    one_frame, whole = _step_tables(events, 1_000_000, monkeypatch)
+    frames, split = _step_tables(events, 25, monkeypatch)
+    assert one_frame == 1 and frames > 3
+    assert sum(map(len, whole.values())) > 100
+    assert {t: sorted(map(repr, rows)) for t, rows in split.items()} == \
+           {t: sorted(map(repr, rows)) for t, rows in whole.items()}
