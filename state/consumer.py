@@ -302,6 +302,11 @@ class ConsumerHandlers:
     def periodic_request_id(self, client: SyntheticConsumer, chain: str, sent: int) -> str:
         return f"{client.origin}/{chain}@{sent}"
 
+    @staticmethod
+    def is_periodic_request(client: SyntheticConsumer, chain: str, request_id: str) -> bool:
+        """Whether `request_id` is one of `periodic_request_id`'s for `client` and `chain`."""
+        return request_id.startswith(f"{client.origin}/{chain}@")
+
     def periodic_event_key(self, client: SyntheticConsumer, chain: str, sent: int) -> tuple:
         """The sort key of a periodic request sent at `sent` (Event.sort_key)."""
         return (sent + client.config.request_latency_ms, client.request_counter, "synthetic", self._line(client, chain))
@@ -608,7 +613,7 @@ class ConsumerHandlers:
             return
         # The poll loop's own commit was answered while a close or a rejoin waited for it: the close's commit,
         # or onJoinPrepare (its commit, or the JoinGroup), comes next. Any other commit was the one they sent.
-        loop_commit = client.phase == Phase.STABLE and r["request_id"].startswith(f"{client.origin}/commit@")
+        loop_commit = client.phase == Phase.STABLE and self.is_periodic_request(client, "commit", r["request_id"])
         if client.closing:
             if loop_commit and client.config.commits_on_revoke and client.owned:
                 self._commit(client, self.positions(client))

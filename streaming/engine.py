@@ -371,11 +371,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "`coordsim replay --compare-captured` does")
     parser.add_argument("--quiet", action="store_true", help="no progress display or summary")
     args = parser.parse_args(argv)
-    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     # Stop the Spark application at the end only if this call started it (a caller's session stays up).
-    started_here = SparkContext._active_spark_context is None
+    started_here = SparkSession.getActiveSession() is None
     try:
         config = load_config(args.conf, args.set)
         until = None if args.until is None else parse_ts(args.until, "--until")

@@ -20,11 +20,24 @@ def start(ctx: GroupContext, n: int, topics=("orders",), partitions: int = 6, co
     ctx.send("TOPIC_METADATA", topics=[{"topic": t, "partitions": partitions, "records_per_second": 10} for t in topics])
     names = [f"{prefix}{i}" for i in range(n)]
     for name in names:
-        fields = dict(client_id=name, topics=list(topics), config=dict(SESSION, **(config or {})))
-        if static:
-            fields["group_instance_id"] = f"{name}-instance"
-        ctx.send("CLIENT_START", **fields)
+        _start_client(ctx, name, topics, config, static)
     return names
+
+
+def _start_client(ctx: GroupContext, name: str, topics=("orders",), config=None, static=False) -> None:
+    fields = dict(client_id=name, topics=list(topics), config=dict(SESSION, **(config or {})))
+    if static:
+        fields["group_instance_id"] = f"{name}-instance"
+    ctx.send("CLIENT_START", **fields)
+
+
+def rolling_restart(ctx: GroupContext, names: list[str], config=None, static=False) -> None:
+    """Each client closes, comes back 5 s later (the same config), and the next one follows 15 s after."""
+    for name in names:
+        ctx.send("CLIENT_STOP", client_id=name)
+        ctx.sleep(5_000)
+        _start_client(ctx, name, config=config, static=static)
+        ctx.sleep(15_000)
 
 
 def owners(ctx: GroupContext) -> dict:
@@ -111,11 +124,7 @@ def test_dynamic_rolling_restart_rebalances_about_twice_per_member():
     ctx = GroupContext()
     names = start(ctx, 4)
     ctx.sleep(20_000)
-    for name in names:
-        ctx.send("CLIENT_STOP", client_id=name)
-        ctx.sleep(5_000)
-        ctx.send("CLIENT_START", client_id=name, topics=["orders"], config=SESSION)
-        ctx.sleep(15_000)
+    rolling_restart(ctx, names)
     restarts = rebalances(ctx)[1:]
     assert 2 * len(names) - 1 <= len(restarts) <= 2 * len(names)
     assert ctx.state == "Stable" and all(len(v) == 1 for v in owners(ctx).values())
@@ -125,12 +134,7 @@ def test_static_rolling_restart_with_downtime_below_the_session_timeout_never_re
     ctx = GroupContext()
     names = start(ctx, 4, static=True)
     ctx.sleep(20_000)
-    for name in names:
-        ctx.send("CLIENT_STOP", client_id=name)
-        ctx.sleep(5_000)
-        ctx.send("CLIENT_START", client_id=name, group_instance_id=f"{name}-instance", topics=["orders"],
-                 config=SESSION)
-        ctx.sleep(15_000)
+    rolling_restart(ctx, names, static=True)
     assert rebalances(ctx) == ["member_join"]
 
 
@@ -458,11 +462,7 @@ def test_a_graceful_eager_rolling_restart_in_manual_mode(settings, handoff):
     ctx = GroupContext()
     names = start(ctx, 3, config=config)
     ctx.sleep(20_050)
-    for name in names:
-        ctx.send("CLIENT_STOP", client_id=name)
-        ctx.sleep(5_000)
-        ctx.send("CLIENT_START", client_id=name, topics=["orders"], config=dict(SESSION, **config))
-        ctx.sleep(15_000)
+    rolling_restart(ctx, names, config=config)
     m = end_metrics(ctx)
     assert m["partitions_moved"] > 0
     if handoff == "committed":  # onPartitionsRevoked commits what was processed: nothing twice, nothing lost
