@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import time
-from collections import Counter
 from pathlib import Path
 
 import click
+import pyarrow.compute as pc
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -24,9 +24,9 @@ from simulations.capture.replay import attach_captured, captured_answers
 from simulations.capture.compare import print_divergence_summary, write_divergences
 from simulations.cli_common import Timestamp, UserError, print_lines
 from simulations.reports.commands import COMMANDS as REPORT_COMMANDS
-from simulations.engines import RunResult, run_local
+from simulations.engines import RunResult, run_local_to
 from simulations.inputs import JSONL_SUFFIXES, InputError, read_events
-from simulations.parquet_tables import OutputError, write_tables
+from simulations.parquet_tables import OutputError, read_columns, written_rows
 from simulations.scenarios import ScenarioError
 from simulations.scenarios.summary import render, summarize
 from simulations.settings import load_config, non_default_settings
@@ -81,28 +81,28 @@ def replay(events: tuple[str, ...], out_dir: str, engine: str, conf_file: str | 
         else:
             rows = read_events(events)
             replayed = rows.events if captured is None else attach_captured(rows.events, captured_answers(captured))
-            result = run_local(replayed, config, until)
-            tables = dict(result.tables, rejects=rows.rejects + result.tables["rejects"])
-            write_tables(out_dir, tables)
+            result = run_local_to(out_dir, replayed, config, until, rows.rejects)
+            tables = result.tables
         if captured is not None:
             report = captured_report(tables, captured)
             write_divergences(out_dir, report.divergences)
     except USER_ERRORS as error:
         raise UserError(str(error)) from None
-    print_summary(console, result, tables, config, out_dir)
+    print_summary(console, result, config, out_dir)
     if report is not None:
         console.print()
         print_divergence_summary(console, report.divergences, report.offsets)
 
 
-def print_summary(console: Console, result: RunResult, tables: dict[str, list[dict]], config: CoordinatorConfig,
-                  out_dir: str) -> None:
-    errors = Counter()
-    for row in tables["responses"]:
-        errors[row["error"]] += row["repeat_count"]  # a quiet run answers repeat_count requests
-    by_count = sorted(errors.items(), key=lambda item: (-item[1], item[0]))
-    rebalances = sum(1 for row in tables["group_states"] if row["to_state"] == "PreparingRebalance")
-    rejected = len(tables["rejects"])
+def print_summary(console: Console, result: RunResult, config: CoordinatorConfig, out_dir: str) -> None:
+    """The figures come from the tables as written (either engine), read a few columns at a time."""
+    # A quiet run answers repeat_count requests.
+    errors = read_columns(out_dir, "responses", ["error", "repeat_count"]).group_by("error").aggregate(
+        [("repeat_count", "sum")]).to_pylist()
+    by_count = sorted(((e["error"], e["repeat_count_sum"]) for e in errors), key=lambda item: (-item[1], item[0]))
+    to_state = read_columns(out_dir, "group_states", ["to_state"])["to_state"]
+    rebalances = pc.sum(pc.equal(to_state, "PreparingRebalance")).as_py() or 0
+    rejected = written_rows(out_dir, "rejects")
     applied = str(result.events_applied)
     if result.events_after_until:
         applied += f" ({result.events_after_until} after --until, not applied)"
@@ -110,7 +110,7 @@ def print_summary(console: Console, result: RunResult, tables: dict[str, list[di
         ("groups", str(result.groups)),
         ("events applied", applied),
         ("final time", "-" if result.final_ts is None else f"{result.final_ts} ({_iso(result.final_ts)})"),
-        ("generations", str(len(tables["generations"]))),
+        ("generations", str(written_rows(out_dir, "generations"))),
         ("rebalances", str(rebalances)),
         ("responses", ", ".join(f"{name} {count}" for name, count in by_count) or "0"),
         ("rejected rows", f"{rejected} (reasons in the rejects table)" if rejected else "0"),
@@ -252,11 +252,11 @@ def run(scenario: str, out_dir: str, engine: str, conf_file: str | None, overrid
         ("simulated", f"{_iso(generated.start_ms)} to {_iso(generated.until_ms)}"),
         ("groups", f"{result.groups:,} in {len(generated.groups)} group set(s)"),
         ("events", f"{len(generated.rows):,} directives; the clients sent "
-                   f"{sum(r['repeat_count'] for r in result.tables['requests']):,} requests "
-                   f"({len(result.tables['requests']):,} rows)"),
+                   f"{pc.sum(read_columns(out_dir, 'requests', ['repeat_count'])['repeat_count']).as_py() or 0:,} "
+                   f"requests ({written_rows(out_dir, 'requests'):,} rows)"),
         ("engine", f"{engine}, {wall_s:.1f} s wall, {loaded.duration_ms / 1000 / wall_s:,.1f}x simulated time"),
     ]
-    rejected = len(result.tables["rejects"])
+    rejected = written_rows(out_dir, "rejects")
     if rejected:
         lines.append(("rejected rows", f"{rejected} (reasons in the rejects table)"))
     lines += [*_settings_line(config), *(("note", note) for note in generated.notes), ("output", out_dir)]
@@ -306,11 +306,9 @@ def _run_local(console: Console, events_file: Path, config: CoordinatorConfig, u
         task = bar.add_task("reading events", total=None)
         rows = read_events([events_file])
         bar.update(task, description="simulating")
-        result = run_local(rows.events, config, until,
-                           progress=lambda done, total: bar.update(task, completed=done, total=total))
-        bar.update(task, description="writing tables")
-        result.tables["rejects"] = rows.rejects + result.tables["rejects"]
-        write_tables(out_dir, result.tables)
+        # Tables are written as the groups finish.
+        result = run_local_to(out_dir, rows.events, config, until, rows.rejects,
+                              progress=lambda done, total: bar.update(task, completed=done, total=total))
         bar.update(task, description="done")
     return result
 

@@ -2,17 +2,20 @@
 
 The Arrow schema of each table is derived from `state.tables`, the single declaration both engines share.
 Files are byte-identical for identical rows: rows are sorted by `state.tables.SORT_KEYS` before writing and
-nothing that varies between runs (wall-clock time, host, pandas metadata) goes into the file. Two entry
-points share one writer: `write_tables` (row dicts, the local engine) and `write_arrow_tables` (Arrow tables
-in any row order and chunking, the Spark engine, whose executors build them).
+nothing that varies between runs (wall-clock time, host, pandas metadata) goes into the file. Every file
+is written by one `PartFileWriter`, fed sorted rows in pieces of any size: `write_tables` (row dicts, the
+local engine) and `write_arrow_tables` (Arrow tables in any row order and chunking) give it a whole table at
+once; the Spark engine's out-of-core compaction (`streaming.compaction`) gives it one range of groups at a
+time.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from pathlib import Path
-from typing import Mapping
+from typing import Iterator, Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -22,6 +25,8 @@ from simulations.heap import long_lived_heap
 from state.tables import SORT_KEYS, TABLES, columns, parse_type
 
 PART_FILE = "part-00000.parquet"
+# Rows per row group: pyarrow's own default, so files keep the bytes they had when written in one call.
+ROW_GROUP_ROWS = 1 << 20
 
 _SCALARS = {
     "string": pa.string(),
@@ -97,28 +102,115 @@ def write_arrow_tables(out_dir: str | os.PathLike, tables: Mapping[str, pa.Table
         if not data.schema.equals(arrow_schema(name)):
             raise ValueError(f"{name}: Arrow schema differs from state.tables: {data.schema}")
         arrow_tables[name] = sort_table(name, data)
-    try:
+    with output_errors(out):
         out.mkdir(parents=True, exist_ok=True)
         for name, data in arrow_tables.items():
-            folder = out / name
-            folder.mkdir(exist_ok=True)
-            for stale in folder.glob("*.parquet"):
-                if stale.name != PART_FILE:
-                    stale.unlink()
-            pq.write_table(data, folder / PART_FILE, compression="zstd")
+            with PartFileWriter(out, name) as writer:
+                writer.write(data)
+    return out
+
+
+class PartFileWriter:
+    """`OUT/<table>/part-00000.parquet` from the table's rows in table order, handed over in sorted pieces
+    of any size and chunking (a piece follows the previous one in the order). Row groups hold exactly
+    ROW_GROUP_ROWS rows (the last one fewer) and are written from one contiguous chunk, so the file's bytes
+    depend on its rows alone; the writer holds at most one row group. The folder's other Parquet files are
+    removed first, so a reader of the folder never mixes in parts of an earlier run."""
+
+    def __init__(self, out_dir: Path, table: str) -> None:
+        self.schema = arrow_schema(table)
+        folder = out_dir / table
+        folder.mkdir(parents=True, exist_ok=True)
+        for stale in folder.glob("*.parquet"):
+            if stale.name != PART_FILE:
+                stale.unlink()
+        self._file = pq.ParquetWriter(folder / PART_FILE, self.schema, compression="zstd")
+        self._pending: list[pa.Table] = []
+        self._pending_rows = 0
+        self.rows = 0  # rows in the file so far
+
+    def write(self, piece: pa.Table) -> None:
+        self._pending.append(piece)
+        self._pending_rows += piece.num_rows
+        while self._pending_rows >= ROW_GROUP_ROWS:
+            pending = pa.concat_tables(self._pending)
+            self._row_group(pending.slice(0, ROW_GROUP_ROWS))
+            rest = pending.slice(ROW_GROUP_ROWS)
+            self._pending, self._pending_rows = [rest], rest.num_rows
+
+    def _row_group(self, rows: pa.Table) -> None:
+        self._file.write_table(rows.combine_chunks(), row_group_size=ROW_GROUP_ROWS)
+        self.rows += rows.num_rows
+
+    def close(self) -> None:
+        # An empty table still gets its one empty row group, as pyarrow's write_table writes it.
+        if self._pending_rows or self.rows == 0:
+            self._row_group(pa.concat_tables(self._pending) if self._pending else self.schema.empty_table())
+        self._pending = []
+        self._file.close()
+
+    def __enter__(self) -> "PartFileWriter":
+        return self
+
+    def __exit__(self, failure, *details) -> None:
+        if failure is None:
+            self.close()
+        else:
+            self._file.close()
+
+
+@contextlib.contextmanager
+def output_errors(out: Path) -> Iterator[None]:
+    """File-system errors while writing the output folder `out` as OutputError, with what went wrong."""
+    try:
+        yield
     except FileExistsError as error:
         raise OutputError(f"cannot write the output folder {out}: {error.filename} is not a folder") from None
     except NotADirectoryError:
         raise OutputError(f"cannot write the output folder {out}: part of the path is a file, not a folder") from None
     except OSError as error:
         raise OutputError(f"cannot write the output folder {out}: {error.strerror or error}") from None
-    return out
+
+
+class WrittenTables(Mapping):
+    """A run's tables as written under its output folder, each read as row dicts on first access: a run's
+    summary reads a few small tables, and a storm's large ones would not fit in memory as dicts."""
+
+    def __init__(self, out: Path | None = None, rows: Mapping[str, int] | None = None) -> None:
+        self.out = out
+        self.rows = dict(rows or {})
+        self._read: dict[str, list[dict]] = {}
+
+    def __getitem__(self, name: str) -> list[dict]:
+        if name not in self.rows:
+            raise KeyError(name)
+        if name not in self._read:
+            self._read[name] = pq.read_table(self.out / name / PART_FILE).to_pylist()
+        return self._read[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def row_count(self, name: str) -> int:
+        return self.rows[name]
 
 
 def _check_names(tables: Mapping) -> None:
     unknown = set(tables) - set(TABLES)
     if unknown:
         raise ValueError(f"not output tables: {sorted(unknown)}")
+
+
+def read_columns(out_dir: str | os.PathLike, table: str, names: list[str]) -> pa.Table:
+    """Some columns of a written table, as Arrow: for figures over tables too large for row dicts."""
+    return pq.read_table(Path(out_dir) / table / PART_FILE, columns=names)
+
+
+def written_rows(out_dir: str | os.PathLike, table: str) -> int:
+    return pq.read_metadata(Path(out_dir) / table / PART_FILE).num_rows
 
 
 def read_table(out_dir: str | os.PathLike, table: str):

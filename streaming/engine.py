@@ -12,7 +12,8 @@ three phases; each phase is a restart of the same query over a longer file list:
    every group; each group applies everything up to final, then ends its run.
 
 Then the committed batches are compacted into `OUT/<table>/part-00000.parquet` with the local engine's
-writer (its Arrow entry point: the executors already turned each call's rows into Arrow record batches).
+writer, out of core (`streaming.compaction`; the executors already turned each call's rows into Arrow
+record batches).
 Every decision is kept in a file (the control files, the checkpoint, the sink's commit log), so running the
 same command again after a kill resumes where it stopped and gives the same tables.
 """
@@ -27,20 +28,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-import pyarrow as pa
-
 from simulations.capture.captured import captured_records
 from simulations.engines.local import RunResult
 from simulations.inputs import event_files
-from simulations.parquet_tables import to_arrow, write_arrow_tables
-from simulations.views.lag_status import lag_status_rows
+from simulations.parquet_tables import WrittenTables
 from state.config import CoordinatorConfig
-from state.tables import TABLES
+from streaming import compaction
 from streaming import sink as batches
 from streaming.progress import ProgressListener, RunDisplay, print_summary
 from streaming.session import get_session, resolve_settings, run_session
 from streaming.source import SOURCE_NAME, EventFileSource, read_control_final, write_control
-from streaming.step import META_TABLE, OUTPUT_SCHEMA, STATE_SCHEMA, GroupFacts, decode_facts, make_step
+from streaming.step import (ARROW_BATCH_ENVELOPES, META_TABLE, OUTPUT_SCHEMA, STATE_SCHEMA, GroupFacts, decode_facts,
+                            make_step)
 
 RUN_FILE = "_run.json"
 # Control files, in the order the phases write them (the source reads files in list order).
@@ -53,36 +52,12 @@ class RunMismatch(Exception):
     """OUT holds the checkpoint of a different run (other inputs or settings, or an older micro-batch format)."""
 
 
-class ArrowRows(Mapping):
-    """Every table as compacted (Arrow tables, rows in no particular order), read as row dicts on first
-    access: a run's summary reads a few tables, and converting millions of rows it does not read would cost
-    more than writing them."""
-
-    def __init__(self, arrow: Mapping[str, pa.Table]) -> None:
-        self.arrow = dict(arrow)
-        self._rows: dict[str, list[dict]] = {}
-
-    def __getitem__(self, name: str) -> list[dict]:
-        if name not in self._rows:
-            self._rows[name] = self.arrow[name].to_pylist()
-        return self._rows[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.arrow)
-
-    def __len__(self) -> int:
-        return len(self.arrow)
-
-    def row_count(self, name: str) -> int:
-        return self.arrow[name].num_rows
-
-
 @dataclass
 class SparkRunResult(RunResult):
-    """The local engine's result, plus what only a Spark run has. `tables` (an `ArrowRows`) holds every table
-    as written under `out_dir`, input rejects included."""
+    """The local engine's result, plus what only a Spark run has. `tables` (a `WrittenTables`) reads every
+    table as written under `out_dir`, input rejects included."""
 
-    tables: ArrowRows = field(default_factory=lambda: ArrowRows({}))
+    tables: WrittenTables = field(default_factory=WrittenTables)
     out_dir: str = ""
     batches: int = 0
     late_rows: int = 0
@@ -233,6 +208,8 @@ class _Run:
         from pyspark.sql.streaming.state import GroupStateTimeout
 
         spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", str(no_data_batches).lower())
+        # What a Python worker holds before it sends its output: see streaming.step.ARROW_BATCH_ENVELOPES.
+        spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(ARROW_BATCH_ENVELOPES))
         rows = (spark.readStream.format(SOURCE_NAME)
                 .option("files", json.dumps(self.files()))
                 .option("files_per_trigger", self.settings["streaming.files.per.trigger"])
@@ -298,17 +275,12 @@ class _Run:
         return facts
 
     def compact(self, final: int | None) -> SparkRunResult:
-        tables = {name: batches.committed_table(self.batches, name) for name in TABLES}
-        # Derived once the run has ended, from the rows as written (state.tables: not a step output).
-        tables["lag_status"] = to_arrow("lag_status", lag_status_rows(
-            {name: tables[name].to_pylist() for name in ("offsets", "group_metadata", "log_end_offsets")},
-            final))
-        write_arrow_tables(self.out, tables)
         facts = self.facts()
+        rows = compaction.compact(self.batches, self.out, list(facts.groups), final)
         committed = batches.committed_batches(self.batches)
         reports = batches.read_progress(self.batches)
         return SparkRunResult(
-            tables=ArrowRows(tables),
+            tables=WrittenTables(self.out, rows),
             groups=len(facts.known),
             events_applied=facts.events,
             events_after_until=facts.after_until,

@@ -15,8 +15,8 @@ what it did the first time. A group's runtime is only decoded when something is 
 the watermark cost no unpickling and no re-encoding.
 
 Output: envelope rows `(table, group_id, rows, payload)`, in one DataFrame per call, or several when the
-call produced more than ROWS_PER_FRAME rows. Each output table a DataFrame has rows for gets one envelope
-row whose payload is those rows as Arrow record batches
+call produced more than ROWS_PER_FRAME rows. Each output table a DataFrame has rows for gets an envelope
+row per ROWS_PER_ENVELOPE of them whose payload is those rows as Arrow record batches
 (`streaming.sink.encode_table`), built here, in the executors: the driver's compaction then only
 concatenates, sorts and writes. `engine_meta` rows are one per group touched (`rows` 1), whose payload is a
 `GroupFacts` tuple in `marshal` format for the driver.
@@ -41,10 +41,17 @@ OUTPUT_SCHEMA = "table string, group_id string, rows long, payload binary"
 STATE_SCHEMA = "slots binary"
 META_TABLE = "engine_meta"  # not an output table: GroupFacts for the driver
 
-# Rows of output tables per yielded DataFrame. PySpark turns each DataFrame into Arrow record batches whose
-# `payload` (binary) column holds at most 2 GiB; one call of a long storm run on a bucket of groups produced
-# more than that in one frame. Rows are at most a few KB: 20,000 keep a frame's payloads far below the limit.
+# Rows of output tables per yielded DataFrame, and per envelope row. PySpark's worker does not send each
+# DataFrame on its own: it gathers them, over all the keys of its task, until they hold more than
+# `spark.sql.execution.arrow.maxRecordsPerBatch` envelope rows, then sends them as one Arrow record batch,
+# whose `payload` (binary) column holds at most 2 GiB. The engine sets that setting to
+# ARROW_BATCH_ENVELOPES for its query (Spark's default, 10,000, let a storm hour's worker hold about 14
+# million rows before its first send: gigabytes, and a failed run). So a worker holds at most about
+# ARROW_BATCH_ENVELOPES x ROWS_PER_ENVELOPE rows (rows are a few hundred bytes), and a call's own
+# buffer at most ROWS_PER_FRAME rows.
 ROWS_PER_FRAME = 20_000
+ROWS_PER_ENVELOPE = 2_000
+ARROW_BATCH_ENVELOPES = 1_000
 
 STATE_FORMAT = b"coordsim-slots"
 # v1: marshal; v2: the same, zlib-compressed. Spark hands a key's state to the Python worker through a
@@ -217,7 +224,8 @@ class _Envelopes:
 
     def take_frame(self) -> pd.DataFrame:
         """The envelope rows of everything gathered so far, which is then forgotten."""
-        filled = [(name, rows) for name, rows in self.tables.items() if rows]
+        filled = [(name, rows[start:start + ROWS_PER_ENVELOPE]) for name, rows in self.tables.items()
+                  for start in range(0, len(rows), ROWS_PER_ENVELOPE)]
         facts = self.facts
         self._clear()
         return pd.DataFrame({

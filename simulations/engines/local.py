@@ -10,20 +10,30 @@ same for every group:
   before that time: the run is not extended again, so it always ends.
 The periodic offsets sweep does not extend the run: on its own it would only ever wait for retention.
 At the final time the `lag_status` table is derived from the offsets (`simulations.views.lag_status`).
+
+`run_local` returns every row in memory; `run_local_to` writes the tables as the groups finish
+(`StreamedTables`), so a run holds one group's rows at a time instead of all of them.
 """
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from pathlib import Path
+from typing import Callable, Iterable, Mapping
 
 from simulations.heap import long_lived_heap
+from simulations.parquet_tables import PartFileWriter, WrittenTables, output_errors, to_arrow
 from simulations.views.lag_status import lag_status_rows
 from state.config import CoordinatorConfig
 from state.events import Event
+from state.output import Output
 from state.runtime import GroupRuntime
 from state.tables import GROUP_TABLES
+
+# Rows of a table turned into Arrow at once while a run writes its tables: many groups per conversion.
+STREAM_ROWS = 50_000
 
 
 @dataclass
@@ -57,8 +67,11 @@ def events_by_group(events: Iterable[Event], until: int | None, result: RunResul
 
 @long_lived_heap()
 def run_local(events: Iterable[Event], config: CoordinatorConfig, until: int | None = None,
-              progress: Callable[[int, int], None] | None = None) -> RunResult:
-    """`progress(done, total)` is called as each group finishes its run (the bulk of the work)."""
+              progress: Callable[[int, int], None] | None = None,
+              on_group: Callable[[Output, int | None], None] | None = None) -> RunResult:
+    """`progress(done, total)` is called as each group finishes its run (the bulk of the work). With
+    `on_group`, each group's rows go to `on_group(output, final time)` as it finishes, in group-id order,
+    instead of to the result's tables."""
     result = RunResult()
     by_group = events_by_group(events, until, result)
     runtimes = {group_id: GroupRuntime(group_id, config) for group_id in sorted(by_group)}
@@ -80,10 +93,63 @@ def run_local(events: Iterable[Event], config: CoordinatorConfig, until: int | N
         runtime.advance_to(final)
         runtime.finish()
         output = runtime.take_output()
-        for name, rows in output.tables.items():
-            result.tables[name].extend(rows)
-        result.tables["rejects"].extend(output.rejects)
+        if on_group is not None:
+            on_group(output, final)
+        else:
+            for name, rows in output.tables.items():
+                result.tables[name].extend(rows)
+            result.tables["rejects"].extend(output.rejects)
         if progress is not None:
             progress(done, len(runtimes))
     result.end_at(final)
     return result
+
+
+def run_local_to(out_dir: str | os.PathLike, events: Iterable[Event], config: CoordinatorConfig,
+                 until: int | None = None, rejects: Iterable[Mapping] = (),
+                 progress: Callable[[int, int], None] | None = None) -> RunResult:
+    """`run_local`, its tables written under `out_dir` as the groups finish (`rejects`: the input's, added to
+    the engine's own); the result's tables read them back on access. The same files as `write_tables` of
+    run_local's tables."""
+    out = Path(out_dir)
+    with output_errors(out):
+        out.mkdir(parents=True, exist_ok=True)
+        stream = StreamedTables(out, rejects)
+        result = run_local(events, config, until, progress, on_group=stream)
+        result.tables = stream.close()
+    return result
+
+
+class StreamedTables:
+    """A run's tables, written as its groups finish. run_local runs groups in sorted group-id order and a
+    group's rows are in out_seq order, so each table's rows arrive in table order and go straight to their
+    part file, STREAM_ROWS at a time. Rejects and lag_status rows (per group: each is judged on its own
+    rows) are kept until the end: they are few."""
+
+    def __init__(self, out: Path, rejects: Iterable[Mapping]) -> None:
+        self.out = out
+        self.writers = {name: PartFileWriter(out, name) for name in GROUP_TABLES}
+        self.pending: dict[str, list[dict]] = {name: [] for name in GROUP_TABLES}
+        self.kept: dict[str, list[dict]] = {"rejects": [dict(row) for row in rejects], "lag_status": []}
+
+    def __call__(self, output: Output, final: int | None) -> None:
+        for name, rows in output.tables.items():
+            self.pending[name] += rows
+            if len(self.pending[name]) >= STREAM_ROWS:
+                self._flush(name)
+        self.kept["rejects"] += output.rejects
+        self.kept["lag_status"] += lag_status_rows(output.tables, final)
+
+    def _flush(self, name: str) -> None:
+        self.writers[name].write(to_arrow(name, self.pending[name]))
+        self.pending[name] = []
+
+    def close(self) -> WrittenTables:
+        for name, writer in self.writers.items():
+            self._flush(name)
+            writer.close()
+        for name, rows in self.kept.items():
+            with PartFileWriter(self.out, name) as writer:
+                writer.write(to_arrow(name, rows))
+            self.writers[name] = writer
+        return WrittenTables(self.out, {name: writer.rows for name, writer in self.writers.items()})

@@ -49,6 +49,7 @@ from state.production import rule_offset
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
 PARTITION_STATUSES = ("OK", "WARN", "STOP", "STALL", "REWIND")
 GROUP_STATUSES = ("OK", "WARN", "ERR")
@@ -211,6 +212,8 @@ COMMIT_COLUMNS = ("group_id", "topic", "partition", "out_seq", "write_ts", "comm
                   *OFFSETS_RUN_COLUMNS)
 DELETION_COLUMNS = ("group_id", "write_ts", "out_seq", "tombstone")
 PRODUCTION_COLUMNS = ("group_id", "ts", "topic", "records_per_second", "base_offset")
+# What the lag status reads of each table it is derived from.
+INPUT_COLUMNS = {"offsets": COMMIT_COLUMNS, "log_end_offsets": PRODUCTION_COLUMNS, "group_metadata": DELETION_COLUMNS}
 
 
 class LagHistory:
@@ -252,9 +255,8 @@ class LagHistory:
     @classmethod
     def from_run(cls, run: RunTables, settings: Settings = Settings()) -> "LagHistory":
         """From a run folder's tables."""
-        return cls.from_tables({"offsets": _records(run["offsets"], COMMIT_COLUMNS),
-                                "log_end_offsets": _records(run["log_end_offsets"], PRODUCTION_COLUMNS),
-                                "group_metadata": _records(run["group_metadata"], DELETION_COLUMNS)}, settings)
+        return cls.from_tables({name: _records(run[name], columns) for name, columns in INPUT_COLUMNS.items()},
+                               settings)
 
     @property
     def groups(self) -> list[str]:
@@ -365,6 +367,13 @@ def log_end_at(samples: list[tuple[int, int]], t: int) -> int | None:
 def lag_status_rows(tables: Mapping[str, list[dict]], at: int | None) -> list[dict]:
     """The `lag_status` table of a run's rows at its final time `at` (none for a run without events)."""
     return [] if at is None else lag_status(LagHistory.from_tables(tables), at)
+
+
+def lag_status_arrow_rows(tables: Mapping[str, "pa.Table"], at: int | None) -> list[dict]:
+    """`lag_status_rows` of Arrow tables: a run's, or only some of its groups' rows (each group is judged on
+    its own rows)."""
+    return lag_status_rows({name: tables[name].select(list(columns)).to_pylist()
+                            for name, columns in INPUT_COLUMNS.items()}, at)
 
 
 def lag_status(history: LagHistory, at: int) -> list[dict]:

@@ -7,8 +7,10 @@ from collections import Counter
 
 import pytest
 
-from simulations.engines import run_local
+from simulations import parquet_tables
+from simulations.engines import local, run_local, run_local_to
 from simulations.inputs import read_events
+from simulations.parquet_tables import PART_FILE, OutputError, write_tables
 from simulations.samples import make_sample_trace
 from state.config import CoordinatorConfig
 from state.tables import TABLES
@@ -98,3 +100,26 @@ def test_no_events():
     result = run_local([], CoordinatorConfig())
     assert (result.groups, result.final_ts) == (0, None)
     assert all(rows == [] for rows in result.tables.values())
+
+
+@pytest.mark.parametrize("until, stream_rows", [(None, 50_000), (None, 7), (CAPTURE_END, 1)])
+def test_a_run_writing_its_tables_as_groups_finish_writes_the_same_files(sample, tmp_path, monkeypatch, until,
+                                                                          stream_rows):
+    monkeypatch.setattr(local, "STREAM_ROWS", stream_rows)
+    monkeypatch.setattr(parquet_tables, "ROW_GROUP_ROWS", 100)
+    in_memory = run_local(sample.events, CoordinatorConfig(), until)
+    write_tables(tmp_path / "memory", dict(in_memory.tables, rejects=sample.rejects + in_memory.tables["rejects"]))
+    streamed = run_local_to(tmp_path / "streamed", sample.events, CoordinatorConfig(), until, sample.rejects)
+    assert (streamed.groups, streamed.events_applied, streamed.final_ts) == \
+           (in_memory.groups, in_memory.events_applied, in_memory.final_ts)
+    assert in_memory.tables["lag_status"] and len(streamed.tables["rejects"]) == 2
+    for table in TABLES:
+        assert streamed.tables.row_count(table) == len(streamed.tables[table])
+        assert (tmp_path / "streamed" / table / PART_FILE).read_bytes() == \
+               (tmp_path / "memory" / table / PART_FILE).read_bytes(), table
+
+
+def test_a_run_into_a_file_path_is_a_clear_error(sample, tmp_path):
+    (tmp_path / "taken").write_text("")
+    with pytest.raises(OutputError, match="part of the path is a file"):
+        run_local_to(tmp_path / "taken" / "out", sample.events, CoordinatorConfig())

@@ -9,8 +9,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from simulations.parquet_tables import (PART_FILE, OutputError, arrow_schema, read_table, rows_to_arrow, write_arrow_tables,
-                                        write_tables)
+from simulations import parquet_tables
+from simulations.parquet_tables import (PART_FILE, OutputError, arrow_schema, read_table, rows_to_arrow, sort_table,
+                                        write_arrow_tables, write_tables)
 from state.tables import TABLES, columns
 
 
@@ -113,3 +114,20 @@ def test_unwritable_output_folder(tmp_path):
 def test_a_row_that_breaks_the_contract_is_a_bug_not_a_silent_null(tmp_path):
     with pytest.raises(ValueError, match=r"extra \['surprise'\]"):
         write_tables(tmp_path, {"offsets": [dict(offset_row(0), surprise=1)]})
+
+
+@pytest.mark.parametrize("sizes", [[100], [1, 99], [13, 0, 40, 47], [64, 36]])
+def test_a_part_file_has_the_same_bytes_whatever_pieces_its_rows_came_in(tmp_path, monkeypatch, sizes):
+    monkeypatch.setattr(parquet_tables, "ROW_GROUP_ROWS", 16)
+    rows = sort_table("offsets", rows_to_arrow("offsets", [offset_row(i) for i in range(100)]))
+    write_arrow_tables(tmp_path / "whole", {"offsets": rows})
+    with parquet_tables.PartFileWriter(tmp_path / "pieces", "offsets") as writer:
+        start = 0
+        for size in sizes:
+            writer.write(rows.slice(start, size))
+            start += size
+    assert writer.rows == 100
+    written = tmp_path / "pieces" / "offsets" / PART_FILE
+    assert written.read_bytes() == (tmp_path / "whole" / "offsets" / PART_FILE).read_bytes()
+    metadata = pq.read_metadata(written)
+    assert [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)] == [16] * 6 + [4]

@@ -49,10 +49,12 @@ def test_unreadable_states_are_refused_with_their_reason(blob, message):
         _decode(blob)
 
 
-def _step_tables(events, rows_per_frame: int, monkeypatch) -> tuple[int, dict[str, list[dict]]]:
+def _step_tables(events, rows_per_frame: int, monkeypatch, rows_per_envelope: int = 2_000
+                 ) -> tuple[int, dict[str, list[dict]]]:
     """Every event of `events` through one bucketed step call that applies them all: the frames it yields
-    and each table's rows, decoded from the frames' envelopes."""
+    and each table's rows, decoded from the frames' envelopes (checked against their `rows`)."""
     monkeypatch.setattr(step_module, "ROWS_PER_FRAME", rows_per_frame)
+    monkeypatch.setattr(step_module, "ROWS_PER_ENVELOPE", rows_per_envelope)
     step = step_module.make_step(CoordinatorConfig(), None, bucketed=True)
     chunk = pd.DataFrame({
         "key": ["0"] * len(events), "group_id": [e.group_id for e in events],
@@ -63,17 +65,21 @@ def _step_tables(events, rows_per_frame: int, monkeypatch) -> tuple[int, dict[st
     frames = list(step(("0",), iter([chunk]), state))
     tables: dict[str, list[dict]] = {}
     for frame in frames:
-        for table, payload in zip(frame["table"], frame["payload"]):
+        for table, count, payload in zip(frame["table"], frame["rows"], frame["payload"]):
             if table != step_module.META_TABLE:
-                tables.setdefault(table, []).extend(sink.decode_table(table, payload).to_pylist())
+                rows = sink.decode_table(table, payload).to_pylist()
+                assert len(rows) == count <= rows_per_envelope
+                tables.setdefault(table, []).extend(rows)
     return len(frames), tables
 
 
-def test_a_call_with_many_rows_yields_them_in_several_frames_and_loses_none(monkeypatch):
+@pytest.mark.parametrize("rows_per_frame, rows_per_envelope", [(25, 2_000), (1_000_000, 7), (25, 7)])
+def test_a_call_with_many_rows_yields_them_in_several_frames_and_envelopes_and_loses_none(
+        monkeypatch, rows_per_frame, rows_per_envelope):
     events = read_events([SAMPLE]).events
     one_frame, whole = _step_tables(events, 1_000_000, monkeypatch)
-    frames, split = _step_tables(events, 25, monkeypatch)
-    assert one_frame == 1 and frames > 3
+    frames, split = _step_tables(events, rows_per_frame, monkeypatch, rows_per_envelope)
+    assert one_frame == 1 and (frames > 3) == (rows_per_frame == 25)
     assert sum(map(len, whole.values())) > 100
     assert {t: sorted(map(repr, rows)) for t, rows in split.items()} == \
            {t: sorted(map(repr, rows)) for t, rows in whole.items()}

@@ -1,0 +1,135 @@
+"""Compaction of a Spark run: every committed micro-batch's rows (`streaming.sink`) into one sorted Parquet
+file per table, `OUT/<table>/part-00000.parquet`, byte-identical to the local engine's, in memory bounded by
+about RANGE_ROWS rows of a table whatever the size of the run.
+
+A storm hour of 10,000 groups writes about 38 million rows: held at once, then sorted, they need more memory
+than the machine has. So the group tables are sorted by distribution, through spill files:
+1. split: the run's group ids, sorted, are cut into ranges of equal group counts, enough ranges for the
+   largest table to have about RANGE_ROWS rows per range. Each table's rows are decoded piece by piece
+   (PIECE_ENVELOPES envelope rows at a time) and appended to its range's spill file, an Arrow IPC stream
+   under `OUT/_compaction/`;
+2. write: range after range, in group-id order, each table's spill is read back, sorted by the table's
+   SORT_KEYS and handed to its `PartFileWriter`, which cuts the same row groups whatever the pieces. The
+   `lag_status` rows of a range's groups are derived from the range's offsets, group_metadata and
+   log_end_offsets rows (each group is judged on its own rows).
+Rejects (input rows with no group) are sorted in memory, one row per rejected input line.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import shutil
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from simulations.parquet_tables import PartFileWriter, arrow_schema, output_errors, sort_table, to_arrow
+from simulations.views.lag_status import INPUT_COLUMNS, lag_status_arrow_rows
+from state.tables import GROUP_TABLES, TABLES
+from streaming import sink
+
+SPILL_DIR = "_compaction"
+# Rows of one table sorted at once. A range of the largest table is read, sorted (a copy) and written; the
+# lag status holds a range of offsets rows as Python dicts, about 1 KB each.
+RANGE_ROWS = 1_000_000
+# Envelope rows decoded at once in the split; an envelope carries at most the step's ROWS_PER_FRAME rows.
+PIECE_ENVELOPES = 16
+
+
+def compact(batches: Path, out: Path, group_ids: Sequence[str], final: int | None) -> dict[str, int]:
+    """Write every table of the committed batches under `batches` to `out`; `group_ids`: the run's groups
+    (any order; rows of other groups are placed all the same). Returns the rows written per table."""
+    totals = {table: _committed_rows(batches, table) for table in GROUP_TABLES}
+    ranges = GroupRanges.cut(sorted(group_ids), math.ceil(max(totals.values(), default=0) / RANGE_ROWS))
+    spill = out / SPILL_DIR
+    with output_errors(out):
+        shutil.rmtree(spill, ignore_errors=True)  # left by a compaction that was killed
+        for table in GROUP_TABLES:
+            _split(batches, table, ranges, spill / table)
+        writers = {name: PartFileWriter(out, name) for name in TABLES}
+        lag_rows = []
+        for index in range(ranges.count):
+            lag_inputs = {}
+            for table in GROUP_TABLES:
+                rows = sort_table(table, _read_spill(spill / table, index))
+                writers[table].write(rows)
+                if table in INPUT_COLUMNS:
+                    lag_inputs[table] = rows
+            lag_rows += lag_status_arrow_rows(lag_inputs, final)
+        writers["lag_status"].write(to_arrow("lag_status", lag_rows))
+        writers["rejects"].write(sort_table("rejects", sink.committed_table(batches, "rejects")))
+        for writer in writers.values():
+            writer.close()
+        shutil.rmtree(spill)
+    return {name: writer.rows for name, writer in writers.items()}
+
+
+class GroupRanges:
+    """Consecutive ranges of group ids: range i holds the ids from bounds[i - 1] (inclusive) up to bounds[i]
+    (exclusive); the first also holds a null group id, which sorts first."""
+
+    def __init__(self, bounds: list[str]) -> None:
+        self.bounds = bounds
+        self.count = len(bounds) + 1
+
+    @classmethod
+    def cut(cls, sorted_ids: Sequence[str], count: int) -> "GroupRanges":
+        """At most `count` ranges of about equal numbers of `sorted_ids`."""
+        count = max(1, min(count, len(sorted_ids)))
+        return cls([sorted_ids[i * len(sorted_ids) // count] for i in range(1, count)])
+
+    def of(self, group_ids: pa.ChunkedArray) -> np.ndarray:
+        """The range of each id, from the distinct ids: a piece holds few groups."""
+        encoded = pc.dictionary_encode(group_ids.combine_chunks())
+        per_id = np.array([bisect.bisect_right(self.bounds, g) for g in encoded.dictionary.to_pylist()] or [0],
+                          dtype=np.int64)
+        indices = encoded.indices.fill_null(0).to_numpy(zero_copy_only=False)
+        # A null id (dictionary_encode keeps it out of the dictionary) belongs to the first range.
+        return np.where(encoded.indices.is_null().to_numpy(zero_copy_only=False), 0, per_id[indices])
+
+
+def _committed_rows(batches: Path, table: str) -> int:
+    return sum(pq.read_table(sink.table_folder(batches, batch_id, table), columns=["rows"],
+                             partitioning=None)["rows"].to_numpy().sum()
+               for batch_id in sink.committed_batches(batches)
+               if sink.table_folder(batches, batch_id, table).exists())
+
+
+def _split(batches: Path, table: str, ranges: GroupRanges, folder: Path) -> None:
+    """Every committed row of `table` into the spill file of its group's range."""
+    folder.mkdir(parents=True)
+    schema = arrow_schema(table)
+    spills = {index: pa.ipc.new_stream(str(folder / f"{index}.arrow"), schema) for index in range(ranges.count)}
+    try:
+        for batch_id in sink.committed_batches(batches):
+            part = sink.table_folder(batches, batch_id, table)
+            for path in sorted(part.glob("*.parquet")) if part.exists() else ():
+                for envelopes in pq.ParquetFile(path).iter_batches(PIECE_ENVELOPES, columns=["payload"]):
+                    rows = sink.decode_table(table, b"".join(envelopes.column(0).to_pylist()))
+                    _spill(rows, ranges, spills)
+    finally:
+        for writer in spills.values():
+            writer.close()
+
+
+def _spill(rows: pa.Table, ranges: GroupRanges, spills: Mapping[int, pa.ipc.RecordBatchStreamWriter]) -> None:
+    if ranges.count == 1:
+        spills[0].write_table(rows)
+        return
+    of = ranges.of(rows["group_id"])
+    order = np.argsort(of, kind="stable")
+    rows = rows.take(pa.array(order))
+    starts = np.searchsorted(of[order], np.arange(ranges.count + 1))
+    for index in range(ranges.count):
+        if starts[index + 1] > starts[index]:
+            spills[index].write_table(rows.slice(starts[index], starts[index + 1] - starts[index]))
+
+
+def _read_spill(folder: Path, index: int) -> pa.Table:
+    with pa.ipc.open_stream(str(folder / f"{index}.arrow")) as reader:
+        return reader.read_all()
