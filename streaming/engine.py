@@ -34,6 +34,7 @@ from simulations.inputs import event_files
 from simulations.parquet_tables import WrittenTables
 from state.config import CoordinatorConfig
 from streaming import compaction
+from streaming.buckets import bucket_labels
 from streaming import sink as batches
 from streaming.progress import ProgressListener, RunDisplay, print_summary
 from streaming.session import get_session, resolve_settings, run_session
@@ -133,6 +134,8 @@ class _Run:
         self.settings = settings
         self.delay = settings["streaming.watermark.delay.ms"]
         self.buckets = settings["streaming.state.buckets"]
+        # Spark's default; both profiles set it. Bucket labels depend on it (streaming.buckets).
+        self.partitions = int(settings.get("spark.sql.shuffle.partitions", 200))
         self.control = out / "_control"
         self.checkpoint = out / "_checkpoints" / "events"
         self.batches = out / "_batches"
@@ -147,6 +150,8 @@ class _Run:
         identity = {"inputs": [list(pair) for pair in self.inputs], "until": self.until,
                     "coordinator": self.config.to_kafka(), "streaming.watermark.delay.ms": self.delay,
                     "streaming.state.buckets": self.buckets, "batches_format": batches.FORMAT}
+        if self.buckets:
+            identity["state_partitions"] = self.partitions  # the keys' labels depend on it
         if self.captured is not None:
             identity["captured"] = self.captured
         return identity
@@ -223,7 +228,9 @@ class _Run:
         group = F.col("key")
         key = group
         if self.buckets:
-            key = F.when(group.isNotNull(), F.pmod(F.xxhash64(group), F.lit(self.buckets)).cast("string"))
+            labels = F.array(*map(F.lit, bucket_labels(self.buckets, self.partitions)))
+            bucket = F.pmod(F.xxhash64(group), F.lit(self.buckets)).cast("int")
+            key = F.when(group.isNotNull(), F.element_at(labels, bucket + 1))
         columns = [key.alias("key"), "event_time", "payload"] + ([group.alias("group_id")] if self.buckets else [])
         rows = rows.select(*columns)
         step = make_step(self.config, self.until, bucketed=bool(self.buckets))
