@@ -8,7 +8,8 @@ much less. This script runs, in this process and one stage after the other:
   batches), then the step (`streaming.step.make_step`, keyed on 256 buckets as `spark-buckets` is) called the
   way the engine's three phases call it: *main* (every event arrives and waits for the watermark), *drain*
   (the watermark passes the last event: everything is applied), *finish* (end-of-run rows at the final time),
-  and the driver's compaction of the step's output (`streaming.sink.decode_table` + `write_arrow_tables`).
+  and the driver's compaction of the step's output, in memory (`streaming.sink.decode_table` +
+  `write_arrow_tables`: the engine's `streaming.compaction` adds spill files and per-range lag status).
 
 Spark's own work (JVM, shuffle, state store, Parquet envelope files) is not in it: that is what the wall time
 of `benchmarks/engine.py` adds. Both engines' tables are checked to be byte-identical.
