@@ -15,10 +15,10 @@ def build_report(run_dir: str | os.PathLike, out_html: str | os.PathLike | None 
     `group`: the group of the ownership heatmap (default: the busiest)."""
     # Imported here so that `simulations.reports.commands` (and the CLI) load no pandas until a command runs.
     from simulations.reports.page import render_page, render_panels, summary
-    from simulations.reports.panels import build_panels
+    from simulations.reports.panels import COLUMNS, build_panels
     from simulations.views.run_tables import load_run
 
-    run = load_run(run_dir)
+    run = load_run(run_dir, COLUMNS)
     target = Path(out_html) if out_html is not None else Path(run_dir) / REPORT_FILE
     target.parent.mkdir(parents=True, exist_ok=True)
     page = render_page(run.run_dir, summary(run), render_panels(build_panels(run, group)))

@@ -21,7 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from simulations.reports import figures
 from simulations.reports.page import render_page, render_panels, summary
-from simulations.reports.panels import build_panels
+from simulations.reports.panels import COLUMNS, build_panels
 from simulations.views.run_tables import RunError, RunTables, load_run, signature
 
 WAITING = '<section><h2>Waiting for the run</h2><p class="note">No tables in {dir} yet; this page fills in ' \
@@ -44,7 +44,7 @@ class LiveRun:
             stamp = signature(self.run_dir)
             if stamp != self._signature:
                 try:
-                    self._run = load_run(self.run_dir)
+                    self._run = load_run(self.run_dir, COLUMNS)
                 except RunError:
                     self._run = None  # nothing committed yet
                 self._signature, self._rendered = stamp, {}

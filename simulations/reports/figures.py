@@ -38,6 +38,10 @@ COOPERATIVE = "cooperative-sticky"
 # Cells of the lag status heatmap: Burrow's partition statuses, then "no status".
 LAG_CELLS = list(PARTITION_STATUSES) + ["no status"]
 NO_STATUS = len(PARTITION_STATUSES)
+COMMIT_RATES = ("partitions committed", "commit requests ok", "commit requests failed")
+# What `commit_rates` reads of every group's rows, one range of groups at a time.
+COMMIT_COLUMNS = {"offsets": ("offset", "write_ts", "repeat_count", "repeat_interval_ms"),
+                  "responses": ("api", "error", "results", "request_ts", "repeat_count", "repeat_interval_ms")}
 
 
 @dataclass(frozen=True)
@@ -217,20 +221,21 @@ def _majority(cell: dict[int, float] | None, bin_ms: int) -> int:
 
 def commit_rates(run: RunTables, bins: Bins) -> dict[str, list[float]]:
     """Per second in each bin: partitions committed (offsets records, tombstones aside), OffsetCommit
-    requests answered NONE, and OffsetCommit requests that failed (a top-level or a partition error)."""
+    requests answered NONE, and OffsetCommit requests that failed (a top-level or a partition error). Counted
+    one range of groups at a time: the responses' `results` of a large run do not fit in memory at once."""
+    counts = {name: [0] * bins.count for name in COMMIT_RATES}
+    for part in run.ranges(COMMIT_COLUMNS):
+        offsets = part["offsets"]
+        responses = part["responses"]
+        commits = responses[responses["api"] == "OffsetCommit"]
+        failed = pd.Series([_commit_failed(error, results) for error, results in zip(commits["error"], commits["results"])],
+                           index=commits.index, dtype=bool)
+        for name, rows, column in (("partitions committed", offsets[offsets["offset"].notna()], "write_ts"),
+                                   ("commit requests ok", commits[~failed], "request_ts"),
+                                   ("commit requests failed", commits[failed], "request_ts")):
+            counts[name] = [a + b for a, b in zip(counts[name], bins.counts(rows, column))]
     per_second = 1000 / bins.width_ms
-    offsets = run["offsets"]
-    records = offsets[offsets["offset"].notna()]
-    commits = run["responses"][run["responses"]["api"] == "OffsetCommit"]
-    failed = pd.Series([_commit_failed(error, results) for error, results in zip(commits["error"], commits["results"])],
-                       index=commits.index, dtype=bool)
-
-    def rate(rows: pd.DataFrame, column: str) -> list[float]:
-        return [n * per_second for n in bins.counts(rows, column)]
-
-    return {"partitions committed": rate(records, "write_ts"),
-            "commit requests ok": rate(commits[~failed], "request_ts"),
-            "commit requests failed": rate(commits[failed], "request_ts")}
+    return {name: [n * per_second for n in values] for name, values in counts.items()}
 
 
 def _commit_failed(error: str, results) -> bool:

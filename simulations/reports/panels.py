@@ -11,6 +11,7 @@ from html import escape
 
 from simulations.reports import figures, svg
 from simulations.reports.figures import Bins
+from simulations.views.lag_status import INPUT_COLUMNS as LAG_INPUT_COLUMNS
 from simulations.views.lag_status import NO_LOG_END_OFFSET, GroupStatus, LagHistory
 from simulations.views.run_tables import RunTables
 
@@ -23,6 +24,20 @@ MAX_NOT_OK = 30  # groups listed as not OK at the end
 # Colours of figures.LAG_CELLS: OK, WARN, STOP, STALL, REWIND, no status.
 LAG_FILLS = ["#43a047", "#fdd835", "#e15759", "#b07aa1", "#f28e2b", svg.UNOWNED]
 OK_CELL = 0
+# What the summary and the panels read of the run's tables whole (few, narrow columns); the commit rates and
+# the lag status, which read wide or many columns of every group, read theirs one range of groups at a time.
+COLUMNS = {
+    "responses": ("group_id", "request_ts", "response_ts", "error", "repeat_count", "repeat_interval_ms",
+                  "coordinator_partition"),
+    "generations": ("group_id", "generation_id", "protocol_name", "rebalance_start_ts", "join_complete_ts",
+                    "stable_ts", "coordinator_partition"),
+    "assignments": ("group_id", "generation_id", "member_id", "group_instance_id", "topic", "partition", "assign_ts"),
+    "offsets": ("group_id", "write_ts", "repeat_count", "repeat_interval_ms", "coordinator_partition"),
+    "group_metadata": ("group_id", "write_ts", "coordinator_partition"),
+    "group_states": ("group_id", "ts", "from_state", "to_state", "cause", "generation_id"),
+    "metrics": ("group_id", "duplicate_records", "skipped_records"),
+    "rejects": ("line",),
+}
 
 
 @dataclass(frozen=True)
@@ -151,16 +166,23 @@ def _commits(run: RunTables, bins: Bins) -> Panel:
 
 
 def _lag(run: RunTables, groups: list[str], bins: Bins, end: int) -> Panel:
-    history = LagHistory.from_run(run)
     title = "Consumer lag status (Burrow)"
     guide = (f"Burrow's status of each committed partition at the end of every time slice, for the groups with "
              f"the most rebalances that were not always OK (at most {TOP_LAG}); then every group not OK at the "
              f"end. Rules and defaults: docs/tables.md#lag_status.")
-    if not history.groups:
+    # Burrow's history holds every commit: it is built one range of groups at a time.
+    committed, statuses, at_end = False, {}, []
+    for part in run.ranges(LAG_INPUT_COLUMNS):
+        history = LagHistory.from_run(part)
+        committed = committed or bool(history.groups)
+        known = set(history.groups)
+        statuses.update({group: figures.lag_statuses(history, group, bins, end) for group in groups if group in known})
+        at_end += [history.evaluate(g, end) for g in history.groups]
+    if not committed:
         return Panel("lag", title, guide, _note("No offset commit in this run."))
     charts = []
     for group in groups:
-        partitions, cells = figures.lag_statuses(history, group, bins, end)
+        partitions, cells = statuses.get(group, ([], []))
         if not any(c not in (OK_CELL, figures.NO_STATUS) for row in cells for c in row):
             continue
         charts.append(f"<h3>{escape(group)}</h3>" + svg.heatmap([f"{t}-{p}" for t, p in partitions], cells,
@@ -171,7 +193,6 @@ def _lag(run: RunTables, groups: list[str], bins: Bins, end: int) -> Panel:
     if not charts:
         charts.append(_note(f"No partition of the {len(groups)} groups with the most rebalances was WARN, STOP, "
                             "STALL or REWIND at the sampled times."))
-    at_end = [history.evaluate(g, end) for g in history.groups]
     not_ok = [g for g in at_end if g is not None and g.status != "OK"]
     ending = "<h3>Groups not OK at the end</h3>"
     if not_ok:

@@ -12,32 +12,44 @@ import os
 from pathlib import Path
 from typing import Sequence
 
-from simulations.validation.accounting import account_for_input
-from simulations.validation.invariants import check_invariants
-from simulations.validation.raw_tables import read_raw
+from simulations.validation.accounting import InputAccounting
+from simulations.validation.invariants import Invariants
+from simulations.group_ranges import group_ranges
+from simulations.validation.raw_tables import read_range
 from simulations.validation.result import Check, ValidationResult
+from simulations.parquet_tables import PART_FILE
 from simulations.views.run_tables import RUN_FILE, RunError
+from state.tables import TABLES
 
 
 def validate(run_dir: str | os.PathLike, data_docs_dir: str | os.PathLike | None = None,
              events: Sequence[str | os.PathLike] = (), until: int | None = None) -> ValidationResult:
-    """Check every table of the run in `run_dir`. `events`: the run's input files, to account for every
+    """Check every table of the run in `run_dir`, one range of groups at a time (`simulations.group_ranges`:
+    memory stays bounded whatever the run's size). `events`: the run's input files, to account for every
     row; `until`: the run's --until (read from the run record when there is one)."""
-    from simulations.validation.suites import run_suites  # imports great-expectations: seconds
+    from simulations.validation.suites import Suites  # imports great-expectations: seconds
 
     root = Path(run_dir)
     if not root.is_dir():
         raise RunError(f"{run_dir}: no such run folder")
-    tables, problems = read_raw(root)
-    if not tables:
+    if not any((root / name / PART_FILE).is_file() for name in TABLES):
         raise RunError(f"{run_dir}: not a run folder (no output tables)")
+    suites = Suites(None if data_docs_dir is None else Path(data_docs_dir))
+    invariants = Invariants()
+    accounting = InputAccounting(events, until if until is not None else _recorded_until(root)) if events else None
+    for groups in group_ranges(root):
+        tables, problems = read_range(root, groups)
+        suites.add(tables)
+        invariants.add(tables)
+        if accounting is not None:
+            accounting.add(tables, groups)
     result = ValidationResult(root)
     result.checks += [Check("suite", f"{table}: table", False, problem) for table, problem in problems.items()]
-    checks, result.data_docs = run_suites(tables, None if data_docs_dir is None else Path(data_docs_dir))
-    result.checks += checks
-    result.checks += check_invariants(tables)
-    if events:
-        result.checks.append(account_for_input(tables, events, until if until is not None else _recorded_until(root)))
+    result.checks += suites.checks()
+    result.data_docs = suites.data_docs
+    result.checks += invariants.checks()
+    if accounting is not None:
+        result.checks.append(accounting.check())
     return result
 
 

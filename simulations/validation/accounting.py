@@ -29,6 +29,7 @@ from typing import Sequence
 import pandas as pd
 
 from simulations.inputs import InputError, read_events
+from simulations.group_ranges import WHOLE, GroupRange
 from simulations.validation.result import Check
 from state.events import API_NAMES, expand_repeats
 
@@ -36,68 +37,130 @@ PARKED_IN = {"JoinGroup": "PreparingRebalance", "SyncGroup": "CompletingRebalanc
 NAME = "every input row processed or rejected"
 
 
-def account_for_input(tables: dict[str, pd.DataFrame], events: Sequence[str | Path], until: int | None) -> Check:
-    try:
-        rows = read_events(events)
-    except InputError as error:
-        return Check("input", NAME, False, f"cannot read the events: {error}")
-    if "responses" not in tables or "rejects" not in tables:
-        return Check("input", NAME, False, "cannot check: the responses or rejects table is not readable")
-    events = [e for row in rows.events for e in expand_repeats(row)]
-    applied = [e for e in events if until is None or e.ts <= until]
-    requests = Counter((e.group_id, e.ts, e.seq, API_NAMES[e.type]) for e in applied if e.type in API_NAMES)
-    directives = sum(1 for e in applied if e.type not in API_NAMES)
-    synthetic = Counter()
-    for r in tables["requests"].itertuples(index=False) if "requests" in tables else ():
-        synthetic[(r.group_id, int(r.ts), int(r.seq), API_NAMES.get(r.type, r.type))] += _repeats(r.repeat_count)
-    # A synthetic run is answered by a run of the same first request and count; any other response row
-    # answers one request per repeat.
-    synthetic_answered, answered = Counter(), Counter()
-    for r in tables["responses"].itertuples(index=False):
-        key, count = (r.group_id, int(r.request_ts), int(r.request_seq), r.api), _repeats(r.repeat_count)
-        if synthetic[key] - synthetic_answered[key] >= count:
-            synthetic_answered[key] += count
-            continue
-        interval = 0 if pd.isna(r.repeat_interval_ms) else int(r.repeat_interval_ms)
-        for i in range(count):
-            answered[(r.group_id, int(r.request_ts) + i * interval, int(r.request_seq), r.api)] += 1
-    input_answered = requests & answered
-    orphans = answered - input_answered
+class InputAccounting:
+    """The input rows against a run's tables, one range of groups at a time (`add`, then `check`): requests
+    and responses carry their group, so each range's are matched alone; the input rows and the `rejects`
+    table (no group) are read once, here."""
 
-    given_rejects = Counter((r["line"], r["raw"]) for r in rows.rejects)
-    table_rejects = Counter((int(r.line), r.raw) for r in tables["rejects"].itertuples(index=False))
-    lost_rejects = given_rejects - table_rejects
-    late = Counter(filter(None, (_event_key(raw) for _, raw in (table_rejects - given_rejects).elements())))
-    late_matched = (requests - input_answered) & late
+    def __init__(self, events: Sequence[str | Path], until: int | None) -> None:
+        self.problem: str | None = None
+        try:
+            rows = read_events(events)
+        except InputError as error:
+            self.problem = f"cannot read the events: {error}"
+            return
+        events = [e for row in rows.events for e in expand_repeats(row)]
+        applied = [(position, e) for position, e in enumerate(events) if until is None or e.ts <= until]
+        self.after_until = len(events) - len(applied)
+        self.directives = sum(1 for _, e in applied if e.type not in API_NAMES)
+        # Each request with the position of its first input row: examples come in input order.
+        self.requests: dict[str, Counter] = {}
+        self.first_seen: dict[tuple, int] = {}
+        for position, e in applied:
+            if e.type in API_NAMES:
+                key = (e.group_id, e.ts, e.seq, API_NAMES[e.type])
+                self.requests.setdefault(e.group_id, Counter())[key] += 1
+                self.first_seen.setdefault(key, position)
+        self.given_rejects = Counter((r["line"], r["raw"]) for r in rows.rejects)
+        self.rows = len(events) + len(rows.rejects)
+        self.rejects_read = False
+        self.late: Counter = Counter()
+        self.terms = Counter()
+        self.synthetic = Counter()  # "sent" and "answered"
+        self.unexplained = self.orphans = 0
+        self.input_example: tuple[int, tuple] | None = None
+        self.synthetic_example = self.orphan_example = None
+        self.lost_rejects: Counter = Counter()
 
-    final_states = _final_states(tables.get("group_states"))
-    unanswered = (requests - input_answered - late_matched) + (synthetic - synthetic_answered)
-    parked = Counter({key: n for key, n in unanswered.items() if _parked(key, final_states)})
-    unexplained = unanswered - parked
-    parked_input = sum((parked & (requests - input_answered - late_matched)).values())
+    def add(self, tables: dict[str, pd.DataFrame], groups: GroupRange = WHOLE) -> None:
+        """Match the requests of `groups`, whose rows `tables` hold (the first range's tables also hold the
+        whole `rejects` table, the others none of its rows)."""
+        if self.problem is not None:
+            return
+        if "responses" not in tables or "rejects" not in tables:
+            self.problem = "cannot check: the responses or rejects table is not readable"
+            return
+        if not self.rejects_read and not tables["rejects"].empty:
+            self._read_rejects(tables["rejects"])
+        requests = Counter()
+        for group, sent in self.requests.items():
+            if groups.holds(group):
+                requests.update(sent)
+        synthetic = Counter()
+        for r in tables["requests"].itertuples(index=False) if "requests" in tables else ():
+            synthetic[(r.group_id, int(r.ts), int(r.seq), API_NAMES.get(r.type, r.type))] += _repeats(r.repeat_count)
+        # A synthetic run is answered by a run of the same first request and count; any other response row
+        # answers one request per repeat.
+        synthetic_answered, answered = Counter(), Counter()
+        for r in tables["responses"].itertuples(index=False):
+            key, count = (r.group_id, int(r.request_ts), int(r.request_seq), r.api), _repeats(r.repeat_count)
+            if synthetic[key] - synthetic_answered[key] >= count:
+                synthetic_answered[key] += count
+                continue
+            interval = 0 if pd.isna(r.repeat_interval_ms) else int(r.repeat_interval_ms)
+            for i in range(count):
+                answered[(r.group_id, int(r.request_ts) + i * interval, int(r.request_seq), r.api)] += 1
+        input_answered = requests & answered
+        orphans = answered - input_answered
+        late = Counter({key: n for key, n in self.late.items() if groups.holds(key[0])})
+        late_matched = (requests - input_answered) & late
 
-    terms = [(sum(input_answered.values()), "answered"), (directives, "directives and faults applied"),
-             (parked_input, "parked at the end"), (len(events) - len(applied), "after --until"),
-             (sum(late_matched.values()), "rejected late"), (sum((given_rejects & table_rejects).values()), "rejected")]
-    total = len(events) + len(rows.rejects)
-    detail = f"{total} = " + " + ".join(f"{n} {label}" for n, label in terms if n) if total else "0 input rows"
-    if synthetic:
-        detail += f"; {sum(synthetic_answered.values())} of {sum(synthetic.values())} synthetic requests answered"
-    problems = []
-    if unexplained:
-        (group, ts, seq, api), _ = next(iter(unexplained.items()))
-        problems.append(f"{sum(unexplained.values())} requests neither answered nor rejected, e.g. {api} of "
-                        f"{group} at {ts} (seq {seq})")
-    if orphans:
-        (group, ts, seq, api), _ = next(iter(orphans.items()))
-        problems.append(f"{sum(orphans.values())} responses to no input or synthetic request, e.g. {api} of "
-                        f"{group} at {ts} (seq {seq})")
-    if lost_rejects:
-        (line, _), _ = next(iter(lost_rejects.items()))
-        problems.append(f"{sum(lost_rejects.values())} invalid input rows missing from rejects, e.g. line {line}")
-    if problems:
-        return Check("input", NAME, False, "; ".join(problems) + f" ({detail})")
-    return Check("input", NAME, True, detail)
+        final_states = _final_states(tables.get("group_states"))
+        input_unanswered = requests - input_answered - late_matched
+        synthetic_unanswered = synthetic - synthetic_answered
+        parked_input = Counter({key: n for key, n in input_unanswered.items() if _parked(key, final_states)})
+        unexplained_input = input_unanswered - parked_input
+        unexplained_synthetic = Counter({key: n for key, n in synthetic_unanswered.items()
+                                         if not _parked(key, final_states)})
+
+        self.terms.update({"answered": sum(input_answered.values()), "parked": sum(parked_input.values()),
+                           "late": sum(late_matched.values())})
+        self.synthetic.update({"sent": sum(synthetic.values()), "answered": sum(synthetic_answered.values())})
+        self.unexplained += sum(unexplained_input.values()) + sum(unexplained_synthetic.values())
+        self.orphans += sum(orphans.values())
+        if unexplained_input:
+            first = min((self.first_seen[key], key) for key in unexplained_input)
+            self.input_example = min(self.input_example or first, first)
+        if unexplained_synthetic and self.synthetic_example is None:
+            self.synthetic_example = next(iter(unexplained_synthetic))
+        if orphans and self.orphan_example is None:
+            self.orphan_example = next(iter(orphans))
+
+    def _read_rejects(self, rejects: pd.DataFrame) -> None:
+        self.rejects_read = True
+        table_rejects = Counter((int(r.line), r.raw) for r in rejects.itertuples(index=False))
+        self.lost_rejects = self.given_rejects - table_rejects
+        self.late = Counter(filter(None, (_event_key(raw) for _, raw in (table_rejects - self.given_rejects).elements())))
+        self.terms["rejected"] = sum((self.given_rejects & table_rejects).values())
+
+    def check(self) -> Check:
+        if self.problem is not None:
+            return Check("input", NAME, False, self.problem)
+        if not self.rejects_read:
+            self.lost_rejects = self.given_rejects
+        terms = [(self.terms["answered"], "answered"), (self.directives, "directives and faults applied"),
+                 (self.terms["parked"], "parked at the end"), (self.after_until, "after --until"),
+                 (self.terms["late"], "rejected late"), (self.terms["rejected"], "rejected")]
+        total = self.rows
+        detail = f"{total} = " + " + ".join(f"{n} {label}" for n, label in terms if n) if total else "0 input rows"
+        if self.synthetic["sent"]:
+            detail += f"; {self.synthetic['answered']} of {self.synthetic['sent']} synthetic requests answered"
+        problems = []
+        if self.unexplained:
+            group, ts, seq, api = self.input_example[1] if self.input_example else self.synthetic_example
+            problems.append(f"{self.unexplained} requests neither answered nor rejected, e.g. {api} of "
+                            f"{group} at {ts} (seq {seq})")
+        if self.orphans:
+            group, ts, seq, api = self.orphan_example
+            problems.append(f"{self.orphans} responses to no input or synthetic request, e.g. {api} of "
+                            f"{group} at {ts} (seq {seq})")
+        if self.lost_rejects:
+            (line, _), _ = next(iter(self.lost_rejects.items()))
+            problems.append(f"{sum(self.lost_rejects.values())} invalid input rows missing from rejects, "
+                            f"e.g. line {line}")
+        if problems:
+            return Check("input", NAME, False, "; ".join(problems) + f" ({detail})")
+        return Check("input", NAME, True, detail)
 
 
 def _repeats(count) -> int:

@@ -1,5 +1,7 @@
 """A run's tables exactly as written, for validation: no cast to the contract's schema on the way in (that
-would hide a wrong type), integer and boolean columns with their nulls, nested columns as Python lists."""
+would hide a wrong type), integer and boolean columns with their nulls, nested columns as Python lists.
+A run too large for memory is read one range of groups at a time (`simulations.group_ranges`).
+"""
 
 from __future__ import annotations
 
@@ -7,15 +9,16 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from simulations.group_ranges import GroupRange, read_rows
 from simulations.parquet_tables import PART_FILE
 from simulations.views.run_tables import NULLABLE
 from state.tables import TABLES
 
 
-def read_raw(run_dir: Path) -> tuple[dict[str, pd.DataFrame], dict[str, str]]:
-    """(tables that could be read, {table: why not} for the others)."""
+def read_range(run_dir: Path, groups: GroupRange) -> tuple[dict[str, pd.DataFrame], dict[str, str]]:
+    """The rows of `groups` of every table (a table without ranges: whole in the first range, empty in the
+    others), and {table: why not} for the tables that cannot be read."""
     tables, problems = {}, {}
     for name in TABLES:
         path = run_dir / name / PART_FILE
@@ -23,14 +26,18 @@ def read_raw(run_dir: Path) -> tuple[dict[str, pd.DataFrame], dict[str, str]]:
             problems[name] = f"missing: no {name}/{PART_FILE}"
             continue
         try:
-            data = pq.read_table(path)
+            data = read_rows(path, groups)
         except (OSError, pa.ArrowException) as error:
             problems[name] = f"unreadable: {error}"
             continue
-        frame = data.to_pandas(types_mapper=NULLABLE.get)
-        for index, column in enumerate(data.schema):
-            if pa.types.is_list(column.type):
-                # Arrow lists become numpy arrays in pandas; a plain list is what a type check can name.
-                frame[column.name] = pd.Series(data.column(index).to_pylist(), index=frame.index, dtype=object)
-        tables[name] = frame
+        tables[name] = _pandas(data)
     return tables, problems
+
+
+def _pandas(data: pa.Table) -> pd.DataFrame:
+    frame = data.to_pandas(types_mapper=NULLABLE.get)
+    for index, column in enumerate(data.schema):
+        if pa.types.is_list(column.type):
+            # Arrow lists become numpy arrays in pandas; a plain list is what a type check can name.
+            frame[column.name] = pd.Series(data.column(index).to_pylist(), index=frame.index, dtype=object)
+    return frame

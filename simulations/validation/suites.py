@@ -1,4 +1,6 @@
-"""The great-expectations side of `coordsim validate`: one suite per output table, run over the table.
+"""The great-expectations side of `coordsim validate`: one suite per output table, run over the table, one
+range of groups at a time on a large run (`Suites.add`): every expectation is about single rows or about
+rows of one group (uniqueness keys start with group_id), so the ranges' outcomes add up to the table's.
 
 A table's suite is its schema, from the contract (`state/tables.py`: the columns in order, each value of the
 contract's type), followed by the value checks of `conf/expectations/TABLE.yaml` (see the README there).
@@ -7,6 +9,7 @@ great-expectations is imported only when a validation runs: it takes seconds to 
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -76,47 +79,114 @@ def _resolve(value: Any, path: Path) -> Any:
     return value
 
 
-def run_suites(tables: dict[str, pd.DataFrame], data_docs_dir: Path | None = None) -> tuple[list[Check], Path | None]:
-    """Validate every table with its suite; with `data_docs_dir`, also build great-expectations' data docs
-    there. Returns the checks and the data docs' index page."""
-    import great_expectations as gx
-    from great_expectations.core.expectation_suite import ExpectationSuite
-    from great_expectations.data_context.types.base import ProgressBarsConfig
-    from great_expectations.expectations.expectation_configuration import ExpectationConfiguration
+# How many unexpected values an outcome shows (great-expectations' SUMMARY format): merged ranges keep as many.
+PARTIAL_UNEXPECTED = 20
 
-    context = gx.get_context(mode="ephemeral")
-    # The progress bars would bury the summary; they go to stderr once per expectation batch.
-    context.variables.progress_bars = ProgressBarsConfig(globally=False)
-    source = context.data_sources.add_pandas("run")
-    if data_docs_dir is not None:
-        context.add_data_docs_site("coordsim", {
-            "class_name": "SiteBuilder",
-            "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(data_docs_dir)},
-            "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
-        })
-    checks: list[Check] = []
-    for table, frame in tables.items():
-        suite = ExpectationSuite(name=table)
-        for kind, kwargs in expectations_for(table):
-            suite.add_expectation_configuration(ExpectationConfiguration(type=kind, kwargs=kwargs))
-        batch_definition = source.add_dataframe_asset(table).add_batch_definition_whole_dataframe("whole table")
-        if data_docs_dir is None:
+
+@dataclass
+class _Outcome:
+    """One expectation's outcome over the ranges seen so far, in the shape `_explain` reads: the first
+    failing range's result, with the counts of every range added up and the first unexpected values in
+    table order."""
+    config: Any
+    success: bool = True
+    exception_info: dict | None = None
+    first_failure: dict = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    unexpected: list = field(default_factory=list)
+
+    @property
+    def result(self) -> dict:
+        return {**self.first_failure, **self.counts, "partial_unexpected_list": self.unexpected}
+
+    def add(self, outcome) -> None:
+        result = outcome.result or {}
+        for key in ("element_count", "unexpected_count"):
+            if result.get(key) is not None:
+                self.counts[key] = self.counts.get(key, 0) + result[key]
+        if outcome.success:
+            return
+        if self.success:
+            self.success, self.exception_info, self.first_failure = False, outcome.exception_info, result
+        self.unexpected += list(result.get("partial_unexpected_list") or [])[:PARTIAL_UNEXPECTED - len(self.unexpected)]
+
+
+class Suites:
+    """The tables' suites over a run's ranges of groups: `add` each range's tables, then `checks`. With
+    `data_docs_dir`, great-expectations' data docs are built there, each table's from its first range with
+    rows (the whole table when the run has one range)."""
+
+    def __init__(self, data_docs_dir: Path | None = None) -> None:
+        import great_expectations as gx
+        from great_expectations.data_context.types.base import ProgressBarsConfig
+
+        self._gx = gx
+        self.context = gx.get_context(mode="ephemeral")
+        # The progress bars would bury the summary; they go to stderr once per expectation batch.
+        self.context.variables.progress_bars = ProgressBarsConfig(globally=False)
+        self.source = self.context.data_sources.add_pandas("run")
+        self.data_docs_dir = data_docs_dir
+        if data_docs_dir is not None:
+            self.context.add_data_docs_site("coordsim", {
+                "class_name": "SiteBuilder",
+                "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(data_docs_dir)},
+                "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
+            })
+        self._batches: dict[str, Any] = {}
+        self._suites: dict[str, Any] = {}
+        self._outcomes: dict[tuple[int, int], _Outcome] = {}
+        # Each table's empty frame, validated at the end if the table has no row in any range.
+        self._empty: dict[str, pd.DataFrame] = {}
+        self._documented: set[str] = set()
+
+    def add(self, tables: dict[str, pd.DataFrame]) -> None:
+        for table, frame in tables.items():
+            if frame.empty:
+                self._empty.setdefault(table, frame)
+            else:
+                self._validate(table, frame)
+
+    def checks(self) -> list[Check]:
+        """One check per expectation of every table seen, in table then suite order; builds the data docs."""
+        for table, frame in self._empty.items():
+            if table not in self._batches:
+                self._validate(table, frame)
+        if self.data_docs_dir is not None:
+            self.context.build_data_docs(site_names=["coordsim"])
+        names = list(TABLES)
+        return [_check(names[position], outcome) for (position, _), outcome in sorted(self._outcomes.items())]
+
+    @property
+    def data_docs(self) -> Path | None:
+        return None if self.data_docs_dir is None else Path(self.data_docs_dir) / "index.html"
+
+    def _validate(self, table: str, frame: pd.DataFrame) -> None:
+        from great_expectations.core.expectation_suite import ExpectationSuite
+        from great_expectations.expectations.expectation_configuration import ExpectationConfiguration
+
+        if table not in self._batches:
+            suite = ExpectationSuite(name=table)
+            for kind, kwargs in expectations_for(table):
+                suite.add_expectation_configuration(ExpectationConfiguration(type=kind, kwargs=kwargs))
+            self._suites[table] = suite
+            self._batches[table] = self.source.add_dataframe_asset(table).add_batch_definition_whole_dataframe(
+                "whole table")
+        suite, batch_definition = self._suites[table], self._batches[table]
+        if self.data_docs_dir is None or table in self._documented:
             result = batch_definition.get_batch(batch_parameters={"dataframe": frame}).validate(
                 suite, result_format="SUMMARY")
         else:
-            definition = context.validation_definitions.add(
-                gx.ValidationDefinition(name=table, data=batch_definition, suite=context.suites.add(suite)))
+            self._documented.add(table)
+            definition = self.context.validation_definitions.add(self._gx.ValidationDefinition(
+                name=table, data=batch_definition, suite=self.context.suites.add(suite)))
             result = definition.run(batch_parameters={"dataframe": frame}, result_format="SUMMARY")
-        checks += [_check(table, outcome) for outcome in result.results]
-    index = None
-    if data_docs_dir is not None:
-        context.build_data_docs(site_names=["coordsim"])
-        index = Path(data_docs_dir) / "index.html"
-    return checks, index
+        position = list(TABLES).index(table)
+        for index, outcome in enumerate(result.results):
+            self._outcomes.setdefault((position, index), _Outcome(outcome.expectation_config)).add(outcome)
 
 
-def _check(table: str, outcome) -> Check:
-    config = outcome.expectation_config
+def _check(table: str, outcome: _Outcome) -> Check:
+    config = outcome.config
     kwargs = {k: v for k, v in config.kwargs.items() if k not in ("batch_id", "result_format")}
     name = f"{table}.{kwargs.get('column') or _columns(kwargs)}: {config.type}"
     if outcome.success:

@@ -12,11 +12,13 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator, Mapping, Sequence
 
 import pandas as pd
 import pyarrow as pa
 
-from simulations.parquet_tables import PART_FILE, read_table, sort_table, to_arrow
+from simulations.group_ranges import WHOLE, GroupRange, group_ranges, read_rows
+from simulations.parquet_tables import PART_FILE, arrow_schema, read_table, sort_table, to_arrow
 from state.periodic import expand_row
 from state.tables import TABLES
 
@@ -60,6 +62,19 @@ class RunTables:
         if table not in self._by_group:
             self._by_group[table] = dict(iter(self.tables[table].groupby("group_id", sort=False)))
         return self._by_group[table].get(group_id, self.tables[table].iloc[0:0])
+
+    def ranges(self, columns: Mapping[str, Sequence[str]]) -> Iterator["RunTables"]:
+        """The run one range of groups at a time (`simulations.group_ranges`), with only `columns` of those
+        tables: for figures over every group's rows of a run too large to hold whole. A live run, held
+        whole, is one range."""
+        if self.live:
+            yield RunTables(self.run_dir, {name: self.tables[name][list(names)] for name, names in columns.items()},
+                            live=True, recorded_final_ts=self.recorded_final_ts)
+            return
+        for groups in group_ranges(self.run_dir):
+            yield RunTables(self.run_dir, {name: _read_columns(self.run_dir, name, names, groups)
+                                           for name, names in columns.items()},
+                            live=False, recorded_final_ts=self.recorded_final_ts)
 
     @property
     def groups(self) -> list[str]:
@@ -110,8 +125,9 @@ def expand_runs(table: str, frame: pd.DataFrame) -> pd.DataFrame:
     return _frame(table, [r for row in rows for r in expand_row(table, row)])
 
 
-def load_run(run_dir: str | os.PathLike) -> RunTables:
-    """Every table of the run in `run_dir`, sorted by (group_id, out_seq) as written."""
+def load_run(run_dir: str | os.PathLike, columns: Mapping[str, Sequence[str]] | None = None) -> RunTables:
+    """Every table of the run in `run_dir`, sorted by (group_id, out_seq) as written; with `columns`, only
+    those tables and columns of a finished run (a live run is always read whole)."""
     root = Path(run_dir)
     if not root.is_dir():
         raise RunError(f"{run_dir}: no such run folder")
@@ -124,11 +140,24 @@ def load_run(run_dir: str | os.PathLike) -> RunTables:
         raise RunError(f"{run_dir}: not a run folder (no output tables; expected e.g. {run_dir}/responses/{PART_FILE})")
     try:
         # A table the run predates (the contract grew since) reads as empty; `validate` reports it missing.
-        tables = {name: read_table(root, name) if name in present else _frame(name, []) for name in TABLES}
+        tables = {name: _read_columns(root, name, names)
+                  for name, names in (columns or {name: None for name in TABLES}).items()}
     except (OSError, pa.ArrowException) as error:
         raise RunError(f"{run_dir}: cannot read the tables ({error})") from None
     final = record.get("final_ts") if record else None
     return RunTables(root, tables, live=False, recorded_final_ts=final)
+
+
+def _read_columns(root: Path, table: str, names: Sequence[str] | None, groups: GroupRange = WHOLE) -> pd.DataFrame:
+    """A table, or only `names` of it (of the range `groups`), cast to the contract's types."""
+    path = root / table / PART_FILE
+    if not path.is_file():
+        return _frame(table, []) if names is None else _frame(table, [])[list(names)]
+    if names is None:
+        return read_table(root, table)
+    contract = arrow_schema(table)
+    data = read_rows(path, groups, list(names))
+    return data.cast(pa.schema([contract.field(name) for name in names])).to_pandas(types_mapper=NULLABLE.get)
 
 
 def _run_record(root: Path) -> dict | None:

@@ -109,3 +109,13 @@ def test_lag_panel_of_a_replay_without_production_says_there_is_no_status(tiny_r
     [panel] = [p for p in build_panels(load_run(tiny_run)) if p.id == "lag"]
     assert "<li>orders: no status: no log-end offset in the commits" in panel.body
     assert "No partition of the 2 groups with the most rebalances was WARN, STOP, STALL or REWIND" in panel.body
+
+
+def test_panels_read_in_ranges_of_groups_give_the_same_page(sample_run, tmp_path, monkeypatch):
+    from simulations import group_ranges
+
+    whole = build_report(sample_run, tmp_path / "whole.html").read_text()
+    monkeypatch.setattr(group_ranges, "ROWS_PER_RANGE", 1)
+    assert len(group_ranges.group_ranges(sample_run)) >= 4  # a range per group
+    assert build_report(sample_run, tmp_path / "ranged.html").read_text() == whole
+    assert "Consumer lag status" in whole and "No offset commit" not in whole  # the ranged panels have data

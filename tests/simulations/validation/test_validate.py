@@ -15,8 +15,9 @@ from click.testing import CliRunner
 from simulations.parquet_tables import PART_FILE
 from simulations.reports import commands
 from simulations.validation import validate
-from simulations.validation.accounting import account_for_input
-from simulations.validation.raw_tables import read_raw
+from simulations.group_ranges import WHOLE
+from simulations.validation.accounting import InputAccounting
+from simulations.validation.raw_tables import read_range
 from simulations.validation.suites import SUITES_DIR, VALUE_SETS, expectations_for
 from state.tables import TABLES
 
@@ -30,6 +31,12 @@ def _rewrite(run_dir, table: str, change) -> None:
 
 def _set(data: pa.Table, column: str, values) -> pa.Table:
     return data.set_column(data.schema.get_field_index(column), column, values)
+
+
+def account_for_input(tables, events, until):
+    accounting = InputAccounting(events, until)
+    accounting.add(tables)
+    return accounting.check()
 
 
 @pytest.fixture
@@ -96,7 +103,7 @@ def test_the_lag_status_suite_checks_statuses_and_windows(lagging_run, tmp_path)
 
 
 def test_accounting_finds_rows_the_run_never_saw(tiny_run, write_jsonl):
-    tables, _ = read_raw(tiny_run)
+    tables, _ = read_range(tiny_run, WHOLE)
     extra = write_jsonl([{"ts": 1772442009500, "group_id": "orders", "type": "HEARTBEAT", "member_id": "m",
                           "generation_id": 2}, "not json"])
     check = account_for_input(tables, [TINY, extra], until=None)
@@ -106,7 +113,7 @@ def test_accounting_finds_rows_the_run_never_saw(tiny_run, write_jsonl):
 
 
 def test_accounting_counts_events_after_until_and_parked_requests(tiny_run):
-    tables, _ = read_raw(tiny_run)
+    tables, _ = read_range(tiny_run, WHOLE)
     until = 1772442009000  # as if replayed with --until: the OffsetFetch at +700 s was left out
     answered = tables["responses"]
     tables["responses"] = answered[answered["request_ts"] <= until]
@@ -121,7 +128,7 @@ def test_accounting_counts_events_after_until_and_parked_requests(tiny_run):
 
 
 def test_a_late_reject_accounts_for_its_event(tiny_run):
-    tables, _ = read_raw(tiny_run)
+    tables, _ = read_range(tiny_run, WHOLE)
     heartbeat = tables["responses"][tables["responses"]["api"] == "Heartbeat"].iloc[0]
     tables["responses"] = tables["responses"].drop(heartbeat.name)
     late = {"ts": int(heartbeat.request_ts), "group_id": "orders", "type": "HEARTBEAT",

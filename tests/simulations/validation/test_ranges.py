@@ -1,0 +1,157 @@
+"""Validation one range of groups at a time gives the result of one range over the whole run, on clean runs
+and on runs with defects in several ranges."""
+
+from __future__ import annotations
+
+import shutil
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from simulations.cli import main
+from simulations.parquet_tables import PART_FILE
+from simulations import group_ranges as ranges_module
+from simulations.group_ranges import WHOLE, GroupRange, group_ranges
+from simulations.validation import validate
+from simulations.validation.raw_tables import read_range
+from state.tables import TABLES
+
+from ..views.runs import TINY
+
+FLEET = """\
+name: fleet
+duration: 4m
+seed: 3
+broker:
+  group.initial.rebalance.delay.ms: 1000
+group_sets:
+  - name: orders
+    groups: 6
+    members: 3
+    topics: [{name: orders, partitions: 6, records_per_second: 20}]
+  - name: audit
+    groups: 2
+    members: 2
+    membership: static
+    topics: [{name: audit, partitions: 2}]
+    assignors: [cooperative-sticky]
+timeline:
+  - {at: 30s, action: rolling_restart, target: orders, downtime: 5s, gap: 10s}
+  - {at: 1m, action: crash, target: audit, restart_after: 20s}
+"""
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("fleet")
+    (folder / "fleet.yaml").write_text(FLEET)
+    result = CliRunner().invoke(main, ["run", str(folder / "fleet.yaml"), "--out", str(folder / "run"),
+                                       "--engine", "local", "--no-report", "--no-validate"])
+    assert result.exit_code == 0, result.output
+    return folder / "run"
+
+
+def _events(run):
+    return [run / "scenario" / "events.jsonl"]
+
+
+def _ranged(monkeypatch, run, rows: int, **options):
+    """The validation with ranges of `rows` rows of the largest table, checked to be several ranges."""
+    monkeypatch.setattr(ranges_module, "ROWS_PER_RANGE", rows)
+    assert len(group_ranges(run)) > 2
+    return validate(run, **options)
+
+
+def _whole(monkeypatch, run, **options):
+    monkeypatch.setattr(ranges_module, "ROWS_PER_RANGE", 10**9)
+    assert group_ranges(run) == [WHOLE]
+    return validate(run, **options)
+
+
+def _rewrite(run, table: str, change) -> None:
+    path = run / table / PART_FILE
+    pq.write_table(change(pq.read_table(path)), path, row_group_size=7)  # several row groups to choose from
+
+
+def _set_rows(data: pa.Table, column: str, rows: list[int], value) -> pa.Table:
+    values = data[column].to_pylist()
+    for row in rows:
+        values[row] = value
+    return data.set_column(data.schema.get_field_index(column), column, pa.array(values, data.schema.field(column).type))
+
+
+def test_ranges_cover_every_row_once(fleet, monkeypatch, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(fleet, run)
+    # Rows without a group (a defect) belong to the first range; several row groups per file.
+    _rewrite(run, "generations", lambda t: _set_rows(t, "group_id", [5], None))
+    monkeypatch.setattr(ranges_module, "ROWS_PER_RANGE", 40)
+    ranges = group_ranges(run)
+    assert len(ranges) > 2 and ranges[0].lo is None and ranges[-1].hi is None
+    assert all(a.hi == b.lo for a, b in zip(ranges, ranges[1:]))
+    for table in TABLES:
+        whole = pq.read_table(run / table / PART_FILE).num_rows
+        assert sum(len(read_range(run, r)[0][table]) for r in ranges) == whole, table
+    assert read_range(run, ranges[0])[0]["generations"]["group_id"].isna().sum() == 1
+
+
+def test_rejects_are_read_whole_with_the_first_range(tiny_run):
+    assert len(read_range(tiny_run, GroupRange(None, "a"))[0]["rejects"]) == 1
+    later = read_range(tiny_run, GroupRange("a", None))[0]
+    assert later["rejects"].empty and list(later["rejects"].columns) == ["raw", "reason", "source", "line"]
+
+
+def test_a_clean_run_gives_the_same_checks_in_ranges(fleet, monkeypatch):
+    whole = _whole(monkeypatch, fleet, events=_events(fleet))
+    assert whole.success, whole.summary()
+    ranged = _ranged(monkeypatch, fleet, 25, events=_events(fleet))
+    assert ranged.checks == whole.checks
+    assert "synthetic requests answered" in ranged.checks[-1].detail
+
+
+def test_defects_in_several_ranges_add_up(fleet, monkeypatch, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(fleet, run)
+    responses = pq.read_table(run / "responses" / PART_FILE)
+    spread = [responses.num_rows // 5, responses.num_rows // 2, responses.num_rows - 3]
+    _rewrite(run, "responses", lambda t: _set_rows(t, "error", spread, "NOT_A_KAFKA_ERROR").filter(
+        pc.not_equal(pa.array(range(t.num_rows)), responses.num_rows // 3)))  # one response lost
+    assignments = pq.read_table(run / "assignments" / PART_FILE)
+    intruders = [1, assignments.num_rows - 1]
+    _rewrite(run, "assignments", lambda t: pa.concat_tables(
+        [t, _set_rows(t.take(intruders), "member_id", [0, 1], "intruder")]).sort_by(
+        [("group_id", "ascending"), ("out_seq", "ascending")]))
+    states = pq.read_table(run / "group_states" / PART_FILE)
+    _rewrite(run, "group_states", lambda t: _set_rows(t, "from_state", [states.num_rows // 2, states.num_rows - 1],
+                                                      "Dead"))
+    offsets = pq.read_table(run / "offsets" / PART_FILE)
+    _rewrite(run, "offsets", lambda t: _set_rows(t, "generation_id", [2, offsets.num_rows - 2], 99))
+    _rewrite(run, "generations", lambda t: _set_rows(t, "generation_id", [3], 0))
+
+    whole = _whole(monkeypatch, run, events=_events(run))
+    failed = {c.name: c.detail for c in whole.failures}
+    assert failed["responses.error: expect_column_values_to_be_in_set"].startswith("3 of ")
+    assert failed["one owner per partition per generation"].startswith("2 partitions with several owners")
+    assert failed["state transitions chain and are legal"].startswith("2 bad transitions")
+    assert failed["accepted commits only from the current generation or standalone"].startswith("2 commits")
+    assert "generations strictly increasing per group" in failed
+    assert failed["every input row processed or rejected"].startswith("1 requests neither answered nor rejected")
+    for rows in (1, 30):
+        assert _ranged(monkeypatch, run, rows, events=_events(run)).checks == whole.checks, rows
+
+
+def test_the_tiny_run_with_defects_fails_alike_in_ranges(tiny_run, monkeypatch, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(tiny_run, run)
+    _rewrite(run, "responses", lambda t: _set_rows(t, "error", [3, t.num_rows - 1], "NOT_A_KAFKA_ERROR"))
+    _rewrite(run, "offsets", lambda t: _set_rows(t.set_column(t.schema.get_field_index("partition"), "partition",
+                                                              pc.cast(t["partition"], pa.int64())),
+                                                 "commit_ts", [0], None))
+    whole = _whole(monkeypatch, run, events=[TINY])
+    assert not whole.success
+    ranged = _ranged(monkeypatch, run, 2, events=[TINY], data_docs_dir=tmp_path / "docs")
+    assert ranged.checks == whole.checks
+    assert (tmp_path / "docs" / "index.html").is_file()
