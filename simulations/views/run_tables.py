@@ -152,7 +152,8 @@ def _read_columns(root: Path, table: str, names: Sequence[str] | None, groups: G
     """A table, or only `names` of it (of the range `groups`), cast to the contract's types."""
     path = root / table / PART_FILE
     if not path.is_file():
-        return _frame(table, []) if names is None else _frame(table, [])[list(names)]
+        empty = _frame(table, [])
+        return empty if names is None else empty[list(names)]
     if names is None:
         return read_table(root, table)
     contract = arrow_schema(table)

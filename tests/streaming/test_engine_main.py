@@ -40,3 +40,22 @@ def test_an_out_folder_of_another_run_is_refused(tmp_path, capsys):
 def test_a_caller_s_spark_application_stays_up(spark, tmp_path, capsys):
     assert main(["/nonexistent", "--out", str(tmp_path / "out")]) == 2
     assert spark.range(3).count() == 3
+
+
+def test_a_bucketed_run_is_not_resumed_with_other_state_partitions(tmp_path, capsys):
+    from state.config import CoordinatorConfig
+    from streaming.engine import _Run
+    from streaming.progress import RunDisplay
+    from streaming.session import resolve_settings
+
+    out = tmp_path / "out"
+    settings = resolve_settings("local", {"streaming.state.buckets": 8, "spark.sql.shuffle.partitions": 2})
+    started = _Run([(str(Path(SAMPLE).absolute()), SAMPLE)], out, CoordinatorConfig(), None, settings,
+                   RunDisplay(False, None), None)
+    started.check_same_run()  # records the run's identity, as the first attempt did
+    started.check_same_run()  # the same run again is accepted
+    # Bucket labels depend on the partition count: another one would key the same groups differently.
+    args = [SAMPLE, "--out", str(out), "--spark-set", "streaming.state.buckets=8", "--spark-set",
+            "spark.sql.shuffle.partitions=4"]
+    assert main(args) == 2
+    assert "holds a Spark run of other inputs or settings" in capsys.readouterr().err
