@@ -433,7 +433,27 @@ def _partition_lists(entries: list, name: str) -> tuple[PartitionList, ...]:
     return tuple(out)
 
 
+# A run's joins repeat a few protocols, nearly always in the plain form (a name and its topics), and their
+# Subscription encoding is the costliest part of reading a JoinGroup: each distinct plain one is built once.
+_PLAIN_PROTOCOLS: dict[tuple[str, ...], Protocol] = {}
+_PLAIN_PROTOCOLS_MAX = 4_096
+
+
 def _protocol(entry: Mapping, protocol_type: str) -> Protocol:
+    if type(entry) is dict and entry.keys() <= {"name", "topics"}:
+        name, topics = entry.get("name"), entry.get("topics")
+        if type(name) is str and type(topics) is list and all(type(t) is str for t in topics):
+            key = (name, *topics)
+            protocol = _PLAIN_PROTOCOLS.get(key)
+            if protocol is None:
+                if len(_PLAIN_PROTOCOLS) >= _PLAIN_PROTOCOLS_MAX:
+                    _PLAIN_PROTOCOLS.clear()
+                protocol = _PLAIN_PROTOCOLS[key] = _read_protocol(entry, protocol_type)
+            return protocol
+    return _read_protocol(entry, protocol_type)
+
+
+def _read_protocol(entry: Mapping, protocol_type: str) -> Protocol:
     entry = _obj(entry, "protocols")
     name = _str(entry, "name")
     if entry.get("metadata") is not None:
