@@ -9,10 +9,17 @@ timeout to the earliest thing due in any of its slots.
 
 The horizon is `watermark - 1` (capped at `until`). Spark drops, in every later batch, rows at or before
 the watermark this call sees, so nothing at or before the horizon can still arrive; and a timeout T fires in
-the first batch whose watermark is > T, i.e. exactly when T <= horizon. The horizon is a function of the
-watermark alone, so a micro-batch re-executed after a crash, in whichever phase of the run, redoes exactly
-what it did the first time. A group's runtime is only decoded when something is due: events waiting for
-the watermark cost no unpickling and no re-encoding.
+the first batch whose watermark is > T, i.e. exactly when T <= horizon. One exception: in the micro-batch
+that reads the last input file (its rows have `input_complete`), no event can arrive any more, only the
+engine's control rows (end-of-run markers, due at the final time, which is after every event), so each
+group the call visits is advanced up to its own latest event (a horizon no later than `until`, as its
+events after `until` are never kept). A finite run's events are then applied in the micro-batch that
+reads them instead of waiting in the state for the next one. Advancing a group in one step or in several
+gives the same output, which is what lets micro-batch boundaries not matter at all.
+The horizons are functions of the watermark and of the micro-batch's rows alone, so a micro-batch
+re-executed after a crash, in whichever phase of the run, redoes exactly what it did the first time. A
+group's runtime is only decoded when something is due: events waiting for the watermark cost no unpickling
+and no re-encoding.
 
 Output: envelope rows `(table, group_id, rows, payload)`, in one DataFrame per call, or several when the
 call produced more than ROWS_PER_FRAME rows. Each output table a DataFrame has rows for gets an envelope
@@ -64,7 +71,8 @@ READABLE_STATE_VERSIONS = (1, 2)
 class Slot(NamedTuple):
     """One group inside a key's state."""
 
-    runtime: bytes | None                   # GroupRuntime.encode(); None until the group's first event is due
+    runtime: bytes | None                   # GroupRuntime.encode(); None until the group's first event is due,
+                                            # ENDED once its run has ended
     runtime_wakeup: int | None              # the runtime's next_wakeup() when it was encoded
     max_pending_deadline: int | None        # its max_pending_deadline() then
     pending: tuple[tuple[int, bytes], ...]  # (ts, payload) not offered yet: events and end-of-run markers
@@ -78,6 +86,7 @@ class Slot(NamedTuple):
 
 
 EMPTY_SLOT = Slot(None, None, None, ())
+ENDED = b""  # a slot's runtime once the group's run has ended
 
 
 class GroupFacts(NamedTuple):
@@ -100,8 +109,8 @@ def decode_facts(payload: bytes) -> GroupFacts:
 
 def make_step(config: CoordinatorConfig, until: int | None, bucketed: bool):
     """The function for `applyInPandasWithState(..., OUTPUT_SCHEMA, STATE_SCHEMA, "Append",
-    EventTimeTimeout)` over columns `key`, `group_id`, `event_time`, `payload`; `key` is the group id
-    unless `bucketed`."""
+    EventTimeTimeout)` over columns `key`, `group_id`, `event_time`, `payload`, `input_complete`; `key` is
+    the group id unless `bucketed`."""
 
     def step(key: tuple, chunks: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
         out = _Envelopes()
@@ -117,7 +126,9 @@ def make_step(config: CoordinatorConfig, until: int | None, bucketed: bool):
         if until is not None:
             horizon = min(horizon, until)
         arrivals: dict[str, list[tuple[int, bytes]]] = {}
+        complete = False
         for chunk in chunks:
+            complete = complete or bool(chunk["input_complete"].any())
             times = (chunk["event_time"].to_numpy(dtype="datetime64[ms]").astype("int64").tolist())
             groups = chunk["group_id"].tolist() if bucketed else [key[0]] * len(times)
             for group_id, ts, payload in zip(groups, times, chunk["payload"].tolist()):
@@ -126,7 +137,7 @@ def make_step(config: CoordinatorConfig, until: int | None, bucketed: bool):
         due = {g for g, slot in slots.items() if (w := slot.wakeup) is not None and w <= horizon}
         for group_id in sorted(due | arrivals.keys()):
             slot = _visit(group_id, slots.get(group_id, EMPTY_SLOT), arrivals.get(group_id, ()), horizon,
-                          config, until, out)
+                          complete, config, until, out)
             if slot is not None:
                 slots[group_id] = slot
             if out.rows >= ROWS_PER_FRAME:
@@ -142,9 +153,11 @@ def make_step(config: CoordinatorConfig, until: int | None, bucketed: bool):
     return step
 
 
-def _visit(group_id: str, slot: Slot, arrivals, horizon: int, config: CoordinatorConfig,
+def _visit(group_id: str, slot: Slot, arrivals, horizon: int, complete: bool, config: CoordinatorConfig,
            until: int | None, out: "_Envelopes") -> Slot | None:
-    """Add `arrivals` to the group's slot and apply what is due; None if the group has nothing to keep."""
+    """Add `arrivals` to the group's slot and apply what is due; None if the group has nothing to keep.
+    `complete`: the input is complete (see the module's docstring), so the group's horizon reaches its
+    latest event."""
     events, markers, after_until, max_ts = [], [], 0, None
     for item in arrivals:
         final = end_of_run_final(item[1])
@@ -158,6 +171,8 @@ def _visit(group_id: str, slot: Slot, arrivals, horizon: int, config: Coordinato
             events.append(item)
     runtime_blob, runtime_wakeup, deadline = slot.runtime, slot.runtime_wakeup, slot.max_pending_deadline
     pending = slot.pending + tuple(events) + tuple(markers)
+    if complete:
+        horizon = max([horizon] + [ts for ts, payload in pending if end_of_run_final(payload) is None])
     due = [item for item in pending if item[0] <= horizon]
     if due or (runtime_wakeup is not None and runtime_wakeup <= horizon):
         runtime = None if runtime_blob is None else GroupRuntime.decode(runtime_blob, config)
@@ -171,8 +186,13 @@ def _visit(group_id: str, slot: Slot, arrivals, horizon: int, config: Coordinato
                 runtime.end_run_at(final)
             runtime.advance_to(horizon)
             out.group_output(runtime.take_output())
-            runtime_blob, runtime_wakeup = runtime.encode(), runtime.next_wakeup()
             deadline = runtime.max_pending_deadline()
+            if finals:
+                # The run ended (its marker was due, so it was applied) and nothing reaches the group after
+                # that: its runtime is not encoded again, and the state stays small.
+                runtime_blob, runtime_wakeup = ENDED, None
+            else:
+                runtime_blob, runtime_wakeup = runtime.encode(), runtime.next_wakeup()
         pending = tuple(item for item in pending if item[0] > horizon)
     known = runtime_blob is not None or bool(pending)
     out.meta(group_id, GroupFacts(known, deadline, max_ts, len(events), after_until))
