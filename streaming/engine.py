@@ -34,6 +34,7 @@ from simulations.capture.captured import captured_records
 from simulations.engines.local import RunResult
 from simulations.inputs import event_files
 from simulations.parquet_tables import WrittenTables
+from state import CORE
 from state.config import CoordinatorConfig
 from streaming import compaction
 from streaming.buckets import bucket_labels
@@ -110,6 +111,9 @@ def run_spark(paths: Sequence[str], out_dir: str, config: CoordinatorConfig, unt
         captured_records(captured)
     run = _Run(inputs, Path(out_dir), config, until, resolved, RunDisplay(progress, until), captured)
     run.check_same_run()
+    # The record says the part files are complete (simulations.views.run_tables): not true again until the
+    # end of this run, whatever run wrote the files there.
+    (Path(out_dir) / RUN_FILE).unlink(missing_ok=True)
     spark = run_session(get_session(profile, master, resolved), resolved)
     spark.dataSource.register(EventFileSource)
     spark.streams.addListener(run.listener)
@@ -304,6 +308,7 @@ class _Run:
     def write_run_file(self, result: SparkRunResult, settings: Mapping[str, Any]) -> None:
         record = {
             "engine": "spark",
+            "core": CORE,  # the driver's; the Python workers run the same interpreter and sources
             "inputs": [name for _, name in self.inputs],
             "captured": self.captured,
             "until": self.until,

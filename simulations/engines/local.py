@@ -12,11 +12,13 @@ The periodic offsets sweep does not extend the run: on its own it would only eve
 At the final time the `lag_status` table is derived from the offsets (`simulations.views.lag_status`).
 
 `run_local` returns every row in memory; `run_local_to` writes the tables as the groups finish
-(`StreamedTables`), so a run holds one group's rows at a time instead of all of them.
+(`StreamedTables`), so a run holds one group's rows at a time instead of all of them, then the run record
+`_run.json` (what ran: engine, core, counts, coordinator settings).
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -26,6 +28,8 @@ from typing import Callable, Iterable, Mapping
 from simulations.heap import long_lived_heap
 from simulations.parquet_tables import PartFileWriter, WrittenTables, output_errors, to_arrow
 from simulations.views.lag_status import lag_status_rows
+from simulations.views.run_tables import RUN_FILE
+from state import CORE
 from state.config import CoordinatorConfig
 from state.events import Event
 from state.output import Output
@@ -117,7 +121,24 @@ def run_local_to(out_dir: str | os.PathLike, events: Iterable[Event], config: Co
         stream = StreamedTables(out, rejects)
         result = run_local(events, config, until, progress, on_group=stream)
         result.tables = stream.close()
+        write_run_record(out, result, config)
     return result
+
+
+def write_run_record(out: Path, result: RunResult, config: CoordinatorConfig) -> None:
+    """`out/_run.json`: what the Spark engine records of a run, less its batches and phases, and less the
+    final time and `until`: the views and validation read those from a record, and a local run's are
+    derived from its tables."""
+    record = {
+        "engine": "local",
+        "core": CORE,
+        "events": result.events_applied,
+        "events_after_until": result.events_after_until,
+        "groups": result.groups,
+        "rows": {name: result.tables.row_count(name) for name in result.tables},
+        "coordinator": config.to_kafka(),
+    }
+    (out / RUN_FILE).write_text(json.dumps(record, indent=1, default=str) + "\n", encoding="utf-8")
 
 
 class StreamedTables:

@@ -59,3 +59,22 @@ def test_a_bucketed_run_is_not_resumed_with_other_state_partitions(tmp_path, cap
             "spark.sql.shuffle.partitions=4"]
     assert main(args) == 2
     assert "holds a Spark run of other inputs or settings" in capsys.readouterr().err
+
+
+def test_a_run_record_left_in_out_is_gone_while_the_run_writes(tmp_path, monkeypatch):
+    # The record tells readers the part files are complete: an earlier run's (either engine's) must not say
+    # so of the files this run is about to replace.
+    from streaming import engine
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / engine.RUN_FILE).write_text(json.dumps({"engine": "local"}))
+    seen = []
+
+    def stop_at_session(*args, **kwargs):
+        seen.append((out / engine.RUN_FILE).exists())
+        raise engine.RunMismatch("stopped before Spark starts")
+
+    monkeypatch.setattr(engine, "get_session", stop_at_session)
+    assert main([SAMPLE, "--out", str(out)]) == 2
+    assert seen == [False]
