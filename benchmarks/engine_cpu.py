@@ -6,9 +6,8 @@ much less. This script runs, in this process and one stage after the other:
 - the local engine: `read_events` (read + validate), `run_local`, `write_tables`;
 - the Spark engine's Python work: the source's reader over every input file (validate, pickle, Arrow
   batches), then the step (`streaming.step.make_step`, keyed on 256 buckets as `spark-buckets` is) called the
-  way the engine's three phases call it: *main* (every event arrives in the micro-batch that completes the
-  input: each group is applied up to its latest event), *drain* (the watermark passes the last event: the
-  deadlines before it fire), *finish* (end-of-run rows at the final time),
+  way the engine's three phases call it: *main* (every event arrives and waits for the watermark), *drain*
+  (the watermark passes the last event: everything is applied), *finish* (end-of-run rows at the final time),
   and the driver's compaction of the step's output, in memory (`streaming.sink.decode_table` +
   `write_arrow_tables`: the engine's `streaming.compaction` adds spill files and per-range lag status).
 
@@ -96,7 +95,7 @@ def source_stage(events: Path) -> tuple[float, dict[int, list[tuple[str, int, by
     """The source's rows of every input file, bucketed as the engine's `pmod(xxhash64(group), N)` would
     spread them (another hash, the same kind of spread)."""
     started = time.process_time()
-    batches = [batch for path in event_files([events]) for batch in _arrow_batches(_input_rows(str(path), str(path), None), True)]
+    batches = [batch for path in event_files([events]) for batch in _arrow_batches(_input_rows(str(path), str(path), None))]
     cpu = time.process_time() - started
     buckets: dict[int, list[tuple[str, int, bytes]]] = {}
     for batch in batches:
@@ -108,8 +107,7 @@ def source_stage(events: Path) -> tuple[float, dict[int, list[tuple[str, int, by
 
 def step_stages(buckets: dict[int, list[tuple[str, int, bytes]]], last: int, final: int, out: Path
                 ) -> dict[str, float]:
-    """The engine's phases: a watermark of 0 (the input complete: each group up to its latest event), then
-    last + 1 and final + 1 (horizon = watermark - 1)."""
+    """The engine's phases: a watermark of 0 (nothing due), then last + 1 and final + 1 (horizon = watermark - 1)."""
     step = make_step(CoordinatorConfig(), None, bucketed=True)
     states = {bucket: KeyState() for bucket in buckets}
     frames: list[pd.DataFrame] = []
@@ -119,12 +117,12 @@ def step_stages(buckets: dict[int, list[tuple[str, int, bytes]]], last: int, fin
         state.watermark = watermark
         chunk = pd.DataFrame({"key": [str(bucket)] * len(rows), "group_id": [r[0] for r in rows],
                               "event_time": pd.to_datetime([r[1] for r in rows], unit="ms"),
-                              "payload": [r[2] for r in rows], "input_complete": [True] * len(rows)})
+                              "payload": [r[2] for r in rows]})
         frames.extend(step((str(bucket),), iter([chunk] if rows else []), state))
 
     phases = {
-        "spark step: main (events applied)": lambda bucket, rows: call(bucket, rows, 0),
-        "spark step: drain (deadlines up to the last event)": lambda bucket, rows: call(bucket, [], last + 1),
+        "spark step: main (events wait)": lambda bucket, rows: call(bucket, rows, 0),
+        "spark step: drain (all applied)": lambda bucket, rows: call(bucket, [], last + 1),
         "spark step: finish": lambda bucket, rows: call(
             bucket, [(g, final + 1, end_of_run_payload(final)) for g in sorted({r[0] for r in rows})], final + 1),
     }

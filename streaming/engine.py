@@ -3,9 +3,7 @@
 One streaming query per run, checkpointed under `OUT/_checkpoints/events`, run with `availableNow` in up to
 three phases; each phase is a restart of the same query over a longer file list:
 
-1. main: every input file. The watermark trails the latest event by `streaming.watermark.delay.ms`; the
-   micro-batch that reads the last input file also applies each group's events up to its latest one
-   (`streaming.step`: nothing can arrive before them any more).
+1. main: every input file. The watermark trails the latest event by `streaming.watermark.delay.ms`.
 2. drain to L (skipped with `until`): a control file whose sentinel row moves the watermark to L + 1, L
    being the last event's time; every group is then at L, as the local engine's groups are before it picks
    the final time. The driver reads the groups' latest pending deadlines from the committed `engine_meta` rows:
@@ -237,8 +235,7 @@ class _Run:
             labels = F.array(*map(F.lit, bucket_labels(self.buckets, self.partitions)))
             bucket = F.pmod(F.xxhash64(group), F.lit(self.buckets)).cast("int")
             key = F.when(group.isNotNull(), F.element_at(labels, bucket + 1))
-        columns = [key.alias("key"), "event_time", "payload", "input_complete"] + (
-            [group.alias("group_id")] if self.buckets else [])
+        columns = [key.alias("key"), "event_time", "payload"] + ([group.alias("group_id")] if self.buckets else [])
         rows = rows.select(*columns)
         step = make_step(self.config, self.until, bucketed=bool(self.buckets))
         query = (rows.groupBy("key")

@@ -13,8 +13,7 @@ every reading process loads the file once.
 
 Rows: `kind` ('event' | 'reject' | 'sentinel' | 'end'), `key` (the group id; null for rejects and
 sentinels), `event_time` (null for rejects), `payload` (a pickled Event or reject row dict, or an
-end-of-run marker), `input_complete` (true on the rows of the micro-batch that reads the last input file:
-no input row comes after that batch, only control rows).
+end-of-run marker).
 """
 
 from __future__ import annotations
@@ -31,7 +30,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles, SupportsTriggerAvailableNow
 
 SOURCE_NAME = "coordsim_events"
-SCHEMA = "kind string, key string, event_time timestamp, payload binary, input_complete boolean"
+SCHEMA = "kind string, key string, event_time timestamp, payload binary"
 CONTROL_SUFFIX = ".control"
 # Rows per Arrow batch handed to Spark: bounds a worker's memory on large files.
 ROWS_PER_BATCH = 20_000
@@ -92,10 +91,9 @@ class EventFileSource(DataSource):
 
 
 class FilePartition(InputPartition):
-    def __init__(self, path: str, name: str, input_complete: bool) -> None:
+    def __init__(self, path: str, name: str) -> None:
         super().__init__(path)
         self.name = name
-        self.input_complete = input_complete  # no input file comes after this partition's micro-batch
 
 
 class EventFileReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -126,15 +124,12 @@ class EventFileReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return {"file": max(begin, end)}
 
     def partitions(self, start: dict, end: dict) -> list[FilePartition]:
-        complete = all(is_control(path) for path, _ in self.files[end["file"]:])
-        return [FilePartition(*self.files[i], complete) for i in range(start["file"], end["file"])]
+        return [FilePartition(*self.files[i]) for i in range(start["file"], end["file"])]
 
     def read(self, partition: FilePartition) -> Iterator:
         path = partition.value
-        if is_control(path):
-            yield from _arrow_batches(_control_rows(path), False)
-        else:
-            yield from _arrow_batches(_input_rows(path, partition.name, self.captured), partition.input_complete)
+        rows = _control_rows(path) if is_control(path) else _input_rows(path, partition.name, self.captured)
+        yield from _arrow_batches(rows)
 
 
 def _input_rows(path: str, name: str, captured: str | None) -> Iterator[tuple]:
@@ -174,27 +169,20 @@ def _control_rows(path: str) -> Iterator[tuple]:
                 yield "end", row["group_id"], row["ts"], end_of_run_payload(row["final"])
 
 
-def _arrow_batches(rows: Iterator[tuple], input_complete: bool) -> Iterator:
+def _arrow_batches(rows: Iterator[tuple]) -> Iterator:
     import pyarrow as pa
 
     schema = pa.schema([("kind", pa.string()), ("key", pa.string()),
-                        ("event_time", pa.timestamp("us", tz="UTC")), ("payload", pa.binary()),
-                        ("input_complete", pa.bool_())])
+                        ("event_time", pa.timestamp("us", tz="UTC")), ("payload", pa.binary())])
     columns: tuple[list, ...] = ([], [], [], [])
-
-    def batch():
-        arrays = [pa.array(c, t) for c, t in zip(columns, schema.types)]
-        arrays.append(pa.array([input_complete] * len(columns[0]), pa.bool_()))
-        return pa.RecordBatch.from_arrays(arrays, schema=schema)
-
     for kind, key, ts_ms, payload in rows:
         columns[0].append(kind)
         columns[1].append(key)
         columns[2].append(None if ts_ms is None else ts_ms * 1000)
         columns[3].append(payload)
         if len(columns[0]) >= ROWS_PER_BATCH:
-            yield batch()
+            yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(columns, schema.types)], schema=schema)
             for column in columns:
                 column.clear()
     if columns[0]:
-        yield batch()
+        yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(columns, schema.types)], schema=schema)

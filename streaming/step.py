@@ -9,17 +9,10 @@ timeout to the earliest thing due in any of its slots.
 
 The horizon is `watermark - 1` (capped at `until`). Spark drops, in every later batch, rows at or before
 the watermark this call sees, so nothing at or before the horizon can still arrive; and a timeout T fires in
-the first batch whose watermark is > T, i.e. exactly when T <= horizon. One exception: in the micro-batch
-that reads the last input file (its rows have `input_complete`), no event can arrive any more, only the
-engine's control rows (end-of-run markers, due at the final time, which is after every event), so each
-group the call visits is advanced up to its own latest event (a horizon no later than `until`, as its
-events after `until` are never kept). A finite run's events are then applied in the micro-batch that
-reads them instead of waiting in the state for the next one. Advancing a group in one step or in several
-gives the same output, which is what lets micro-batch boundaries not matter at all.
-The horizons are functions of the watermark and of the micro-batch's rows alone, so a micro-batch
-re-executed after a crash, in whichever phase of the run, redoes exactly what it did the first time. A
-group's runtime is only decoded when something is due: events waiting for the watermark cost no unpickling
-and no re-encoding.
+the first batch whose watermark is > T, i.e. exactly when T <= horizon. The horizon is a function of the
+watermark alone, so a micro-batch re-executed after a crash, in whichever phase of the run, redoes exactly
+what it did the first time. A group's runtime is only decoded when something is due: events waiting for
+the watermark cost no unpickling and no re-encoding.
 
 Output: envelope rows `(table, group_id, rows, payload)`, in one DataFrame per call, or several when the
 call produced more than ROWS_PER_FRAME rows. Each output table a DataFrame has rows for gets an envelope
@@ -109,8 +102,8 @@ def decode_facts(payload: bytes) -> GroupFacts:
 
 def make_step(config: CoordinatorConfig, until: int | None, bucketed: bool):
     """The function for `applyInPandasWithState(..., OUTPUT_SCHEMA, STATE_SCHEMA, "Append",
-    EventTimeTimeout)` over columns `key`, `group_id`, `event_time`, `payload`, `input_complete`; `key` is
-    the group id unless `bucketed`."""
+    EventTimeTimeout)` over columns `key`, `group_id`, `event_time`, `payload`; `key` is the group id
+    unless `bucketed`."""
 
     def step(key: tuple, chunks: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
         out = _Envelopes()
@@ -126,9 +119,7 @@ def make_step(config: CoordinatorConfig, until: int | None, bucketed: bool):
         if until is not None:
             horizon = min(horizon, until)
         arrivals: dict[str, list[tuple[int, bytes]]] = {}
-        complete = False
         for chunk in chunks:
-            complete = complete or bool(chunk["input_complete"].any())
             times = (chunk["event_time"].to_numpy(dtype="datetime64[ms]").astype("int64").tolist())
             groups = chunk["group_id"].tolist() if bucketed else [key[0]] * len(times)
             for group_id, ts, payload in zip(groups, times, chunk["payload"].tolist()):
@@ -137,7 +128,7 @@ def make_step(config: CoordinatorConfig, until: int | None, bucketed: bool):
         due = {g for g, slot in slots.items() if (w := slot.wakeup) is not None and w <= horizon}
         for group_id in sorted(due | arrivals.keys()):
             slot = _visit(group_id, slots.get(group_id, EMPTY_SLOT), arrivals.get(group_id, ()), horizon,
-                          complete, config, until, out)
+                          config, until, out)
             if slot is not None:
                 slots[group_id] = slot
             if out.rows >= ROWS_PER_FRAME:
@@ -153,11 +144,9 @@ def make_step(config: CoordinatorConfig, until: int | None, bucketed: bool):
     return step
 
 
-def _visit(group_id: str, slot: Slot, arrivals, horizon: int, complete: bool, config: CoordinatorConfig,
+def _visit(group_id: str, slot: Slot, arrivals, horizon: int, config: CoordinatorConfig,
            until: int | None, out: "_Envelopes") -> Slot | None:
-    """Add `arrivals` to the group's slot and apply what is due; None if the group has nothing to keep.
-    `complete`: the input is complete (see the module's docstring), so the group's horizon reaches its
-    latest event."""
+    """Add `arrivals` to the group's slot and apply what is due; None if the group has nothing to keep."""
     events, markers, after_until, max_ts = [], [], 0, None
     for item in arrivals:
         final = end_of_run_final(item[1])
@@ -171,8 +160,6 @@ def _visit(group_id: str, slot: Slot, arrivals, horizon: int, complete: bool, co
             events.append(item)
     runtime_blob, runtime_wakeup, deadline = slot.runtime, slot.runtime_wakeup, slot.max_pending_deadline
     pending = slot.pending + tuple(events) + tuple(markers)
-    if complete:
-        horizon = max([horizon] + [ts for ts, payload in pending if end_of_run_final(payload) is None])
     due = [item for item in pending if item[0] <= horizon]
     if due or (runtime_wakeup is not None and runtime_wakeup <= horizon):
         runtime = None if runtime_blob is None else GroupRuntime.decode(runtime_blob, config)

@@ -35,24 +35,6 @@ def test_control_files_travel_alone():
     assert plan(files, 2) == [["a.jsonl", "b.jsonl"], ["c.parquet"], ["1.control"], ["2.control"], ["3.control"]]
 
 
-def test_only_the_micro_batch_that_reads_the_last_input_file_says_the_input_is_complete(tmp_path):
-    for name in ("a.jsonl", "b.jsonl"):
-        (tmp_path / name).write_text(json.dumps({"ts": 1_000, "group_id": "g", "type": "HEARTBEAT",
-                                                 "member_id": "m", "generation_id": 1}) + "\n")
-    write_control(tmp_path / "1.control", sentinel_ts=5_000, final=1_000)
-    files = [[str(tmp_path / name), name] for name in ("a.jsonl", "b.jsonl", "1.control")]
-    reader = EventFileReader(files, 1)
-    flags = []
-    for start in range(3):
-        (partition,) = reader.partitions({"file": start}, {"file": start + 1})
-        rows = [row for batch in reader.read(partition) for row in batch.to_pylist()]
-        flags.append((partition.input_complete, {row["input_complete"] for row in rows}))
-    # The control file's rows never say so: they are no input, whatever comes after them.
-    assert flags == [(False, {False}), (True, {True}), (True, {False})]
-    (partition, _) = reader.partitions({"file": 0}, {"file": 2})
-    assert partition.input_complete
-
-
 def test_all_available_limit_and_a_longer_list_keep_earlier_offsets():
     reader = EventFileReader([["a.jsonl", "a"], ["b.jsonl", "b"]], 1)
     assert reader.latestOffset({"file": 0}, ReadAllAvailable()) == {"file": 2}
@@ -73,7 +55,7 @@ def test_events_carry_their_captured_answers_and_a_process_reads_the_file_once(t
     source._captured_answers.cache_clear()
     reader = EventFileReader([[str(events), "events.jsonl"]], 0, str(captured))
     for _ in range(2):  # two partitions of the same file, as a re-executed micro-batch reads them
-        batches = reader.read(FilePartition(str(events), "events.jsonl", False))
+        batches = reader.read(FilePartition(str(events), "events.jsonl"))
         payloads = [p for batch in batches for p in batch.column("payload").to_pylist()]
         assert [pickle.loads(p).captured for p in payloads] == [CapturedAnswer("c1", "NONE", "0x1", 2), None]
     assert reads == [str(captured)]

@@ -59,7 +59,7 @@ def _step_tables(events, rows_per_frame: int, monkeypatch, rows_per_envelope: in
     chunk = pd.DataFrame({
         "key": ["0"] * len(events), "group_id": [e.group_id for e in events],
         "event_time": pd.to_datetime([e.ts for e in events], unit="ms"),
-        "payload": [pickling.dumps(e) for e in events], "input_complete": [False] * len(events)})
+        "payload": [pickling.dumps(e) for e in events]})
     state = SimpleNamespace(exists=False, get=None, getCurrentWatermarkMs=lambda: max(e.ts for e in events) + 1,
                             update=lambda value: None, setTimeoutTimestamp=lambda ts: None)
     frames = list(step(("0",), iter([chunk]), state))
@@ -85,40 +85,6 @@ def test_a_call_with_many_rows_yields_them_in_several_frames_and_envelopes_and_l
            {t: sorted(map(repr, rows)) for t, rows in whole.items()}
 
 
-def _held_and_applied(input_complete: bool) -> tuple[list[dict], Slot, int | None]:
-    """The sample's first group's events in one bucketed call whose watermark is their first event: the
-    call's responses, the group's slot after it and the key's timeout."""
-    events = read_events([SAMPLE]).events
-    group = events[0].group_id
-    events = [e for e in events if e.group_id == group]
-    step = step_module.make_step(CoordinatorConfig(), None, bucketed=True)
-    chunk = pd.DataFrame({
-        "key": ["0"] * len(events), "group_id": [group] * len(events),
-        "event_time": pd.to_datetime([e.ts for e in events], unit="ms"),
-        "payload": [pickling.dumps(e) for e in events], "input_complete": [input_complete] * len(events)})
-    kept, timeout = [], []
-    state = SimpleNamespace(exists=False, get=None, getCurrentWatermarkMs=lambda: events[0].ts,
-                            update=kept.append, setTimeoutTimestamp=timeout.append)
-    responses = [row for frame in step(("0",), iter([chunk]), state)
-                 for table, payload in zip(frame["table"], frame["payload"]) if table == "responses"
-                 for row in sink.decode_table(table, payload).to_pylist()]
-    (slots,) = kept
-    (slot,) = _decode(slots[0]).values()
-    return responses, slot, timeout[0] if timeout else None
-
-
-def test_events_above_the_watermark_wait_unless_the_input_is_complete():
-    events = [e for e in read_events([SAMPLE]).events if e.group_id == read_events([SAMPLE]).events[0].group_id]
-    latest = max(e.ts for e in events)
-    assert latest > events[0].ts  # the watermark is below most of them
-    responses, slot, timeout = _held_and_applied(False)
-    assert responses == [] and len(slot.pending) == len(events) and timeout == events[0].ts
-    responses, slot, timeout = _held_and_applied(True)
-    assert len(responses) >= len(events) - 1 and slot.pending == () and slot.runtime is not None
-    # Applied up to its latest event: what is left to do comes after it.
-    assert timeout == slot.runtime_wakeup and timeout > latest
-
-
 def test_a_group_whose_run_ended_keeps_no_runtime_and_no_timeout():
     events = read_events([SAMPLE]).events
     group = events[0].group_id
@@ -126,22 +92,21 @@ def test_a_group_whose_run_ended_keeps_no_runtime_and_no_timeout():
     final = max(e.ts for e in events) + 600_000
     step = step_module.make_step(CoordinatorConfig(), None, bucketed=True)
     kept, timeouts = [], []
-    state = SimpleNamespace(exists=False, get=None, getCurrentWatermarkMs=lambda: events[0].ts,
+    state = SimpleNamespace(exists=False, get=None, getCurrentWatermarkMs=lambda: max(e.ts for e in events) + 1,
                             update=kept.append, setTimeoutTimestamp=timeouts.append)
 
-    def call(times, payloads, complete):
+    def call(times, payloads):
         chunk = pd.DataFrame({"key": ["0"] * len(times), "group_id": [group] * len(times),
-                              "event_time": pd.to_datetime(times, unit="ms"), "payload": payloads,
-                              "input_complete": [complete] * len(times)})
+                              "event_time": pd.to_datetime(times, unit="ms"), "payload": payloads})
         timeouts.clear()
         frames = list(step(("0",), iter([chunk]), state))
         state.exists, state.get = True, kept[-1]
         (slot,) = _decode(kept[-1][0]).values()
         return {table for frame in frames for table in frame["table"]}, slot
 
-    _, slot = call([e.ts for e in events], [pickling.dumps(e) for e in events], True)
-    assert slot.runtime not in (None, step_module.ENDED) and timeouts
+    _, slot = call([e.ts for e in events], [pickling.dumps(e) for e in events])
+    assert slot.runtime not in (None, step_module.ENDED) and slot.pending == () and timeouts
     state.getCurrentWatermarkMs = lambda: final + 1
-    tables, slot = call([final + 1], [source.end_of_run_payload(final)], False)
+    tables, slot = call([final + 1], [source.end_of_run_payload(final)])
     assert "metrics" in tables  # the run ended
     assert slot == Slot(step_module.ENDED, None, slot.max_pending_deadline, ()) and timeouts == []
