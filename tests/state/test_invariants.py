@@ -24,7 +24,6 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from state.events import INJECTABLE_WRITE_ERRORS
 from state.group_state import VALID_PREVIOUS_STATES, GroupState
 from tests.state.conftest import make_ctx
-from tests.state.harness import protocols
 
 INSTANCES = ("instance-a", "instance-b", "instance-c")
 PROTOCOL_CHOICES = (("range",), ("roundrobin",), ("range", "roundrobin"), ("roundrobin", "range"))

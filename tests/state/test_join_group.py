@@ -13,7 +13,6 @@ import pytest
 from state.events import EventError, parse_event
 
 from tests.state.conftest import java_hashmap_order, make_ctx
-from tests.state.harness import protocols
 
 
 # -- request-level checks (§5.1, §5.2) ---------------------------------------------------------------------
