@@ -32,6 +32,7 @@ from simulations.capture.captured import captured_records
 from simulations.engines.local import RunResult
 from simulations.inputs import event_files
 from simulations.parquet_tables import WrittenTables
+from simulations.views.run_tables import RUN_FILE
 from state import CORE
 from state.config import CoordinatorConfig
 from streaming import compaction
@@ -43,7 +44,6 @@ from streaming.source import SOURCE_NAME, EventFileSource, read_control_final, w
 from streaming.step import (ARROW_BATCH_ENVELOPES, META_TABLE, OUTPUT_SCHEMA, STATE_SCHEMA, GroupFacts, decode_facts,
                             make_step)
 
-RUN_FILE = "_run.json"
 # Control files, in the order the phases write them (the source reads files in list order).
 DRAIN_TO_LAST = "1-drain-to-last-event.control"
 ADVANCE_TO_FINAL = "2-advance-to-final.control"
