@@ -11,10 +11,7 @@ COPY state ./state
 COPY streaming ./streaming
 COPY simulations ./simulations
 COPY conf ./conf
-# The compiled core needs a C compiler, which this slim image lacks: the build then says so and the core runs
-# as Python. Add build-essential to the apt-get line above to ship the compiled core.
-RUN pip install --no-cache-dir ".[native]" \
-    && { python -m state.native build || echo "coordsim: no compiled core in this image; it runs as Python"; }
+RUN pip install --no-cache-dir .
 
 # Spark's Python workers must use the interpreter that has pandas and pyarrow.
 ENV PYSPARK_PYTHON=/usr/local/bin/python \

@@ -39,7 +39,6 @@ from benchmarks.engine import write_input  # noqa: E402
 from simulations.engines.local import run_local  # noqa: E402
 from simulations.inputs import event_files, read_events  # noqa: E402
 from simulations.parquet_tables import PART_FILE, arrow_schema, write_arrow_tables, write_tables  # noqa: E402
-from state import CORE  # noqa: E402
 from state.config import CoordinatorConfig  # noqa: E402
 from state.tables import TABLES  # noqa: E402
 from streaming import sink  # noqa: E402
@@ -163,7 +162,7 @@ def main() -> None:
     cpu.update(step_stages(buckets, last, final, spark_out))
     same = all((local_out / t / PART_FILE).read_bytes() == (spark_out / t / PART_FILE).read_bytes() for t in TABLES)
     row = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "groups": args.groups,
-           "events": n_events, "buckets": BUCKETS, "core": CORE, "cpu_s": {k: round(v, 2) for k, v in cpu.items()},
+           "events": n_events, "buckets": BUCKETS, "cpu_s": {k: round(v, 2) for k, v in cpu.items()},
            "same_tables": same, "load_1m": round(os.getloadavg()[0], 1)}
     record(args.results, row)
     print("\n| stage | CPU (s) | µs per event |\n|---|---|---|")

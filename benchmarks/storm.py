@@ -41,7 +41,6 @@ sys.path.insert(0, str(REPO))
 import pyarrow.compute as pc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
-from state import CORE  # noqa: E402
 from state.tables import TABLES  # noqa: E402
 from benchmarks.recording import record  # noqa: E402
 
@@ -98,15 +97,14 @@ def run(engine: str, scenario_file: Path, out: Path, buckets: int, spark_sets: l
 
 def work(out: Path) -> dict:
     """What the run had to do: directives in, client requests (a quiet run's `requests` row counts its
-    repeats) and the rows that hold them, rows written per table; and the core that ran, from its record."""
+    repeats) and the rows that hold them, rows written per table."""
     rows = {t: pq.read_metadata(out / t / "part-00000.parquet").num_rows for t in TABLES}
     requests = pq.read_table(out / "requests" / "part-00000.parquet", columns=["repeat_count"])["repeat_count"]
     events = out / "scenario" / "events.jsonl"
     if not events.exists():
         events = out.parent / f"{out.name}-events.jsonl"
     directives = sum(1 for _ in events.open())
-    core = json.loads((out / "_run.json").read_text())["core"]
-    return {"core": core, "directives": directives, "requests": pc.sum(requests).as_py() or 0,
+    return {"directives": directives, "requests": pc.sum(requests).as_py() or 0,
             "request_rows": rows["requests"], "rows_written": sum(rows.values()), "rows": rows}
 
 
@@ -162,7 +160,7 @@ def main() -> None:
             scenario_file.write_text(scenario(args.groups, args.members, kind == "storm"))
             if engine == "runtime":
                 row = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "engine": engine,
-                       "run": kind, "groups": args.groups, "members": args.members, "core": CORE,
+                       "run": kind, "groups": args.groups, "members": args.members,
                        "load_average": [round(x, 1) for x in os.getloadavg()], **runtime_work(scenario_file)}
                 record(args.results, row)
                 continue

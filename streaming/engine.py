@@ -33,7 +33,6 @@ from simulations.engines.local import RunResult
 from simulations.inputs import event_files
 from simulations.parquet_tables import WrittenTables
 from simulations.views.run_tables import RUN_FILE
-from state import CORE
 from state.config import CoordinatorConfig
 from streaming import compaction
 from streaming.buckets import bucket_labels
@@ -305,7 +304,6 @@ class _Run:
     def write_run_file(self, result: SparkRunResult, settings: Mapping[str, Any]) -> None:
         record = {
             "engine": "spark",
-            "core": CORE,  # the driver's; the Python workers run the same interpreter and sources
             "inputs": [name for _, name in self.inputs],
             "captured": self.captured,
             "until": self.until,

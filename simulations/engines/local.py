@@ -29,7 +29,6 @@ from simulations.heap import long_lived_heap
 from simulations.parquet_tables import PartFileWriter, WrittenTables, output_errors, to_arrow
 from simulations.views.lag_status import lag_status_rows
 from simulations.views.run_tables import RUN_FILE
-from state import CORE
 from state.config import CoordinatorConfig
 from state.events import Event
 from state.output import Output
@@ -131,7 +130,6 @@ def write_run_record(out: Path, result: RunResult, config: CoordinatorConfig) ->
     derived from its tables."""
     record = {
         "engine": "local",
-        "core": CORE,
         "events": result.events_applied,
         "events_after_until": result.events_after_until,
         "groups": result.groups,
