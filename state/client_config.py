@@ -3,6 +3,8 @@ few simulation knobs (`coordsim.*`) that a real client's behaviour depends on bu
 
 from __future__ import annotations
 
+import hashlib
+import math
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
@@ -17,6 +19,8 @@ ASSIGNOR_CLASSES = {
 }
 ASSIGNOR_NAMES = ("range", "roundrobin", "sticky", "cooperative-sticky")
 MANUAL_COMMIT_MODES = ("sync", "async", "none")
+# CommonClientConfigs.RETRY_BACKOFF_JITTER: a backoff is scaled by a factor drawn from [1 - jitter, 1 + jitter].
+RETRY_BACKOFF_JITTER = 0.2
 
 
 @dataclass(frozen=True)
@@ -28,6 +32,7 @@ class ClientConfig:
     enable_auto_commit: bool = True
     auto_commit_interval_ms: int = 5_000
     retry_backoff_ms: int = 100
+    retry_backoff_max_ms: int = 1_000
     metadata_max_age_ms: int = 300_000
     internal_leave_group_on_close: bool = True
     auto_offset_reset: str = "latest"
@@ -74,7 +79,7 @@ class ClientConfig:
                      "coordsim_poll_interval_ms"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{self.kafka_name(name)} must be > 0")
-        for name in ("retry_backoff_ms", "coordsim_network_rtt_ms", "coordsim_assignment_time_ms",
+        for name in ("retry_backoff_ms", "retry_backoff_max_ms", "coordsim_network_rtt_ms", "coordsim_assignment_time_ms",
                      "coordsim_consume_records_per_second", "coordsim_manual_commit_interval_ms"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{self.kafka_name(name)} must be >= 0")
@@ -85,6 +90,19 @@ class ClientConfig:
                               f"got {self.coordsim_manual_commit!r}")
         if not self.partition_assignment_strategy:
             raise ConfigError("partition.assignment.strategy needs at least one assignor")
+
+    def retry_backoff(self, attempts: int, jitter_seed: str) -> int:
+        """The wait before retry number `attempts` (0 first) as the Java client's ExponentialBackoff computes it
+        (KIP-580): retry.backoff.ms doubled per attempt up to retry.backoff.max.ms, times a random factor in
+        [0.8, 1.2]. The factor is drawn from `jitter_seed` instead of a random source, so runs repeat."""
+        initial = self.retry_backoff_ms
+        ceiling = max(self.retry_backoff_max_ms, initial)
+        if initial == 0:
+            return 0
+        exp_max = math.log(ceiling / initial, 2)
+        term = initial * 2 ** min(attempts, exp_max)
+        draw = int.from_bytes(hashlib.blake2b(jitter_seed.encode(), digest_size=8).digest(), "big") / 2**64
+        return int((1 - RETRY_BACKOFF_JITTER + 2 * RETRY_BACKOFF_JITTER * draw) * term)
 
     @property
     def commits_periodically(self) -> bool:

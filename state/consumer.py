@@ -36,6 +36,11 @@ from state.production import rule_offset
 REJOIN_AT_ONCE = ("MEMBER_ID_REQUIRED", "UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS")
 RETRIABLE = ("COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "REQUEST_TIMED_OUT",
              "UNKNOWN_TOPIC_OR_PARTITION", "NOT_ENOUGH_REPLICAS")
+# Errors after which the Java client marks the coordinator unknown (markCoordinatorUnknown) and looks it up
+# again with FindCoordinator before its next request to it.
+COORDINATOR_UNKNOWN = ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE")
+# A request that had to go out while the client knew no coordinator: no broker takes it as its coordinator.
+NO_COORDINATOR = -1
 
 
 class Phase(str, Enum):
@@ -66,7 +71,11 @@ class SyntheticConsumer:
     rejoin_needed: bool = True
     closing: bool = False
     index: int = 0  # the client's place among the group's clients (first start order): breaks request ties
-    in_flight: dict[str, str] = field(default_factory=dict)  # slot ("join", "heartbeat", "commit") -> request id
+    # The coordinator the client sends its group requests to, as its last FindCoordinator answer named it
+    # (GroupRuntime.coordinator_epoch); None once an error made it mark the coordinator unknown.
+    coordinator: int | None = 0
+    retry_attempts: int = 0  # retriable JoinGroup failures in a row: the exponential backoff's attempt count
+    in_flight: dict[str, str] = field(default_factory=dict)  # slot ("join", "heartbeat", "commit", "find") -> request id
     request_counter: int = 0  # requests other than periodic heartbeats and auto-commits
     awaiting: int = 0  # answers on their way back
     heartbeat_enabled: bool = False
@@ -119,8 +128,11 @@ class ConsumerHandlers:
                 return
             incarnation = 0 if client is None else client.incarnation + 1
             index = len(self.clients) if client is None else client.index
+            # A starting client is taken to know its coordinator already: its first FindCoordinator is not
+            # simulated, only the lookups that errors cause.
             client = SyntheticConsumer(event.client_id, incarnation, event.group_instance_id, event.config,
                                        event.topics, started_ts=self.now, index=index,
+                                       coordinator=self.coordinator_epoch,
                                        next_auto_commit=self.now + event.config.commit_interval_ms)
             self.clients[event.client_id] = client
             self._schedule_poll(client, self.now)
@@ -153,12 +165,15 @@ class ConsumerHandlers:
         self._freeze(client)
         self._release(client, client.owned)
         client.alive = False
-        for key in [t.key for t in self.timers.pending() if t.key[:2] == ("client", client.client_id)]:
-            self.timers.cancel(key)
+        for key in [t.key for t in self.client_timers.pending() if t.key[:2] == ("client", client.client_id)]:
+            self.client_timers.cancel(key)
 
     def _close(self, client: SyntheticConsumer) -> None:
         client.closing = True
         self._freeze(client)
+        if client.coordinator is None:
+            self._find_coordinator(client)  # close() commits and leaves once the coordinator is found again
+            return
         if client.phase == Phase.STABLE and client.config.commits_on_revoke and client.owned:
             # auto-commit on close, or onLeavePrepare revoking every partition: the close continues when the
             # commit is answered
@@ -223,7 +238,7 @@ class ConsumerHandlers:
     # Timers
     # ======================================================================================================
     def _client_timer(self, client: SyntheticConsumer, kind: str, at: int, *args) -> None:
-        self.timers.schedule(("client", client.client_id, kind), at, "client", client.client_id,
+        self.client_timers.schedule(("client", client.client_id, kind), at, "client", client.client_id,
                              client.incarnation, kind, *args)
 
     def _schedule_poll(self, client: SyntheticConsumer, at: int) -> None:
@@ -262,7 +277,7 @@ class ConsumerHandlers:
         if client is None or client.incarnation != incarnation or not client.alive:
             return
         if client.paused_until > self.now:
-            self.timers.schedule(("deliver", client_id, response["request_id"]), client.paused_until, "deliver",
+            self.client_timers.schedule(("deliver", client_id, response["request_id"]), client.paused_until, "deliver",
                                  client_id, incarnation, response)
             return
         client.awaiting -= 1
@@ -274,6 +289,7 @@ class ConsumerHandlers:
             "SyncGroup": self._on_sync_response,
             "Heartbeat": self._on_heartbeat_response,
             "OffsetCommit": self._on_commit_response,
+            "FindCoordinator": self._on_find_coordinator_response,
         }.get(response["api"])
         if handler is not None:
             handler(client, response)
@@ -285,7 +301,9 @@ class ConsumerHandlers:
         latency = 0 if client is None else client.config.response_latency_ms
         if client is not None and client.incarnation == int(incarnation):
             client.awaiting += 1
-        self.timers.schedule(("deliver", client_id, row["request_id"]), self.now + latency, "deliver", client_id,
+        if request.type == "FIND_COORDINATOR":
+            row = dict(row, coordinator=self.coordinator_epoch)  # the node it names, beside the table's columns
+        self.client_timers.schedule(("deliver", client_id, row["request_id"]), self.now + latency, "deliver", client_id,
                              int(incarnation), row)
 
     # ======================================================================================================
@@ -328,13 +346,16 @@ class ConsumerHandlers:
 
     def _put_on_wire(self, client: SyntheticConsumer, slot: str | None, chain: str | None, request_id: str,
                      sent: int, etype: str, fields: dict) -> None:
+        # FindCoordinator goes to any broker; anything else to the coordinator the client knows.
+        sent_to = None if etype == "FIND_COORDINATOR" else NO_COORDINATOR if client.coordinator is None \
+            else client.coordinator
         raw = {"ts": sent + client.config.request_latency_ms, "group_id": self.group_id, "type": etype,
                "seq": client.request_counter, "request_id": request_id, "client_id": client.client_id, **fields}
         event = parse_event(raw, source="synthetic", line=self._line(client, chain), origin=client.origin,
                             run=None if chain is None else f"{client.origin}/{chain}")
         # Written to `requests` when it reaches the coordinator: one still on the wire when the run ends
         # was never seen, as an input row after the end would not be.
-        self.requests_in_flight[request_id] = raw
+        self.requests_in_flight[request_id] = (raw, sent_to)
         if slot is not None:
             client.in_flight[slot] = request_id
         self.hold(event)
@@ -352,7 +373,7 @@ class ConsumerHandlers:
             client.owned = tuple(tp for tp in client.owned if tp.topic in subscribed)
         client.phase = Phase.PREPARING_REBALANCE
         client.heartbeat_enabled = False
-        self.timers.cancel(("client", client.client_id, "heartbeat"))
+        self.client_timers.cancel(("client", client.client_id, "heartbeat"))
         protocols = []
         for name in client.config.partition_assignment_strategy:
             protocols.append({
@@ -370,8 +391,18 @@ class ConsumerHandlers:
             fields["group_instance_id"] = client.group_instance_id
         self._send(client, "join", "JOIN_GROUP", **fields)
 
+    def _find_coordinator(self, client: SyntheticConsumer) -> None:
+        """lookupCoordinator: one FindCoordinator at a time; its answer lets whatever waited for it go on."""
+        if "find" not in client.in_flight:
+            self._send(client, "find", "FIND_COORDINATOR")
+
     def _heartbeat(self, client: SyntheticConsumer) -> None:
         if not client.heartbeat_enabled or client.phase not in (Phase.COMPLETING_REBALANCE, Phase.STABLE):
+            return
+        if client.coordinator is None:
+            # The heartbeat thread looks the coordinator up and waits retry.backoff.ms before trying again.
+            self._find_coordinator(client)
+            self._client_timer(client, "heartbeat", self.now + client.config.retry_backoff_ms)
             return
         if "heartbeat" not in client.in_flight:
             self.send_periodic(client, "heartbeat", self.now)
@@ -381,6 +412,9 @@ class ConsumerHandlers:
         """A commit the client waits for before going on (before a rejoin, a close, or after a cooperative
         revocation); one already in flight is waited for instead."""
         if "commit" in client.in_flight:
+            return
+        if client.coordinator is None:
+            self._find_coordinator(client)  # the poll loop or the close takes the commit up again once found
             return
         fields = dict(member_id=client.member_id, generation_id=client.generation,
                       offsets=_commit_offsets(positions))
@@ -400,6 +434,10 @@ class ConsumerHandlers:
             # of an active group, so the commit is refused before any request (CommitFailedException).
             client.kicked_out = False
             self.metrics.failed_commits += 1
+        if client.coordinator is None:
+            # ensureCoordinatorReady: the loop's group work (rejoin, commits) waits for the lookup's answer.
+            self._find_coordinator(client)
+            return
         if client.rejoin_needed and "join" not in client.in_flight:
             if client.rebalance_protocol == RebalanceProtocol.EAGER:
                 self._freeze(client)  # poll() blocks in the rejoin: nothing more is processed
@@ -443,7 +481,7 @@ class ConsumerHandlers:
             and client.config.commits_periodically
         self._release(client, client.owned)
         client.owned = ()
-        if client.group_instance_id is None and client.member_id:
+        if client.group_instance_id is None and client.member_id and client.coordinator is not None:
             self._send(client, None, "LEAVE_GROUP", members=[{"member_id": client.member_id,
                                                               "reason": "consumer poll timeout has expired."}])
         self._reset_generation(client, reset_member_id=True)
@@ -457,7 +495,7 @@ class ConsumerHandlers:
             client.member_id = ""
         client.phase = Phase.UNJOINED
         client.heartbeat_enabled = False
-        self.timers.cancel(("client", client.client_id, "heartbeat"))
+        self.client_timers.cancel(("client", client.client_id, "heartbeat"))
 
     def _request_rejoin(self, client: SyntheticConsumer) -> None:
         client.rejoin_needed = True
@@ -475,13 +513,28 @@ class ConsumerHandlers:
             self._join(client)
         elif error in RETRIABLE:
             client.phase = Phase.UNJOINED
-            self._schedule_poll(client, self.now + client.config.retry_backoff_ms)
+            backoff = client.config.retry_backoff(client.retry_attempts, f"{client.origin}/{self.now}")
+            client.retry_attempts += 1
+            self._schedule_poll(client, self.now + backoff)
         else:
             self._fatal(client, error)
 
+    def _on_find_coordinator_response(self, client: SyntheticConsumer, r: dict) -> None:
+        client.coordinator = r["coordinator"]
+        if client.closing:
+            self._close(client)
+        else:
+            self._schedule_poll(client, self.now)
+
+    def _note_coordinator_error(self, client: SyntheticConsumer, error: str) -> None:
+        if error in COORDINATOR_UNKNOWN:
+            client.coordinator = None
+
     def _on_join_response(self, client: SyntheticConsumer, r: dict) -> None:
         error = r["error"]
+        self._note_coordinator_error(client, error)
         if error == "NONE":
+            client.retry_attempts = 0
             client.member_id, client.generation, client.protocol = r["member_id"], r["generation_id"], r["protocol_name"]
             client.phase = Phase.COMPLETING_REBALANCE
             client.heartbeat_enabled = True
@@ -538,6 +591,7 @@ class ConsumerHandlers:
 
     def _on_sync_response(self, client: SyntheticConsumer, r: dict) -> None:
         error = r["error"]
+        self._note_coordinator_error(client, error)
         if error == "NONE":
             assigned = tuple(TopicPartition(p["topic"], n) for p in r["assignment"] or () for n in p["partitions"])
             revoked = set(client.owned) - set(assigned)
@@ -583,6 +637,12 @@ class ConsumerHandlers:
 
     def _on_heartbeat_response(self, client: SyntheticConsumer, r: dict) -> None:
         error = r["error"]
+        if error in COORDINATOR_UNKNOWN:
+            # Heartbeat.failHeartbeat: the thread tries again after retry.backoff.ms, looking the coordinator up.
+            client.coordinator = None
+            if client.heartbeat_enabled:
+                self._client_timer(client, "heartbeat", self.now + client.config.retry_backoff_ms)
+            return
         if r["generation_id"] != client.generation:
             return  # an answer about a generation the client already left behind
         if error == "REBALANCE_IN_PROGRESS":
@@ -602,6 +662,8 @@ class ConsumerHandlers:
         errors.discard("NONE")
         if errors:
             self.metrics.failed_commits += 1
+        for error in errors:
+            self._note_coordinator_error(client, error)
         if "REBALANCE_IN_PROGRESS" in errors:
             client.rejoin_needed = True
         if "UNKNOWN_MEMBER_ID" in errors or "ILLEGAL_GENERATION" in errors:
@@ -625,7 +687,7 @@ class ConsumerHandlers:
             else:
                 self._join(client)
         elif (client.config.commit_blocks_poll and client.phase == Phase.STABLE
-              and self.timers.get(("client", client.client_id, "poll")) is None):
+              and self.client_timers.get(("client", client.client_id, "poll")) is None):
             self._schedule_poll(client, max(client.next_auto_commit, self.now))  # commitSync returns
 
     def _refresh_metadata(self, client: SyntheticConsumer) -> None:

@@ -27,6 +27,7 @@ NEWEST_API_VERSION = {
     "LEAVE_GROUP": 5,
     "OFFSET_COMMIT": 9,
     "OFFSET_FETCH": 9,
+    "FIND_COORDINATOR": 6,
 }
 
 API_NAMES = {
@@ -36,6 +37,7 @@ API_NAMES = {
     "LEAVE_GROUP": "LeaveGroup",
     "OFFSET_COMMIT": "OffsetCommit",
     "OFFSET_FETCH": "OffsetFetch",
+    "FIND_COORDINATOR": "FindCoordinator",
 }
 
 FAULT_KINDS = ("write_failure", "move")
@@ -191,6 +193,12 @@ class OffsetFetch(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class FindCoordinator(Event):
+    """A lookup of the group's coordinator (key type GROUP, the key being `group_id`). Any broker answers it
+    from its metadata, so it is never refused for being sent to the wrong one."""
+
+
+@dataclass(frozen=True, slots=True)
 class CoordinatorFault(Event):
     """`write_failure`: the next `count` appends of this group's records fail with `error`.
     `move`: the coordinator unloads the group now and loads it again from its records after
@@ -271,6 +279,7 @@ EVENT_CLASSES: dict[str, type[Event]] = {
     "LEAVE_GROUP": LeaveGroup,
     "OFFSET_COMMIT": OffsetCommit,
     "OFFSET_FETCH": OffsetFetch,
+    "FIND_COORDINATOR": FindCoordinator,
     "COORDINATOR_FAULT": CoordinatorFault,
     **CLIENT_DIRECTIVE_CLASSES,
 }
@@ -683,6 +692,8 @@ def _parse_event(raw: Mapping, source: str, line: int, origin: str | None, run: 
             partitions=None if parts is None else _partition_lists(_list(raw, "partitions"), "partitions"),
             require_stable=_bool(raw, "require_stable", False),
         )
+    if etype == "FIND_COORDINATOR":
+        return FindCoordinator(**header)
     if etype in CLIENT_DIRECTIVE_CLASSES:
         return _client_directive(etype, raw, header)
     fault = _str(raw, "fault", "write_failure")

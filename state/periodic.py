@@ -201,6 +201,7 @@ class PeriodicHandlers:
         if (client.closing or not client.heartbeat_enabled or client.rejoin_needed or client.in_flight
                 or client.awaiting or client.paused_until > now or client.poll_stalled_until > now
                 or client.generation != group.generation_id or not group.has_member(client.member_id)
+                or client.coordinator != self.coordinator_epoch
                 or latency >= cfg.heartbeat_interval_ms):
             return
         # Cheap refusals first, as this runs after every step: the client's runs are open only once the
@@ -209,7 +210,7 @@ class PeriodicHandlers:
         origin = client.origin
         run = self.runs.get(f"{origin}/{HEARTBEAT_CHAIN}")
         if run is None or (client.owned and f"{origin}/{COMMIT_CHAIN}" not in self.runs
-                           and self.timers.get(("client", client.client_id, "poll")) is not None):
+                           and self.client_timers.get(("client", client.client_id, "poll")) is not None):
             return
         timers = {t.key[2]: t for t in self._client_timers(client)}
         heartbeat, poll, metadata = (timers.pop(kind, None) for kind in ("heartbeat", "poll", "metadata"))
@@ -237,7 +238,7 @@ class PeriodicHandlers:
             return
         for t in (heartbeat, poll, metadata):
             if t is not None:
-                self.timers.cancel(t.key)
+                self.client_timers.cancel(t.key)
         self.elided[client.client_id] = ElidedClient(
             heartbeat=Chain(heartbeat.deadline, interval), commit=commit, sends_commits=bool(client.owned),
             metadata=None if metadata is None else Chain(metadata.deadline, cfg.metadata_max_age_ms),
@@ -272,7 +273,7 @@ class PeriodicHandlers:
 
     def _client_timers(self, client: SyntheticConsumer) -> list:
         return [t for kind in ("heartbeat", "poll", "metadata", "poll_timeout", "resume", "assigned")
-                if (t := self.timers.get(("client", client.client_id, kind))) is not None]
+                if (t := self.client_timers.get(("client", client.client_id, kind))) is not None]
 
     def catch_up(self, at: int, target: str | None, whole_group: bool) -> bool:
         """Before an item at `at`: fold every elided request that arrived before `at`, and give back their
@@ -372,7 +373,7 @@ class PeriodicHandlers:
                            request_id=self.periodic_request_id(client, key, sent), request_seq=client.request_counter)
                 client.in_flight[key] = row["request_id"]
                 client.awaiting += 1
-                self.timers.schedule(("deliver", client.client_id, row["request_id"]), sent + latency + back,
+                self.client_timers.schedule(("deliver", client.client_id, row["request_id"]), sent + latency + back,
                                      "deliver", client.client_id, client.incarnation, row)
         if elided.metadata is not None:
             m = elided.metadata

@@ -39,7 +39,7 @@ from state.production import rule_offset
 from state.timers import Timer, TimerQueue
 
 STATE_FORMAT = b"coordsim-group-state"
-STATE_FORMAT_VERSION = 4
+STATE_FORMAT_VERSION = 5
 
 # Timer kinds that belong to the group's protocol (the periodic offsets sweep is housekeeping).
 SWEEP_TIMER = ("sweep",)
@@ -52,7 +52,15 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers, Metrics
         self.coordinator_partition = coordinator_partition(group_id, config.offsets_topic_num_partitions)
         self.group: ClassicGroup | None = None
         self.offsets: dict[tuple[str, int], dict] = {}
+        # The broker side's timers (sessions, rebalance and sync deadlines, the offsets sweep, the load) and the
+        # client side's (polls, heartbeats, answers on their way back) are kept apart: a coordinator that
+        # unloads the group drops its own and never touches the clients'.
         self.timers = TimerQueue()
+        self.client_timers = TimerQueue()
+        # Which coordinator hosts the group: it changes when the group's partition moves. A synthetic request
+        # reaching the group was sent to the coordinator its client knew of; an older one answers
+        # NOT_COORDINATOR.
+        self.coordinator_epoch = 0
         self.now = -1
         self.out = Output(group_id)
         self.member_id_counter = 0
@@ -67,7 +75,7 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers, Metrics
         self.clients: dict = {}
         self.cluster_topics: dict[str, int] = {}
         self.production: dict[str, tuple[int, float, int]] = {}  # topic -> (since_ts, records/s, base offset)
-        self.requests_in_flight: dict[str, dict] = {}
+        self.requests_in_flight: dict[str, tuple[dict, int | None]] = {}  # request id -> (row, sent to)
         self.runs: dict = {}    # open quiet runs by chain
         self.elided: dict = {}  # client id -> its elided periodic chains
         self.steps = 0          # events and deadlines applied: the work a run cost
@@ -99,12 +107,12 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers, Metrics
         """Apply held events and deadlines up to and including time t."""
         elision = self.config.coordsim_periodic_elision
         while True:
-            timer = self.timers.peek()
+            queue, timer = self._next_timer()
             event_ts = self._held[0][0][0] if self._held else None
             if timer is not None and timer.deadline <= t and (event_ts is None or timer.deadline <= event_ts):
                 if self.elided and self.catch_up(timer.deadline, *_concerns_timer(timer)):
                     continue
-                self.timers.pop_due(timer.deadline)
+                queue.pop_due(timer.deadline)
                 self.now = max(self.now, timer.deadline)
                 self.timers.clock = self.now
                 self._fire(timer)
@@ -125,9 +133,16 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers, Metrics
                 self.elide_quiet_clients()
         self.now = max(self.now, t)
 
+    def _next_timer(self) -> tuple[TimerQueue, Timer | None]:
+        """The timer due first and its queue; at equal deadlines the coordinator's fire before the clients'."""
+        coordinator, client = self.timers.peek(), self.client_timers.peek()
+        if client is None or (coordinator is not None and coordinator.deadline <= client.deadline):
+            return self.timers, coordinator
+        return self.client_timers, client
+
     def next_wakeup(self) -> int | None:
         """Earliest time something is due: a deadline or a held event (the Spark state timeout)."""
-        candidates = [self.timers.next_deadline()]
+        candidates = [self.timers.next_deadline(), self.client_timers.next_deadline()]
         if self._held:
             candidates.append(self._held[0][0][0])
         due = [c for c in candidates if c is not None]
@@ -136,7 +151,7 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers, Metrics
     def max_pending_deadline(self) -> int | None:
         """Latest pending protocol deadline (the periodic offsets sweep excluded): where a finite run drains to."""
         # Clients' own deadlines (heartbeats, polls) recur for as long as they run: they set no end.
-        deadlines = [t.deadline for t in self.timers.pending() if t.kind not in ("sweep", "client", "deliver")]
+        deadlines = [t.deadline for t in self.timers.pending() if t.kind != "sweep"]
         deadlines += self.elided_session_deadlines()
         return max(deadlines) if deadlines else None
 
@@ -180,9 +195,9 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers, Metrics
             self._handle_fault(event)
             return
         self.note_activity()
-        raw = None
+        raw, sent_to = None, None
         if event.origin is not None:
-            raw = self.requests_in_flight.pop(event.request_id)
+            raw, sent_to = self.requests_in_flight.pop(event.request_id)
             if event.run is None:
                 self.close_client_runs(event.origin)
                 self.out.request(raw)
@@ -191,12 +206,21 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers, Metrics
                 self._update_production(event)
             self.handle_client_directive(event)
             return
+        handler = self._handle_request if sent_to in (None, self.coordinator_epoch) else self._answer_not_coordinator
         if event.run is not None:
-            self.handle_periodic(event, raw, self._handle_request)
+            self.handle_periodic(event, raw, handler)
         else:
-            self._handle_request(event)
+            handler(event)
+
+    def _answer_not_coordinator(self, event: Event) -> None:
+        """The broker the request was sent to no longer leads the group's partition."""
+        self.respond_generic_error(event, "NOT_COORDINATOR")
 
     def _handle_request(self, event: Event) -> None:
+        if event.type == "FIND_COORDINATOR":
+            # Any broker answers from its metadata: the partition's leader, loading or not.
+            self.respond(event, "NONE")
+            return
         if self.loading_until is not None:
             # The group's coordinator is loading it: Kafka answers COORDINATOR_LOAD_IN_PROGRESS, except that
             # a heartbeat is blindly acknowledged so members are not kicked out by the move.
@@ -331,12 +355,13 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers, Metrics
         if self.loading_until is not None:
             return  # already moving; the pending load stands
         self._unload()
+        self.coordinator_epoch += 1
         self.loading_until = self.now + fault.load_delay_ms
         self.timers.schedule(("load",), self.loading_until, "load")
 
     def _unload(self) -> None:
         """The coordinator lost the group's partition: parked requests get NOT_COORDINATOR, the group is Dead
-        and every timer is dropped."""
+        and the coordinator's timers are dropped (the clients' go on)."""
         group = self.group
         self.timers.cancel_all()
         if group is None:
