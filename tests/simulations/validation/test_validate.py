@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from simulations.capture.replay import attach_captured
+from simulations.cli import main
 from simulations.engines import run_local
 from simulations.inputs import read_events
 from simulations.parquet_tables import PART_FILE, write_tables
@@ -153,6 +154,20 @@ def test_a_late_reject_accounts_for_its_event(tiny_run):
     tables["rejects"].loc[len(tables["rejects"])] = [json.dumps(late), "arrived late", "x", 9]
     check = account_for_input(tables, [TINY], until=None)
     assert check.passed and "1 rejected by the coordinator" in check.detail
+
+
+def test_a_directive_the_coordinator_rejects_is_counted_once_as_the_replay_counts_it(tmp_path, write_jsonl):
+    start = {"ts": 1000, "group_id": "g", "type": "CLIENT_START", "client_id": "c1", "topics": ["t"]}
+    events = write_jsonl([
+        {"ts": 1000, "group_id": "g", "type": "TOPIC_METADATA", "topics": [{"topic": "t", "partitions": 2}]},
+        start, dict(start, ts=2000),  # already running: the coordinator rejects it
+        {"ts": 30000, "group_id": "g", "type": "CLIENT_STOP", "client_id": "c1"},
+        "not json", {"ts": 3000, "type": "HEARTBEAT"}])
+    result = CliRunner().invoke(main, ["replay", "--engine", "local", str(events), "--out", str(tmp_path / "run")])
+    assert "events applied  3\n" in result.output and "rejected rows   3," in result.output
+    tables, _ = read_range(tmp_path / "run", WHOLE)
+    assert account_for_input(tables, [events], until=None).detail.startswith(
+        "6 = 3 directives and faults applied + 1 rejected by the coordinator + 2 rejected;")
 
 
 def test_the_member_id_round_a_captured_replay_adds_is_accounted_for(tmp_path, write_jsonl):
