@@ -8,12 +8,13 @@ bug and is allowed to raise.
 from __future__ import annotations
 
 import datetime as _dt
+import shutil
 import time
+from collections import Counter
 from pathlib import Path
 
 import click
 import pyarrow.compute as pc
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from simulations import scenarios
@@ -21,12 +22,13 @@ from simulations.capture.commands import USER_ERRORS as CAPTURE_ERRORS
 from simulations.capture.captured import captured_records
 from simulations.capture.commands import capture, captured_report
 from simulations.capture.replay import attach_captured, captured_answers
-from simulations.capture.compare import print_divergence_summary, write_divergences
-from simulations.cli_common import Timestamp, UserError, print_lines
+from simulations.capture.compare import DIVERGENCES_TABLE, print_divergence_summary, write_divergences
+from simulations.cli_common import CommandGroup, Console, Timestamp, UserError, print_lines
 from simulations.reports.commands import COMMANDS as REPORT_COMMANDS
 from simulations.engines import RunResult, run_local_to
-from simulations.inputs import JSONL_SUFFIXES, InputError, read_events
-from simulations.parquet_tables import OutputError, read_columns, written_rows
+from simulations.inputs import JSONL_SUFFIXES, InputError, coordinator_reject, read_events
+from simulations.parquet_tables import OutputError, make_folder, output_errors, read_columns, written_rows
+from simulations.reports import REPORT_FILE
 from simulations.scenarios import ScenarioError
 from simulations.scenarios.summary import render, summarize
 from simulations.settings import load_config, non_default_settings
@@ -38,9 +40,17 @@ USER_ERRORS = (InputError, OutputError, ConfigError, EventError, ScenarioError, 
 RUN_SCENARIO_DIR = "scenario"
 # The main job runs on Spark, as the design asks; the local engine gives byte-identical tables.
 RUN_ENGINE = "spark"
+# Where the Spark engine keeps what it resumes a run from, inside --out.
+SPARK_CHECKPOINTS = "_checkpoints"
+# What a run writes beside its tables only sometimes (a report, a comparison with a capture):
+# left by an earlier run, it would pass for this one's.
+EARLIER_OUTPUTS = (REPORT_FILE, DIVERGENCES_TABLE)
+# Reasons and rows of the rejects table a summary shows; the table has them all.
+REJECT_REASONS_SHOWN = 5
+REJECTS_SHOWN = 3
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=CommandGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="coordsim", prog_name="coordsim")
 def main() -> None:
     """coordsim: Apache Kafka's classic consumer-group coordinator, simulated on recorded client events
@@ -75,6 +85,10 @@ def replay(events: tuple[str, ...], out_dir: str, engine: str, conf_file: str | 
     try:
         config = load_config(conf_file, overrides)
         captured = None if captured_file is None else captured_records(captured_file)
+        out = Path(out_dir)
+        # A replay writes no scenario/, but a Spark run's checkpoint may name the events kept there.
+        keeps_scenario = (out / SPARK_CHECKPOINTS).exists()
+        _clear_earlier_outputs(out, EARLIER_OUTPUTS + (() if keeps_scenario else (RUN_SCENARIO_DIR,)))
         if engine == "spark":
             result = _run_spark(list(events), config, until, out_dir, captured_file)
             tables = result.tables
@@ -102,8 +116,9 @@ def print_summary(console: Console, result: RunResult, config: CoordinatorConfig
     by_count = sorted(((e["error"], e["repeat_count_sum"]) for e in errors), key=lambda item: (-item[1], item[0]))
     to_state = read_columns(out_dir, "group_states", ["to_state"])["to_state"]
     rebalances = pc.sum(pc.equal(to_state, "PreparingRebalance")).as_py() or 0
-    rejected = written_rows(out_dir, "rejects")
-    applied = str(result.events_applied)
+    rejects = _rejects(out_dir)
+    # Events the coordinators were handed but rejected are counted once: as rejected.
+    applied = str(result.events_applied - sum(1 for row in rejects if coordinator_reject(row) is not None))
     if result.events_after_until:
         applied += f" ({result.events_after_until} after --until, not applied)"
     lines = [
@@ -113,10 +128,30 @@ def print_summary(console: Console, result: RunResult, config: CoordinatorConfig
         ("generations", str(written_rows(out_dir, "generations"))),
         ("rebalances", str(rebalances)),
         ("responses", ", ".join(f"{name} {count}" for name, count in by_count) or "0"),
-        ("rejected rows", f"{rejected} (reasons in the rejects table)" if rejected else "0"),
+        *_reject_lines(rejects),
     ]
     lines += [*_settings_line(config), ("output", str(out_dir))]
     print_lines(console, lines)
+
+
+def _rejects(out_dir: str) -> list[dict]:
+    return read_columns(out_dir, "rejects", ["raw", "reason", "source", "line"]).to_pylist()
+
+
+def _reject_lines(rejects: list[dict]) -> list[tuple[str, str]]:
+    """The rejected rows: how many, the commonest reasons, and the first rows (source:line)."""
+    if not rejects:
+        return [("rejected rows", "0")]
+    by_reason = sorted(Counter(row["reason"] for row in rejects).items(), key=lambda item: (-item[1], item[0]))
+    lines = [("rejected rows", f"{len(rejects)}, all in the rejects table; by reason:")]
+    lines += [("", f"{count:>6}  {reason}") for reason, count in by_reason[:REJECT_REASONS_SHOWN]]
+    if len(by_reason) > REJECT_REASONS_SHOWN:
+        others = sum(count for _, count in by_reason[REJECT_REASONS_SHOWN:])
+        lines.append(("", f"{others:>6}  for {len(by_reason) - REJECT_REASONS_SHOWN} other reasons"))
+    first = sorted(rejects, key=lambda row: (row["source"], row["line"]))[:REJECTS_SHOWN]
+    lines += [("first rejected" if i == 0 else "", f"{row['source']}:{row['line']}  {row['reason']}")
+              for i, row in enumerate(first)]
+    return lines
 
 
 def _settings_line(config: CoordinatorConfig) -> list[tuple[str, str]]:
@@ -141,14 +176,23 @@ def _load_scenario(argument: str) -> tuple[Path, scenarios.Scenario]:
     return path, scenarios.load_scenario(path)
 
 
-def _write_text(path: Path, text: str) -> None:
-    try:
+def _write_text(path: Path, text: str, noun: str) -> None:
+    with output_errors(path, noun):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-    except OSError as error:
-        if path.parent.exists() and not path.parent.is_dir():
-            raise OutputError(f"cannot write {path}: {path.parent} is not a folder") from None
-        raise OutputError(f"cannot write {path}: {error.strerror or error}") from None
+
+
+def _clear_earlier_outputs(out: Path, names: tuple[str, ...]) -> None:
+    """Create the output folder `out` (or say what is wrong with its path) and remove what an earlier run
+    left there under `names`, before anything of this run is written."""
+    make_folder(out)
+    for name in names:
+        path = out / name
+        with output_errors(path, "the output of an earlier run"):
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
 
 
 @main.command()
@@ -172,7 +216,7 @@ def generate(scenario: str, out_path: str) -> None:
     try:
         path, loaded = _load_scenario(scenario)
         generated = scenarios.generate(loaded)
-        _write_text(target, scenarios.to_jsonl(generated.rows))
+        _write_text(target, scenarios.to_jsonl(generated.rows), "the events file")
     except USER_ERRORS as error:
         raise UserError(str(error)) from None
     lines = [
@@ -207,9 +251,7 @@ def run(scenario: str, out_dir: str, engine: str, conf_file: str | None, overrid
         write_report: bool, run_validation: bool) -> None:
     """Run SCENARIO: generate its events and simulate them, then summarize per group set. The main job.
 
-    SCENARIO is a YAML file, or the name of a shipped scenario (default, rolling-restart-dynamic-eager,
-    rolling-restart-static, rolling-restart-cooperative, crash, gc-pause, slow-consumer, flapping, scale-out,
-    partition-increase, offsets-expiry). A scenario, in brief:
+    SCENARIO is a YAML file, or the name of a shipped scenario ({shipped}). A scenario, in brief:
 
     \b
       duration: 15m                  # required; also start (ISO time), seed, broker
@@ -256,14 +298,18 @@ def run(scenario: str, out_dir: str, engine: str, conf_file: str | None, overrid
                    f"requests ({written_rows(out_dir, 'requests'):,} rows)"),
         ("engine", f"{engine}, {wall_s:.1f} s wall, {loaded.duration_ms / 1000 / wall_s:,.1f}x simulated time"),
     ]
-    rejected = written_rows(out_dir, "rejects")
-    if rejected:
-        lines.append(("rejected rows", f"{rejected} (reasons in the rejects table)"))
+    rejects = _rejects(out_dir)
+    if rejects:
+        lines += _reject_lines(rejects)
     lines += [*_settings_line(config), *(("note", note) for note in generated.notes), ("output", out_dir)]
     print_lines(console, lines)
     console.print()
     render(console, summarize(loaded, generated.groups, result.tables))
     _finish_run(console, out_dir, events_file, generated.until_ms, write_report, run_validation)
+
+
+# Listed from the folder, so that a new scenario is in the help as soon as it ships.
+run.help = run.help.replace("{shipped}", ", ".join(scenarios.shipped()))
 
 
 def _finish_run(console: Console, out_dir: str, events_file: Path, until: int, write_report: bool,
@@ -287,14 +333,13 @@ def _write_run_inputs(scenario_file: Path, generated: scenarios.Generated, out: 
     folder = out / RUN_SCENARIO_DIR
     events_file = folder / "events.jsonl"
     text = scenarios.to_jsonl(generated.rows)
-    if check_checkpoint and (out / "_checkpoints").exists() and events_file.is_file() \
+    if check_checkpoint and (out / SPARK_CHECKPOINTS).exists() and events_file.is_file() \
             and events_file.read_text(encoding="utf-8") != text:
         # The Spark engine identifies a run by its input paths: new events under the old path would resume it.
         raise OutputError(f"{out} holds a Spark run of other events; use another --out, or delete {out}")
-    if out.exists() and not out.is_dir():
-        raise OutputError(f"cannot write the output folder {out}: {out} is not a folder")
-    _write_text(folder / "scenario.yaml", scenario_file.read_text(encoding="utf-8"))
-    _write_text(events_file, text)
+    _clear_earlier_outputs(out, EARLIER_OUTPUTS)
+    _write_text(folder / "scenario.yaml", scenario_file.read_text(encoding="utf-8"), "the run's scenario")
+    _write_text(events_file, text, "the run's events")
     return events_file
 
 

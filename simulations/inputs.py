@@ -4,7 +4,7 @@ Reads the EVENTS arguments of the command line: files or folders of JSONL (`*.js
 (`*.parquet`). Every input row ends up either as an `Event` or as a row of the `rejects` table, so nothing is
 lost silently; only a path that cannot be read at all stops the run, with an `InputError` naming it.
 Validation itself is `state.events.parse_event`, shared with the Spark engine so both reject the same rows
-for the same reasons.
+for the same reasons. `coordinator_reject` tells the rejects a coordinator wrote from the reader's.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Mapping
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -96,6 +96,26 @@ def _validate(rows: InputRows, raw: Any, source: str, line: int, text: str) -> N
 
 def reject_row(raw: str, reason: str, source: str, line: int) -> dict:
     return {"raw": raw, "reason": reason, "source": source, "line": line}
+
+
+def coordinator_reject(row: Mapping[str, Any]) -> dict | None:
+    """The event of a `rejects` row a coordinator wrote, or None for the reader's reject of an input row.
+
+    A coordinator rejects a valid event it was handed but cannot apply (one that arrives after its group's
+    clock has passed it, a directive for a client that is not running). Its reject's `raw` is the parsed
+    event as JSON (state.output.event_json), which names the row's own `source` and `line`; a reader's
+    reject keeps the input row's text. This is the one definition behind the run summaries' "events
+    applied" (events handed to the coordinators, less these) and `coordsim validate`'s input accounting."""
+    raw = row["raw"]
+    if not raw.startswith("{"):
+        return None
+    try:
+        event = json.loads(raw)
+    except ValueError:
+        return None
+    if isinstance(event, dict) and event.get("source") == row["source"] and event.get("line") == row["line"]:
+        return event
+    return None
 
 
 @dataclass(frozen=True)

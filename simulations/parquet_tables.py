@@ -160,16 +160,35 @@ class PartFileWriter:
 
 
 @contextlib.contextmanager
-def output_errors(out: Path) -> Iterator[None]:
-    """File-system errors while writing the output folder `out` as OutputError, with what went wrong."""
+def output_errors(target: Path, noun: str = "the output folder") -> Iterator[None]:
+    """File-system errors while writing `target` (`noun` says what it is) as OutputError, saying what is wrong
+    with the path."""
     try:
         yield
-    except FileExistsError as error:
-        raise OutputError(f"cannot write the output folder {out}: {error.filename} is not a folder") from None
-    except NotADirectoryError:
-        raise OutputError(f"cannot write the output folder {out}: part of the path is a file, not a folder") from None
     except OSError as error:
-        raise OutputError(f"cannot write the output folder {out}: {error.strerror or error}") from None
+        raise OutputError(f"cannot write {noun} {target}: {path_problem(error, Path(target))}") from None
+
+
+def make_folder(folder: str | os.PathLike, noun: str = "the output folder") -> Path:
+    """Create `folder` (and its parents) if needed, before anything is written there; returns it."""
+    folder = Path(folder)
+    with output_errors(folder, noun):
+        folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def path_problem(error: OSError, target: Path) -> str:
+    """What is wrong with the path whose writing failed with `error`: the file in the way of a folder (the
+    system only says "Not a directory" or "File exists"), else the system's reason."""
+    failed = Path(error.filename) if error.filename else target
+    for path in reversed(failed.parents):
+        if path.exists() and not path.is_dir():
+            return f"{path} is not a folder"
+    if isinstance(error, (FileExistsError, NotADirectoryError)) and failed.exists() and not failed.is_dir():
+        return f"{failed} is not a folder"
+    if isinstance(error, IsADirectoryError):
+        return f"{failed} is a folder"
+    return error.strerror or str(error)
 
 
 class WrittenTables(Mapping):

@@ -11,13 +11,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
 
 from simulations.capture.captured import CapturedError
 from simulations.capture.compare import compare_captured, final_offsets
 from simulations.capture.importer import DEFAULT_PORTS, ImportResult, import_capture, write_import
 from simulations.capture.segments import CaptureError
-from simulations.cli_common import UserError, print_lines
+from simulations.cli_common import Console, UserError, print_lines
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from simulations.capture.captured import CapturedInput, captured_records
-from simulations.parquet_tables import PART_FILE, OutputError
+from simulations.parquet_tables import PART_FILE, output_errors
 from state.captured_ids import RETRY_SUFFIX
 from state.periodic import expand_rows
 
@@ -230,12 +230,10 @@ def final_offsets(tables: dict[str, list[dict]], captured_responses: CapturedInp
 def write_divergences(out_dir: str | os.PathLike, divergences) -> Path:
     """`OUT/divergences/part-00000.parquet`, beside the run's other tables."""
     folder = Path(out_dir) / DIVERGENCES_TABLE
-    try:
+    with output_errors(folder, "the divergences table"):
         folder.mkdir(parents=True, exist_ok=True)
         table = pa.Table.from_pandas(divergences, schema=_SCHEMA, preserve_index=False)
         pq.write_table(table, folder / PART_FILE, compression="zstd")
-    except OSError as error:
-        raise OutputError(f"cannot write {folder}: {error.strerror or error}") from None
     return folder
 
 

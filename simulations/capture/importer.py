@@ -28,6 +28,7 @@ from simulations.capture.segments import CaptureError, SegmentSource, json_segme
 from simulations.capture.streams import Broken, Frame, Reassembler
 from simulations.capture.wire import WireError
 from simulations.inputs import read_events, reject_row
+from simulations.parquet_tables import path_problem
 from state.events import API_NAMES
 
 DEFAULT_PORTS = (9092,)
@@ -83,7 +84,7 @@ def write_import(result: ImportResult, events_path: str | os.PathLike) -> tuple[
         for target, rows in zip(paths, (result.events, result.captured, result.rejects)):
             write_json_lines(target, rows)
     except OSError as error:
-        raise CaptureError(f"cannot write {error.filename or events_path}: {error.strerror or error}") from None
+        raise CaptureError(f"cannot write {events_path}: {path_problem(error, events_path)}") from None
     return paths
 
 

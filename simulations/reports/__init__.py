@@ -14,15 +14,19 @@ def build_report(run_dir: str | os.PathLike, out_html: str | os.PathLike | None 
     """Write the report of the run in `run_dir` to `out_html` (default RUN_DIR/report.html); returns it.
     `group`: the group of the ownership heatmap (default: the busiest)."""
     # Imported here so that `simulations.reports.commands` (and the CLI) load no pandas until a command runs.
+    from simulations.parquet_tables import output_errors
     from simulations.reports.page import render_page, render_panels, summary
     from simulations.reports.panels import COLUMNS, build_panels
-    from simulations.views.run_tables import load_run
+    from simulations.views import load_run, require_group
 
     run = load_run(run_dir, COLUMNS)
+    if group is not None:
+        require_group(run, group)
     target = Path(out_html) if out_html is not None else Path(run_dir) / REPORT_FILE
-    target.parent.mkdir(parents=True, exist_ok=True)
     page = render_page(run.run_dir, summary(run), render_panels(build_panels(run, group)))
-    target.write_text(page, encoding="utf-8")
+    with output_errors(target, "the report"):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(page, encoding="utf-8")
     return target
 
 

@@ -18,10 +18,11 @@ RUN_DIR = click.argument("run_dir", metavar="RUN_DIR", type=click.Path(file_okay
 
 def _user_errors():
     from simulations.inputs import InputError
+    from simulations.parquet_tables import OutputError
     from simulations.validation.suites import SuiteError
     from simulations.views import RunError
 
-    return RunError, InputError, SuiteError, OSError
+    return RunError, InputError, OutputError, SuiteError
 
 
 @click.command()
@@ -54,6 +55,8 @@ def dashboard(run_dir: str, host: str, port: int, refresh: float, group: str | N
 
     try:
         server = make_server(run_dir, host, port, refresh, group)
+    except _user_errors() as error:
+        raise UserError(str(error)) from None
     except OSError as error:
         raise UserError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
     bound_host, bound_port = server.server_address[:2]
@@ -111,10 +114,13 @@ def offsets(run_dir: str, group: str | None) -> None:
               help="Also write great-expectations data docs (HTML) to DIR.")
 def validate(run_dir: str, events: tuple[str, ...], until: int | None, data_docs: str | None) -> None:
     """Check the tables of RUN_DIR: schema, values and protocol invariants (exit 1 when a check fails)."""
+    from simulations.parquet_tables import make_folder
     from simulations.validation import validate as validate_run
 
     try:
-        result = validate_run(run_dir, data_docs, events, until)
+        # great-expectations takes only an absolute folder, and would fail late and raw on a bad one.
+        docs = None if data_docs is None else make_folder(data_docs, "the data docs folder").absolute()
+        result = validate_run(run_dir, docs, events, until)
     except _user_errors() as error:
         raise UserError(str(error)) from None
     click.echo(result.summary())

@@ -22,6 +22,7 @@ from urllib.parse import parse_qs, urlsplit
 from simulations.reports import figures
 from simulations.reports.page import render_page, render_panels, summary
 from simulations.reports.panels import COLUMNS, build_panels
+from simulations.views.describe import require_group
 from simulations.views.run_tables import RunError, RunTables, load_run, signature
 
 WAITING = '<section><h2>Waiting for the run</h2><p class="note">No tables in {dir} yet; this page fills in ' \
@@ -70,8 +71,12 @@ class LiveRun:
 
 def make_server(run_dir: str | os.PathLike, host: str, port: int, refresh_s: float = 2.0,
                 group: str | None = None) -> ThreadingHTTPServer:
-    """A server for the dashboard of `run_dir` (port 0: any free port; see `server_address`)."""
+    """A server for the dashboard of `run_dir` (port 0: any free port; see `server_address`). UnknownGroup
+    when the run has finished without `group`; a run still writing may yet produce it."""
     live = LiveRun(run_dir, group)
+    run = live.current()
+    if group is not None and run is not None and not run.live:
+        require_group(run, group)
     refresh_ms = max(200, int(refresh_s * 1000))
 
     class Handler(BaseHTTPRequestHandler):

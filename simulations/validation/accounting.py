@@ -9,28 +9,36 @@ valid or not for the same reason as in the run. Then, as a replay counts them:
                + parked at the end            a JoinGroup while the group ends PreparingRebalance, a SyncGroup
                                               while it ends CompletingRebalance (Kafka answers them later)
                + after --until                events past the run's end, left out (not rejected)
-               + rejected late                an engine reject of a valid event (its group's clock had passed)
+               + rejected by the coordinator  a valid event the coordinator could not apply (its group's clock
+                                              had passed it; a directive for a client not running)
                + rejected                     a `rejects` row with the row's line and text
+
+A `rejects` row is the coordinator's or the reader's as `simulations.inputs.coordinator_reject` says, the
+definition the run summaries count "events applied" and "rejected rows" by.
 
 A row with `repeat_count` counts as the requests it stands for, and a quiet run (a `requests` or
 `responses` row with `repeat_count`) as its requests. Requests that synthetic clients sent (the `requests`
 table) must be answered too (or parked at the end).
+A replay of captured traffic answers one request the input does not hold: the JoinGroup retry it sends
+itself when the coordinator asks a new member for the MEMBER_ID_REQUIRED round the captured broker skipped
+(`state.captured_ids`, request_id ending in RETRY_SUFFIX); it is accounted for by its input JoinGroup's
+MEMBER_ID_REQUIRED answer.
 A response with no request behind it, a request neither answered nor explained, or an invalid row missing
 from `rejects` fails the check.
 """
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
 import pandas as pd
 
-from simulations.inputs import InputError, read_events
+from simulations.inputs import InputError, coordinator_reject, read_events
 from simulations.group_ranges import WHOLE, GroupRange
 from simulations.validation.result import Check
+from state.captured_ids import is_retry
 from state.events import API_NAMES, expand_repeats
 
 PARKED_IN = {"JoinGroup": "PreparingRebalance", "SyncGroup": "CompletingRebalance"}
@@ -52,21 +60,22 @@ class InputAccounting:
         events = [e for row in rows.events for e in expand_repeats(row)]
         applied = [(position, e) for position, e in enumerate(events) if until is None or e.ts <= until]
         self.after_until = len(events) - len(applied)
-        self.directives = sum(1 for _, e in applied if e.type not in API_NAMES)
+        self.directives = Counter(_key(e.group_id, e.ts, e.seq, e.type) for _, e in applied if e.type not in API_NAMES)
         # Each request with the position of its first input row: examples come in input order.
         self.requests: dict[str, Counter] = {}
         self.first_seen: dict[tuple, int] = {}
         for position, e in applied:
             if e.type in API_NAMES:
-                key = (e.group_id, e.ts, e.seq, API_NAMES[e.type])
+                key = _key(e.group_id, e.ts, e.seq, e.type)
                 self.requests.setdefault(e.group_id, Counter())[key] += 1
                 self.first_seen.setdefault(key, position)
         self.given_rejects = Counter((r["line"], r["raw"]) for r in rows.rejects)
         self.rows = len(events) + len(rows.rejects)
         self.rejects_read = False
-        self.late: Counter = Counter()
+        self.coordinator_rejects: Counter = Counter()
         self.terms = Counter()
         self.synthetic = Counter()  # "sent" and "answered"
+        self.member_id_retries = 0
         self.unexplained = self.orphans = 0
         self.input_example: tuple[int, tuple] | None = None
         self.synthetic_example = self.orphan_example = None
@@ -91,18 +100,25 @@ class InputAccounting:
             synthetic[(r.group_id, int(r.ts), int(r.seq), API_NAMES.get(r.type, r.type))] += _repeats(r.repeat_count)
         # A synthetic run is answered by a run of the same first request and count; any other response row
         # answers one request per repeat.
-        synthetic_answered, answered = Counter(), Counter()
+        synthetic_answered, answered, retries, member_id_required = Counter(), Counter(), Counter(), Counter()
         for r in tables["responses"].itertuples(index=False):
             key, count = (r.group_id, int(r.request_ts), int(r.request_seq), r.api), _repeats(r.repeat_count)
             if synthetic[key] - synthetic_answered[key] >= count:
                 synthetic_answered[key] += count
                 continue
+            if is_retry(r.request_id):
+                retries[key] += count
+                continue
+            if r.error == "MEMBER_ID_REQUIRED":
+                member_id_required[key] += count
             interval = 0 if pd.isna(r.repeat_interval_ms) else int(r.repeat_interval_ms)
             for i in range(count):
                 answered[(r.group_id, int(r.request_ts) + i * interval, int(r.request_seq), r.api)] += 1
         input_answered = requests & answered
-        orphans = answered - input_answered
-        late = Counter({key: n for key, n in self.late.items() if groups.holds(key[0])})
+        # The retry answers the same request as its JoinGroup, which must have been asked for it.
+        retried = retries & (input_answered & member_id_required)
+        orphans = answered - input_answered + (retries - retried)
+        late = Counter({key: n for key, n in self.coordinator_rejects.items() if groups.holds(key[0])})
         late_matched = (requests - input_answered) & late
 
         final_states = _final_states(tables.get("group_states"))
@@ -118,6 +134,7 @@ class InputAccounting:
         self.synthetic.update({"sent": sum(synthetic.values()), "answered": sum(synthetic_answered.values())})
         self.unexplained += sum(unexplained_input.values()) + sum(unexplained_synthetic.values())
         self.orphans += sum(orphans.values())
+        self.member_id_retries += sum(retried.values())
         if unexplained_input:
             first = min((self.first_seen[key], key) for key in unexplained_input)
             self.input_example = min(self.input_example or first, first)
@@ -128,23 +145,35 @@ class InputAccounting:
 
     def _read_rejects(self, rejects: pd.DataFrame) -> None:
         self.rejects_read = True
-        table_rejects = Counter((int(r.line), r.raw) for r in rejects.itertuples(index=False))
-        self.lost_rejects = self.given_rejects - table_rejects
-        self.late = Counter(filter(None, (_event_key(raw) for _, raw in (table_rejects - self.given_rejects).elements())))
-        self.terms["rejected"] = sum((self.given_rejects & table_rejects).values())
+        readers = Counter()
+        for row in rejects.itertuples(index=False):
+            event = coordinator_reject(row._asdict())
+            if event is None:
+                readers[(int(row.line), row.raw)] += 1
+            else:
+                self.coordinator_rejects[_key(event.get("group_id"), event.get("ts"), event.get("seq"),
+                                              event.get("type"))] += 1
+        self.lost_rejects = self.given_rejects - readers
+        self.terms["rejected"] = sum((self.given_rejects & readers).values())
 
     def check(self) -> Check:
         if self.problem is not None:
             return Check("input", NAME, False, self.problem)
         if not self.rejects_read:
             self.lost_rejects = self.given_rejects
-        terms = [(self.terms["answered"], "answered"), (self.directives, "directives and faults applied"),
+        directives_rejected = sum((self.directives & self.coordinator_rejects).values())
+        terms = [(self.terms["answered"], "answered"),
+                 (sum(self.directives.values()) - directives_rejected, "directives and faults applied"),
                  (self.terms["parked"], "parked at the end"), (self.after_until, "after --until"),
-                 (self.terms["late"], "rejected late"), (self.terms["rejected"], "rejected")]
+                 (self.terms["late"] + directives_rejected, "rejected by the coordinator"),
+                 (self.terms["rejected"], "rejected")]
         total = self.rows
         detail = f"{total} = " + " + ".join(f"{n} {label}" for n, label in terms if n) if total else "0 input rows"
         if self.synthetic["sent"]:
             detail += f"; {self.synthetic['answered']} of {self.synthetic['sent']} synthetic requests answered"
+        if self.member_id_retries:
+            detail += (f"; {self.member_id_retries} JoinGroup retries the replay sent for MEMBER_ID_REQUIRED rounds "
+                       f"the capture skipped")
         problems = []
         if self.unexplained:
             group, ts, seq, api = self.input_example[1] if self.input_example else self.synthetic_example
@@ -167,13 +196,9 @@ def _repeats(count) -> int:
     return 1 if pd.isna(count) else int(count)
 
 
-def _event_key(raw: str) -> tuple | None:
-    """(group, ts, seq, api) of an engine's late reject, whose raw text is the parsed event as JSON."""
-    try:
-        event = json.loads(raw)
-        return event["group_id"], int(event["ts"]), int(event["seq"]), API_NAMES[event["type"]]
-    except (ValueError, TypeError, KeyError):
-        return None
+def _key(group: str, ts: int, seq: int, event_type: str) -> tuple:
+    """An input row's key, as its response names it: (group, ts, seq, api), the event type for a directive."""
+    return group, ts, seq, API_NAMES.get(event_type, event_type)
 
 
 def _final_states(states: pd.DataFrame | None) -> dict[str, tuple[str, int]]:

@@ -3,8 +3,9 @@
 time, and `lag_status` (LinkedIn Burrow's consumer lag evaluation). `run_tables` reads a run folder
 (finished or in progress); `history` rebuilds a group at a time."""
 
-from simulations.views.describe import MODES, Described, UnknownGroup, describe
+from simulations.views.describe import MODES, Described, UnknownGroup, describe, require_group
 from simulations.views.offsets_log import offsets_log
 from simulations.views.run_tables import RunError, RunTables, load_run
 
-__all__ = ["MODES", "Described", "RunError", "RunTables", "UnknownGroup", "describe", "load_run", "offsets_log"]
+__all__ = ["MODES", "Described", "RunError", "RunTables", "UnknownGroup", "describe", "load_run", "offsets_log",
+           "require_group"]

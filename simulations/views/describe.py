@@ -49,16 +49,21 @@ class UnknownGroup(RunError):
     """The group never appears in the run."""
 
 
+def require_group(run: RunTables, group: str) -> None:
+    """UnknownGroup, naming the run's groups, unless `group` appears in `run`."""
+    known = run.groups
+    if group not in known:
+        listed = ", ".join(known[:10]) + (f" and {len(known) - 10} more" if len(known) > 10 else "")
+        raise UnknownGroup(f"group {group!r} is not in this run (groups: {listed or 'none'})")
+
+
 def describe(run_dir: str | os.PathLike | RunTables, group: str, at: int | None = None,
              mode: str = "offsets") -> Described:
     """The group `group` at simulated time `at` (epoch ms, default the end of the run) in `mode`."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     run = run_dir if isinstance(run_dir, RunTables) else load_run(run_dir)
-    if group not in run.groups:
-        known = run.groups
-        listed = ", ".join(known[:10]) + (f" and {len(known) - 10} more" if len(known) > 10 else "")
-        raise UnknownGroup(f"group {group!r} is not in this run (groups: {listed or 'none'})")
+    require_group(run, group)
     view = group_at(run, group, run.end_ts if at is None else at)
     return {"offsets": _offsets, "members": _members, "state": _state}[mode](view)
 

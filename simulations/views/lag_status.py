@@ -419,12 +419,12 @@ def lag_report(run_dir: str | os.PathLike | RunTables, group: str | None = None,
     """What `coordsim lag` prints: per group its status line, then its partitions as Burrow's /lag endpoint
     lists them (all of them for `group`; otherwise only those not OK, as /status does). `at` defaults to
     the time the run's lag_status table was evaluated at (the run's final time), else its last row."""
-    from simulations.views.describe import UnknownGroup
+    from simulations.views.describe import require_group
     from simulations.views.run_tables import load_run
 
     run = run_dir if isinstance(run_dir, RunTables) else load_run(run_dir)
-    if group is not None and group not in run.groups:
-        raise UnknownGroup(f"group {group!r} is not in this run")
+    if group is not None:
+        require_group(run, group)
     if at is None:
         evaluated_at = run["lag_status"]["evaluated_ts"].dropna()
         at = int(evaluated_at.iloc[0]) if len(evaluated_at) else run.end_ts

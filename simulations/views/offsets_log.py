@@ -24,7 +24,7 @@ from typing import Iterator
 
 import pandas as pd
 
-from simulations.views.describe import UnknownGroup
+from simulations.views.describe import require_group
 from simulations.views.run_tables import RunTables, expand_runs, load_run
 
 NO_METADATA = "NO_METADATA"
@@ -36,8 +36,7 @@ def offsets_log(run_dir: str | os.PathLike | RunTables, group: str | None = None
     run = run_dir if isinstance(run_dir, RunTables) else load_run(run_dir)
     rows = run["offsets"]
     if group is not None:
-        if group not in run.groups:
-            raise UnknownGroup(f"group {group!r} is not in this run")
+        require_group(run, group)
         rows = rows[rows["group_id"] == group]
     rows = expand_runs("offsets", rows).sort_values(["write_ts", "group_id", "out_seq"], kind="stable")
     for row in rows.itertuples(index=False):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,9 @@ from simulations.parquet_tables import PART_FILE, read_table
 from state.tables import TABLES
 
 from .conftest import REPO, SAMPLE
+from .views.runs import tiny_run  # noqa: F401 (fixture)
+
+SCRIPT = Path(sys.executable).with_name("coordsim")
 
 HEARTBEAT = {"ts": 1_000, "group_id": "g", "type": "HEARTBEAT", "member_id": "m", "generation_id": 1}
 
@@ -81,13 +85,12 @@ def test_version():
 
 
 def test_installed_console_script(tmp_path):
-    script = Path(sys.executable).with_name("coordsim")
-    done = subprocess.run([script, "replay", "simulations/samples/sample-trace.jsonl", "--engine", "local", "--out", tmp_path / "out"],
+    done = subprocess.run([SCRIPT, "replay", "simulations/samples/sample-trace.jsonl", "--engine", "local", "--out", tmp_path / "out"],
                           cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "rejected rows   2" in done.stdout
     assert "generations     9" in done.stdout
-    bad = subprocess.run([script, "replay", "simulations/samples/sample-trace.jsonl", "--engine", "local", "--out",
+    bad = subprocess.run([SCRIPT, "replay", "simulations/samples/sample-trace.jsonl", "--engine", "local", "--out",
                           tmp_path / "out",
                           "--set", "group.max.size=-1"], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2
@@ -100,3 +103,64 @@ def test_two_runs_write_byte_identical_tables(tmp_path):
         assert replay(SAMPLE, "--out", tmp_path / out).exit_code == 0
     for table in TABLES:
         assert (tmp_path / "a" / table / PART_FILE).read_bytes() == (tmp_path / "b" / table / PART_FILE).read_bytes()
+
+
+def test_rejected_rows_are_shown_by_reason_with_the_first_ones(tmp_path, write_jsonl):
+    events = write_jsonl([HEARTBEAT, "not json", {"ts": 1, "type": "HEARTBEAT"}, {"ts": 2, "type": "HEARTBEAT"}])
+    lines = replay(events, "--out", tmp_path / "out").output.splitlines()
+    at = lines.index("rejected rows   3, all in the rejects table; by reason:")
+    assert lines[at + 1:at + 6] == [
+        "                     2  missing required field 'group_id'",
+        "                     1  line is not valid JSON: Expecting value at column 1",
+        f"first rejected  {events}:2  line is not valid JSON: Expecting value at column 1",
+        f"                {events}:3  missing required field 'group_id'",
+        f"                {events}:4  missing required field 'group_id'",
+    ]
+
+
+@pytest.mark.parametrize("args", [
+    ["replay", "--engine", "local", SAMPLE, "--out", "{file}/run"],
+    ["replay", SAMPLE, "--out", "{file}/run"],  # refused before Spark starts
+    ["run", "crash", "--engine", "local", "--out", "{file}/run"],
+    ["generate", "crash", "--out", "{file}/events.jsonl"],
+    ["capture", "import", SAMPLE, "--out", "{file}/events.jsonl"],
+    ["report", "{run}", "--out", "{file}/report.html"],
+    ["validate", "{run}", "--data-docs", "{file}/docs"],
+])
+def test_an_out_path_under_a_file_names_the_file_in_the_way(args, tiny_run, tmp_path):
+    (tmp_path / "file").write_text("")
+    result = CliRunner().invoke(main, [str(a).format(file=tmp_path / "file", run=tiny_run) for a in args])
+    assert_user_error(result, f"{tmp_path / 'file'} is not a folder")
+    assert len(result.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("args", [
+    ["offsets", "{run}"],
+    ["describe", "{run}", "--group", "exporter"],
+    ["lag", "{run}"],
+    ["replay", "--engine", "local", SAMPLE, "--out", "{out}"],
+])
+def test_a_reader_that_goes_away_ends_the_command_quietly_as_sigpipe_would(args, tiny_run, tmp_path):
+    read, write = os.pipe()
+    os.close(read)  # as `| head` once it has its lines: every write fails from then on
+    try:
+        done = subprocess.run([SCRIPT, *(str(a).format(run=tiny_run, out=tmp_path / "out") for a in args)],
+                              stdout=write, stderr=subprocess.PIPE, cwd=REPO, timeout=120)
+    finally:
+        os.close(write)
+    assert done.returncode == 141
+    assert not any(word in done.stderr.decode() for word in ("Error", "Traceback", "Exception")), done.stderr
+
+
+def test_a_rerun_removes_what_the_earlier_run_wrote_beside_its_tables(tmp_path):
+    out = tmp_path / "out"
+    for earlier in ("report.html", "divergences/part-00000.parquet", "scenario/events.jsonl"):
+        (out / earlier).parent.mkdir(parents=True, exist_ok=True)
+        (out / earlier).write_text("an earlier run's")
+    assert replay(SAMPLE, "--out", out).exit_code == 0
+    assert sorted(p.name for p in out.iterdir()) == sorted([*TABLES, "_run.json"])
+    # A Spark run's checkpoint names the events under scenario/: they stay, or it could not be resumed.
+    (out / "_checkpoints").mkdir()
+    (out / "scenario").mkdir()
+    assert replay(SAMPLE, "--out", out).exit_code == 0
+    assert (out / "scenario").is_dir()

@@ -132,5 +132,5 @@ def test_a_run_writing_its_tables_records_what_ran(sample, tmp_path):
 
 def test_a_run_into_a_file_path_is_a_clear_error(sample, tmp_path):
     (tmp_path / "taken").write_text("")
-    with pytest.raises(OutputError, match="part of the path is a file"):
+    with pytest.raises(OutputError, match="taken is not a folder"):
         run_local_to(tmp_path / "taken" / "out", sample.events, CoordinatorConfig())

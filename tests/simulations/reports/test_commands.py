@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from simulations.reports import commands
+from simulations.reports.dashboard import make_server
 
 from ..conftest import REPO
 from ..views.runs import T0
@@ -84,9 +85,14 @@ def test_lag_says_why_a_replay_of_captured_requests_has_no_status(tiny_run):
 
 @pytest.mark.parametrize("command, args, message", [
     (commands.describe, ["{missing}", "--group", "g"], "no such run folder"),
+    # Every command that takes a group names the run's groups when it is not one of them.
     (commands.describe, ["{run}", "--group", "nope"], "group 'nope' is not in this run (groups: exporter, orders)"),
-    (commands.offsets, ["{run}", "--group", "nope"], "group 'nope' is not in this run"),
-    (commands.lag, ["{run}", "--group", "nope"], "group 'nope' is not in this run"),
+    (commands.offsets, ["{run}", "--group", "nope"], "group 'nope' is not in this run (groups: exporter, orders)"),
+    (commands.lag, ["{run}", "--group", "nope"], "group 'nope' is not in this run (groups: exporter, orders)"),
+    (commands.report, ["{run}", "--group", "nope", "--out", "{empty}/r.html"],
+     "group 'nope' is not in this run (groups: exporter, orders)"),
+    (commands.dashboard, ["{run}", "--group", "nope", "--port", "0"],
+     "group 'nope' is not in this run (groups: exporter, orders)"),
     (commands.lag, ["{missing}"], "no such run folder"),
     (commands.report, ["{empty}"], "not a run folder"),
     (commands.validate, ["{empty}"], "not a run folder"),
@@ -95,6 +101,17 @@ def test_user_errors_are_one_line_and_exit_2(tiny_run, tmp_path, command, args, 
     (tmp_path / "empty").mkdir()
     paths = {"run": tiny_run, "missing": tmp_path / "missing", "empty": tmp_path / "empty"}
     assert_user_error(invoke(command, *(a.format(**paths) for a in args)), message)
+
+
+def test_a_report_of_an_unknown_group_writes_nothing(tiny_run, tmp_path):
+    invoke(commands.report, tiny_run, "--group", "nope", "--out", tmp_path / "r.html")
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_the_dashboard_of_a_run_in_progress_takes_a_group_still_to_come(tmp_path):
+    (tmp_path / "run").mkdir()  # nothing committed yet: any group may still appear
+    server = make_server(tmp_path / "run", "127.0.0.1", 0, group="later")
+    server.server_close()
 
 
 def test_a_bad_at_is_a_usage_error(tiny_run):

@@ -12,6 +12,7 @@ from simulations.cli import main
 from simulations.parquet_tables import PART_FILE, read_table
 from state.tables import TABLES
 
+from ..conftest import REPO
 from ..test_cli import assert_user_error
 
 SCENARIO = """\
@@ -95,6 +96,22 @@ def test_settings_layer_scenario_then_conf_then_set(scenario_file, tmp_path):
     result = cli("run", scenario_file, "--out", tmp_path / "out", "--conf", conf, "--set", "offsets.topic.num.partitions=7")
     assert result.exit_code == 0, result.output
     assert "group.initial.rebalance.delay.ms=2000, offsets.topic.num.partitions=7" in result.output
+
+
+def test_run_help_and_the_readme_list_every_shipped_scenario():
+    shipped = list(scenarios.shipped())
+    help_text = CliRunner().invoke(main, ["run", "--help"], terminal_width=400, max_content_width=400).output
+    assert f"the name of a shipped scenario ({', '.join(shipped)})" in help_text
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert [name for name in shipped if f"`{name}`" not in readme] == []
+
+
+def test_a_rerun_without_report_leaves_no_report_of_the_earlier_run(scenario_file, tmp_path):
+    assert cli("run", scenario_file, "--out", tmp_path / "out", "--no-validate").exit_code == 0
+    assert (tmp_path / "out" / "report.html").is_file()
+    result = cli("run", scenario_file, "--out", tmp_path / "out", "--no-validate", "--no-report")
+    assert result.exit_code == 0, result.output
+    assert not (tmp_path / "out" / "report.html").exists()
 
 
 def test_shipped_scenarios_are_found_by_name():

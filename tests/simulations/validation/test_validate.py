@@ -12,13 +12,20 @@ import pytest
 
 from click.testing import CliRunner
 
-from simulations.parquet_tables import PART_FILE
+from simulations.capture.replay import attach_captured
+from simulations.cli import main
+from simulations.engines import run_local
+from simulations.inputs import read_events
+from simulations.parquet_tables import PART_FILE, write_tables
 from simulations.reports import commands
+from simulations.settings import load_config
 from simulations.validation import validate
 from simulations.group_ranges import WHOLE
 from simulations.validation.accounting import InputAccounting
 from simulations.validation.raw_tables import read_range
 from simulations.validation.suites import SUITES_DIR, VALUE_SETS, expectations_for
+from state.captured_ids import RETRY_SUFFIX
+from state.events import CapturedAnswer
 from state.tables import TABLES
 
 from ..views.runs import TINY
@@ -31,6 +38,16 @@ def _rewrite(run_dir, table: str, change) -> None:
 
 def _set(data: pa.Table, column: str, values) -> pa.Table:
     return data.set_column(data.schema.get_field_index(column), column, values)
+
+
+def replay_tables(events, out):
+    tables = run_local(events, load_config()).tables
+    write_tables(out, tables)
+    return out
+
+
+def tables_of(run_dir):
+    return read_range(run_dir, WHOLE)[0]
 
 
 def account_for_input(tables, events, until):
@@ -131,11 +148,47 @@ def test_a_late_reject_accounts_for_its_event(tiny_run):
     tables, _ = read_range(tiny_run, WHOLE)
     heartbeat = tables["responses"][tables["responses"]["api"] == "Heartbeat"].iloc[0]
     tables["responses"] = tables["responses"].drop(heartbeat.name)
+    # A coordinator's reject holds the event as JSON, naming its own source and line.
     late = {"ts": int(heartbeat.request_ts), "group_id": "orders", "type": "HEARTBEAT",
-            "seq": int(heartbeat.request_seq)}
+            "seq": int(heartbeat.request_seq), "source": "x", "line": 9}
     tables["rejects"].loc[len(tables["rejects"])] = [json.dumps(late), "arrived late", "x", 9]
     check = account_for_input(tables, [TINY], until=None)
-    assert check.passed and "1 rejected late" in check.detail
+    assert check.passed and "1 rejected by the coordinator" in check.detail
+
+
+def test_a_directive_the_coordinator_rejects_is_counted_once_as_the_replay_counts_it(tmp_path, write_jsonl):
+    start = {"ts": 1000, "group_id": "g", "type": "CLIENT_START", "client_id": "c1", "topics": ["t"]}
+    events = write_jsonl([
+        {"ts": 1000, "group_id": "g", "type": "TOPIC_METADATA", "topics": [{"topic": "t", "partitions": 2}]},
+        start, dict(start, ts=2000),  # already running: the coordinator rejects it
+        {"ts": 30000, "group_id": "g", "type": "CLIENT_STOP", "client_id": "c1"},
+        "not json", {"ts": 3000, "type": "HEARTBEAT"}])
+    result = CliRunner().invoke(main, ["replay", "--engine", "local", str(events), "--out", str(tmp_path / "run")])
+    assert "events applied  3\n" in result.output and "rejected rows   3," in result.output
+    tables, _ = read_range(tmp_path / "run", WHOLE)
+    assert account_for_input(tables, [events], until=None).detail.startswith(
+        "6 = 3 directives and faults applied + 1 rejected by the coordinator + 2 rejected;")
+
+
+def test_the_member_id_round_a_captured_replay_adds_is_accounted_for(tmp_path, write_jsonl):
+    join = {"ts": 1000, "group_id": "g", "type": "JOIN_GROUP", "request_id": "j1", "client_id": "c",
+            "member_id": "", "protocol_type": "consumer", "session_timeout_ms": 10000,
+            "rebalance_timeout_ms": 10000, "protocols": [{"name": "range", "topics": ["t"]}]}
+    events = write_jsonl([join])
+    # The captured broker answered at once; the simulator asks for MEMBER_ID_REQUIRED, then retries itself.
+    skipped = {"j1": CapturedAnswer(connection="c1", error="NONE", member_id="0x1", generation_id=2)}
+    run = replay_tables(attach_captured(read_events([events]).events, skipped), tmp_path / "run")
+    responses = tables_of(run)["responses"]
+    assert responses["request_id"].tolist() == ["j1", "j1" + RETRY_SUFFIX]
+    check = account_for_input(tables_of(run), [events], until=None)
+    assert check.passed, check.detail
+    assert check.detail == ("1 = 1 answered; 1 JoinGroup retries the replay sent for MEMBER_ID_REQUIRED rounds the "
+                            "capture skipped")
+    # A retry whose JoinGroup was not asked for the round answers nothing in the input.
+    tables = tables_of(run)
+    tables["responses"].loc[tables["responses"]["request_id"] == "j1", "error"] = "NONE"
+    check = account_for_input(tables, [events], until=None)
+    assert not check.passed and "1 responses to no input or synthetic request, e.g. JoinGroup of g" in check.detail
 
 
 def test_suites_name_contract_tables_and_known_value_sets():
