@@ -218,6 +218,8 @@ class _Run:
         spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", str(no_data_batches).lower())
         # What a Python worker holds before it sends its output: see streaming.step.ARROW_BATCH_ENVELOPES.
         spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(ARROW_BATCH_ENVELOPES))
+        # Spark runs no streaming query with adaptive execution; asked for it, it warns and turns it off.
+        spark.conf.set("spark.sql.adaptive.enabled", "false")
         rows = (spark.readStream.format(SOURCE_NAME)
                 .option("files", json.dumps(self.files()))
                 .option("files_per_trigger", self.settings["streaming.files.per.trigger"])
