@@ -38,7 +38,7 @@ from streaming import compaction
 from streaming.buckets import bucket_labels
 from streaming import sink as batches
 from streaming.progress import ProgressListener, RunDisplay, print_summary
-from streaming.session import get_session, resolve_settings, run_session
+from streaming.session import get_session, resolve_settings, run_session, stop_session
 from streaming.source import SOURCE_NAME, EventFileSource, read_control_final, write_control
 from streaming.step import (ARROW_BATCH_ENVELOPES, META_TABLE, OUTPUT_SCHEMA, STATE_SCHEMA, GroupFacts, decode_facts,
                             make_step)
@@ -370,7 +370,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         session = SparkSession.getActiveSession()
         if started_here and session is not None:
-            session.stop()
+            stop_session(session)
     return 0
 
 

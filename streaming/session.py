@@ -2,7 +2,7 @@
 
 A profile's `settings` mix two kinds of keys: `streaming.*` settings belong to the engine
 (`streaming.engine`), `spark.*` keys go to Spark. Everything else about Spark lives here, so the engine, the
-CLI and the tests share one way of starting it (its logging: `conf/log4j2.properties`).
+CLI and the tests share one way of starting it (its logging: `conf/log4j2.properties`) and of stopping it.
 A JVM has one SparkContext, so `get_session` hands back the session that is already running (tests share
 one); a run's own SQL settings are applied to a child session (`run_session`), never to the shared one.
 """
@@ -125,6 +125,15 @@ def _configure_driver_jvm(master: str, conf: dict[str, str]) -> None:
         # Everything runs on this machine: without it Spark binds an outer interface, and warns that the host
         # name resolves to a loopback address, as it does on many machines.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+def stop_session(session) -> None:
+    """Stop the Spark application of `session`, whose streaming queries have ended. The state stores go
+    first: their maintenance thread runs on a timer, and a run of it during or after SparkContext.stop fails
+    with a stack trace ("SparkEnv not active, cannot do maintenance on StateStores", "RpcEnv already
+    stopped")."""
+    session.sparkContext._jvm.org.apache.spark.sql.execution.streaming.state.StateStore.stop()
+    session.stop()
 
 
 def get_session(profile: str = "local", master: str | None = None, overrides: Mapping[str, Any] | None = None):
