@@ -364,7 +364,7 @@ def _run_spark(paths: list, config: CoordinatorConfig, until: int | None, out_di
         from pyspark.sql import SparkSession
 
         from streaming.engine import RunMismatch, run_spark
-        from streaming.session import SettingsError
+        from streaming.session import SettingsError, stop_session
     except ImportError as error:
         raise UserError(f"the spark engine cannot start ({error}); use --engine local") from None
     try:
@@ -374,7 +374,7 @@ def _run_spark(paths: list, config: CoordinatorConfig, until: int | None, out_di
     finally:
         session = SparkSession.getActiveSession()
         if session is not None:
-            session.stop()
+            stop_session(session)
 
 
 main.add_command(capture)

@@ -37,8 +37,8 @@ from state.config import CoordinatorConfig
 from streaming import compaction
 from streaming.buckets import bucket_labels
 from streaming import sink as batches
-from streaming.progress import ProgressListener, RunDisplay, print_summary
-from streaming.session import get_session, resolve_settings, run_session
+from streaming.progress import ProgressListener, RunDisplay, print_summary, warn_late_rows
+from streaming.session import get_session, resolve_settings, run_session, stop_session
 from streaming.source import SOURCE_NAME, EventFileSource, read_control_final, write_control
 from streaming.step import (ARROW_BATCH_ENVELOPES, META_TABLE, OUTPUT_SCHEMA, STATE_SCHEMA, GroupFacts, decode_facts,
                             make_step)
@@ -96,6 +96,8 @@ def run_spark(paths: Sequence[str], out_dir: str, config: CoordinatorConfig, unt
     raises CapturedError before Spark starts).
 
     `settings`: engine (`streaming.*`) and `spark.*` settings over the profile's (`conf/spark-<profile>.yaml`).
+    `progress`: a live panel on stderr while the run goes (gone at the end: the caller prints its summary,
+    e.g. `streaming.progress.print_summary`), then a warning if Spark dropped late rows.
     Running the same call again on the same `out_dir` resumes an interrupted run (or re-writes a finished
     one's tables); a call with other inputs or settings on it raises RunMismatch."""
     started = time.monotonic()
@@ -122,7 +124,7 @@ def run_spark(paths: Sequence[str], out_dir: str, config: CoordinatorConfig, unt
     result.wall_s = round(time.monotonic() - started, 3)
     run.write_run_file(result, resolved)
     if progress:
-        print_summary(result)
+        warn_late_rows(result)
     return result
 
 
@@ -218,6 +220,8 @@ class _Run:
         spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", str(no_data_batches).lower())
         # What a Python worker holds before it sends its output: see streaming.step.ARROW_BATCH_ENVELOPES.
         spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(ARROW_BATCH_ENVELOPES))
+        # Spark runs no streaming query with adaptive execution; asked for it, it warns and turns it off.
+        spark.conf.set("spark.sql.adaptive.enabled", "false")
         rows = (spark.readStream.format(SOURCE_NAME)
                 .option("files", json.dumps(self.files()))
                 .option("files_per_trigger", self.settings["streaming.files.per.trigger"])
@@ -360,15 +364,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = load_config(args.conf, args.set)
         until = None if args.until is None else parse_ts(args.until, "--until")
-        run_spark(args.events, args.out, config, until, parse_overrides(args.spark_set), not args.quiet,
-                  profile=args.profile, master=args.master, captured=args.captured)
+        result = run_spark(args.events, args.out, config, until, parse_overrides(args.spark_set), not args.quiet,
+                           profile=args.profile, master=args.master, captured=args.captured)
     except (InputError, OutputError, ConfigError, EventError, CapturedError, SettingsError, RunMismatch) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     finally:
         session = SparkSession.getActiveSession()
         if started_here and session is not None:
-            session.stop()
+            stop_session(session)
+    if not args.quiet:
+        print_summary(result)
     return 0
 
 

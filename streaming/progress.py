@@ -1,4 +1,5 @@
-"""What a Spark run tells its user: a live panel while it runs, and a one-screen summary at the end.
+"""What a Spark run tells its user: a live panel while it runs (gone at the end), a warning if Spark dropped
+late rows, and the one-screen summary `python -m streaming.engine` ends with (the CLI prints its own).
 
 The panel is fed from two places: the engine (each committed micro-batch: events received, groups seen,
 rejects) and the query's progress reports (late rows dropped by the watermark, the watermark itself, which
@@ -63,7 +64,9 @@ class RunDisplay:
 
     def __enter__(self) -> "RunDisplay":
         if self.enabled:
-            self.live = Live(get_renderable=self.render, console=Console(stderr=True), refresh_per_second=2)
+            # Transient: once the run ends, its summary (the caller's) is the one table left on screen.
+            self.live = Live(get_renderable=self.render, console=Console(stderr=True), refresh_per_second=2,
+                             transient=True)
             self.live.start()
         return self
 
@@ -138,7 +141,6 @@ class ProgressListener(StreamingQueryListener):
 
 def print_summary(result) -> None:
     """One screen: where the tables are, how far the run got, what went in and what came out."""
-    console = Console(stderr=True)
     table = Table(title="coordsim replay (engine: spark)", show_header=False)
     table.add_row("tables", result.out_dir)
     table.add_row("final time", format_ts(result.final_ts))
@@ -154,7 +156,12 @@ def print_summary(result) -> None:
         table.add_row(f"  {name}", f"{result.tables.row_count(name):,} rows")
     table.add_row("micro-batches", str(result.batches))
     table.add_row("wall time", f"{result.wall_s:.1f} s")
-    console.print(table)
+    Console(stderr=True).print(table)
+
+
+def warn_late_rows(result) -> None:
+    """The one thing about a run that its caller's summary may not say: input rows Spark dropped."""
     if result.late_rows:
-        console.print(f"[yellow]{result.late_rows:,} input rows arrived later than streaming.watermark.delay.ms "
-                      f"allows and were dropped; the tables do not include them.[/yellow]")
+        Console(stderr=True).print(f"[yellow]{result.late_rows:,} input rows arrived later than "
+                                   f"streaming.watermark.delay.ms allows and were dropped; the tables do not "
+                                   f"include them.[/yellow]")

@@ -1,10 +1,10 @@
 """Spark profiles and the SparkSession: `conf/spark-<profile>.yaml` (master + settings), overrides on top.
 
 A profile's `settings` mix two kinds of keys: `streaming.*` settings belong to the engine
-(`streaming.engine`), `spark.*` keys go to Spark. Everything else about Spark lives here, so the engine and
-the tests share one way of starting it. A JVM has one SparkContext, so `get_session` hands back the session
-that is already running (tests share one); a run's own SQL settings are applied to a child session
-(`run_session`), never to the shared one.
+(`streaming.engine`), `spark.*` keys go to Spark. Everything else about Spark lives here, so the engine, the
+CLI and the tests share one way of starting it (its logging: `conf/log4j2.properties`) and of stopping it.
+A JVM has one SparkContext, so `get_session` hands back the session that is already running (tests share
+one); a run's own SQL settings are applied to a child session (`run_session`), never to the shared one.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from typing import Any, Mapping
 import yaml
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+# Spark's logging, in the conf folder: docs/spark.md, "Logging".
+LOG4J_FILE = "log4j2.properties"
 
 # The engine's settings: name -> (default, smallest allowed value). docs/spark.md documents each.
 ENGINE_SETTINGS: dict[str, tuple[int, int]] = {
@@ -99,14 +101,39 @@ def build_session(profile: str = "local", master: str | None = None,
     # Python workers must run this interpreter: it is the one with pandas, pyarrow and coordsim installed.
     conf.setdefault("spark.pyspark.python", sys.executable)
     os.environ.setdefault("PYSPARK_PYTHON", conf["spark.pyspark.python"])
+    if not submitted:
+        _configure_driver_jvm(master, conf)
     builder = SparkSession.builder.appName("coordsim")
     if master:
         builder = builder.master(master)
     for name, value in conf.items():
         builder = builder.config(name, value)
-    session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("WARN")
-    return session
+    return builder.getOrCreate()
+
+
+def _configure_driver_jvm(master: str, conf: dict[str, str]) -> None:
+    """What the driver's JVM, about to start, must be given at its start: the logging configuration and,
+    for a local master, the address to bind."""
+    log_file = conf_dir() / LOG4J_FILE
+    options = conf.get("spark.driver.extraJavaOptions", "")
+    # A user's own -Dlog4j2.configurationFile wins; a conf folder without the file leaves Spark's defaults.
+    if log_file.is_file() and "-Dlog4j2.configurationFile=" not in options:
+        # First: run_session recognises the profile's options at the end of the running ones.
+        ours = f"-Dlog4j2.configurationFile={log_file.resolve().as_uri()}"
+        conf["spark.driver.extraJavaOptions"] = f"{ours} {options}".strip()
+    if master.startswith("local"):
+        # Everything runs on this machine: without it Spark binds an outer interface, and warns that the host
+        # name resolves to a loopback address, as it does on many machines.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+def stop_session(session) -> None:
+    """Stop the Spark application of `session`, whose streaming queries have ended. The state stores go
+    first: their maintenance thread runs on a timer, and a run of it during or after SparkContext.stop fails
+    with a stack trace ("SparkEnv not active, cannot do maintenance on StateStores", "RpcEnv already
+    stopped")."""
+    session.sparkContext._jvm.org.apache.spark.sql.execution.streaming.state.StateStore.stop()
+    session.stop()
 
 
 def get_session(profile: str = "local", master: str | None = None, overrides: Mapping[str, Any] | None = None):

@@ -1,10 +1,9 @@
-"""Rows later than the allowed lateness: Spark drops them, the run counts them (run record, summary) and
+"""Rows later than the allowed lateness: Spark drops them, the run counts them (run record, a warning) and
 still ends cleanly, with the tables of the same input without those rows."""
 
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 
@@ -31,9 +30,10 @@ def test_late_rows_are_counted_and_the_run_ends(spark, tmp_path, capsys):
 
     assert result.late_rows == 2
     assert json.loads((tmp_path / "out" / RUN_FILE).read_text())["late_rows"] == 2
-    shown = capsys.readouterr().err  # the live panel's last frame, then the summary
-    assert re.search(r"late rows \(dropped\)\W+2\b", shown)
-    assert re.search(r"late rows dropped by the watermark\W+2\b", shown)
+    # The live panel is gone at the end and the summary is the caller's: the warning is what run_spark leaves.
+    shown = " ".join(capsys.readouterr().err.split())  # as the console's width wrapped it
+    assert shown == ("2 input rows arrived later than streaming.watermark.delay.ms allows and were dropped; the "
+                     "tables do not include them.")
 
     (tmp_path / "in" / "zz-late.jsonl").unlink()
     expected_dir, expected = local_run([str(on_time)], tmp_path / "local", config)
