@@ -1,12 +1,23 @@
-"""Protocol invariants of a run, computed with pandas over its tables: facts no single-table expectation
-can state, each a `Check` with an example of what breaks it.
+"""Protocol invariants of a group's output rows, computed with pandas: facts no single-table expectation can
+state, each a `Check` with an example of what breaks it. The one implementation of them: `coordsim
+validate` runs them on a run's tables, and the Hypothesis tests of `state/` on the rows of random histories.
 
 - one owner per partition per generation (assignments);
-- generations strictly increasing per group, in the order they were written (generations);
+- generations only grow within a life of a group (generations, group_states, group_metadata);
 - state transitions that chain (each row starts where the previous ended) and are legal in Kafka;
-- accepted commits only from the group's current generation, or standalone (generation -1): a commit's
-  generation is compared with the group's generation in its latest `group_states` row before it (out_seq);
+- Stable groups hold their stored assignment: Stable comes after a GroupMetadata record of its generation,
+  and every SyncGroup answered NONE carries what the assignments table stores for its member;
+- accepted commits only from the group's current generation in Stable or PreparingRebalance, or standalone
+  (generation < 0) to an Empty group;
 - error names from Kafka's set, inside the per-member and per-partition `results` of responses too.
+
+**Lives.** A group's rows are cut into lives by its `group_states` rows from nothing (`from_state` null): a
+life begins when the group is created (`group_created`, generation 0) or loaded after a coordinator move
+(`coordinator_load`, at its last persisted generation: Kafka persists a generation only when its leader's
+assignment is stored, so a generation abandoned by the move is numbered again) and ends at Dead. Generations
+only grow within a life. A loaded life resumes the numbering of the group it reloads, while a group deleted
+(its offsets expired) and created again starts over at generation 1; so a generation's stored assignment is
+named by the group, how many times it was created so far, and the generation.
 
 Each invariant is about one group at a time, so a run is checked one range of groups after another
 (`Invariants.add`) and the ranges' findings add up: how many things break it, and the first example in
@@ -24,32 +35,94 @@ from simulations.validation.result import Check
 from state.errors import ERROR_CODES
 from state.group_state import VALID_PREVIOUS_STATES, GroupState
 
-STANDALONE = -1
+LOAD = "coordinator_load"
+COMMITTING_STATES = (GroupState.STABLE.value, GroupState.PREPARING_REBALANCE.value)
+# A group comes into existence created (Empty) or loaded (Empty, or Stable when its record has members).
+EXISTENCE_STATES = (GroupState.EMPTY.value, GroupState.STABLE.value)
 
 # What a rule finds: (how many things break the invariant, an example), or None.
 Finding = tuple[int, str] | None
 
 
+def _first(problems: list[tuple[str, int, str]]) -> Finding:
+    """The count of (group, out_seq, text) problems and the text of the first in table order."""
+    if not problems:
+        return None
+    return len(problems), min(problems, key=lambda p: (p[0] or "", p[1]))[2]
+
+
+def _history(tables: dict[str, pd.DataFrame], names: tuple[str, ...], columns: tuple[str, ...]) -> list[tuple]:
+    """The rows of the tables `names`, each as (table, row with those of `columns` it has), in each group's
+    output order."""
+    frames = [tables[name][[c for c in ("group_id", "out_seq") + columns if c in tables[name]]].assign(table=name)
+              for name in names if not tables[name].empty]
+    if not frames:
+        return []
+    rows = pd.concat(frames, ignore_index=True).astype({"out_seq": "int64"})
+    rows = rows.sort_values(["group_id", "out_seq"], kind="stable", na_position="first")
+    return [(row.table, row) for row in rows.itertuples(index=False)]
+
+
+def _creations(rows: pd.DataFrame, states: pd.DataFrame) -> pd.Series:
+    """For each row (by group and out_seq), how many times its group had been created by then: a
+    generation's number is unique within one creation (see Lives above)."""
+    created = states[states["from_state"].isna() & (states["cause"] != LOAD)][["group_id", "out_seq"]]
+    created = created.astype({"out_seq": "int64"}).sort_values("out_seq")
+    created = created.assign(creation=created.groupby("group_id").cumcount() + 1)
+    keyed = rows[["group_id", "out_seq"]].astype({"out_seq": "int64"}).reset_index()
+    merged = pd.merge_asof(keyed.sort_values("out_seq"), created, on="out_seq", by="group_id",
+                           direction="backward")
+    return merged.set_index("index")["creation"].reindex(rows.index).fillna(0).astype("int64")
+
+
 def _one_owner(tables: dict[str, pd.DataFrame]) -> Finding:
     rows = tables["assignments"]
-    key = ["group_id", "generation_id", "topic", "partition"]
+    rows = rows.assign(creation=_creations(rows, tables["group_states"]))
+    key = ["group_id", "creation", "generation_id", "topic", "partition"]
     owners = rows.groupby(key)["member_id"].nunique()
     shared = owners[owners > 1]
     if shared.empty:
         return None
-    group, generation, topic, partition = shared.index[0]
+    group, _, generation, topic, partition = shared.index[0]
     members = rows[(rows[key] == shared.index[0]).all(axis=1)]["member_id"].unique()
     return len(shared), f"{group} generation {generation} {topic}-{partition}: {', '.join(members)}"
 
 
-def _generations_increase(tables: dict[str, pd.DataFrame]) -> Finding:
-    rows = tables["generations"].sort_values(["group_id", "out_seq"])
-    previous = rows.groupby("group_id")["generation_id"].shift()
-    bad = rows[previous.notna() & (rows["generation_id"] <= previous)]
-    if bad.empty:
-        return None
-    row = bad.iloc[0]
-    return len(bad), f"{row.group_id} generation {row.generation_id} after {int(previous[bad.index[0]])}"
+def _generations_grow(tables: dict[str, pd.DataFrame]) -> Finding:
+    problems = []
+    group = None
+    history = _history(tables, ("generations", "group_states", "group_metadata"),
+                       ("generation_id", "from_state", "cause", "ts", "tombstone"))
+    for table, row in history:
+        if row.group_id != group:
+            # the life's last generation row, highest generation of its state rows; the last persisted one
+            group, latest, state_floor, persisted = row.group_id, None, None, None
+        generation = None if pd.isna(row.generation_id) else int(row.generation_id)
+        problem = None
+        if table == "group_metadata":
+            if row.tombstone:
+                persisted = None
+            elif persisted is not None and generation < persisted:
+                problem = f"persisted generation {generation} after {persisted}"
+            else:
+                persisted = generation
+        elif table == "group_states" and pd.isna(row.from_state):
+            expected = (persisted or 0) if row.cause == LOAD else 0
+            if generation != expected:
+                why = f"its last persisted generation is {expected}" if row.cause == LOAD else "not 0"
+                problem = f"{'loaded' if row.cause == LOAD else 'created'} at generation {generation}, {why}"
+            latest = state_floor = generation
+        elif table == "group_states":
+            if state_floor is not None and generation < state_floor:
+                problem = f"went from generation {state_floor} to {generation} at {row.ts}"
+            state_floor = generation if state_floor is None else max(state_floor, generation)
+        else:
+            if latest is not None and generation <= latest:
+                problem = f"generation {generation} after {latest}"
+            latest = generation
+        if problem is not None:
+            problems.append((row.group_id, row.out_seq, f"{row.group_id} {problem}"))
+    return _first(problems)
 
 
 def _transitions_chain(tables: dict[str, pd.DataFrame]) -> Finding:
@@ -61,19 +134,68 @@ def _transitions_chain(tables: dict[str, pd.DataFrame]) -> Finding:
         expected = None if pd.isna(before) or before == GroupState.DEAD.value else before
         if came_from != expected:
             problems.append(f"{row.group_id} at {row.ts}: from {came_from} but the group was {expected}")
+        elif came_from is None and row.to_state not in EXISTENCE_STATES:
+            problems.append(f"{row.group_id} at {row.ts}: came into existence {row.to_state}")
         elif came_from is not None and GroupState(came_from) not in VALID_PREVIOUS_STATES[GroupState(row.to_state)]:
             problems.append(f"{row.group_id} at {row.ts}: {came_from} -> {row.to_state} is not a legal move")
     return (len(problems), problems[0]) if problems else None
 
 
+def _partitions(assignment) -> set:
+    return {(entry["topic"], int(p)) for entry in assignment for p in entry["partitions"]}
+
+
+def _named(partitions: set) -> str:
+    return ", ".join(f"{topic}-{partition}" for topic, partition in sorted(partitions)) or "nothing"
+
+
+def _stable_assignment(tables: dict[str, pd.DataFrame]) -> Finding:
+    problems = []
+    record = {}  # group -> its latest GroupMetadata row
+    for table, row in _history(tables, ("group_metadata", "group_states"),
+                               ("tombstone", "generation_id", "to_state", "ts")):
+        if table == "group_metadata":
+            record[row.group_id] = row
+        elif row.to_state == GroupState.STABLE.value:
+            stored = record.get(row.group_id)
+            if stored is None or stored.tombstone or stored.generation_id != row.generation_id:
+                had = "no record" if stored is None or stored.tombstone else f"generation {stored.generation_id}"
+                problems.append((row.group_id, row.out_seq, f"{row.group_id} Stable at generation "
+                                 f"{row.generation_id} at {row.ts} with {had} stored"))
+    responses = tables["responses"]
+    syncs = responses[(responses["api"] == "SyncGroup") & (responses["error"] == "NONE")
+                      & responses["assignment"].notna()]
+    if not syncs.empty:
+        rows = tables["assignments"]
+        stored = {}  # (group, creation, generation, member id or group.instance.id) -> partitions
+        for row, creation in zip(rows.itertuples(index=False), _creations(rows, tables["group_states"])):
+            for owner in (row.member_id, row.group_instance_id):
+                if not pd.isna(owner):
+                    stored.setdefault((row.group_id, creation, row.generation_id, owner), set()).add(
+                        (row.topic, int(row.partition)))
+        for row, creation in zip(syncs.itertuples(index=False), _creations(syncs, tables["group_states"])):
+            key = (row.group_id, creation, row.generation_id)
+            # A restarted static member holds its partitions under a new member id: they are stored under
+            # the old one, and found by its group.instance.id.
+            expected = stored.get(key + (row.member_id,), stored.get(key + (row.group_instance_id,), set()))
+            got = _partitions(row.assignment)
+            if got != expected:
+                problems.append((row.group_id, row.out_seq, f"{row.group_id} SyncGroup of {row.member_id} at "
+                                 f"{row.request_ts} got {_named(got)}, generation {row.generation_id} stored "
+                                 f"{_named(expected)}"))
+    return _first(problems)
+
+
 def _commits_current_generation(tables: dict[str, pd.DataFrame]) -> Finding:
     commits = tables["offsets"]
-    commits = commits[commits["offset"].notna() & (commits["generation_id"] != STANDALONE)]
-    states = tables["group_states"][["group_id", "out_seq", "ts", "generation_id"]].rename(
+    commits = commits[commits["offset"].notna()]
+    if commits.empty:
+        return None
+    states = tables["group_states"][["group_id", "out_seq", "ts", "to_state", "generation_id"]].rename(
         columns={"generation_id": "group_generation"})
     runs = commits["repeat_count"].fillna(1) > 1
-    # The group's generation when the commit was written: its latest state row before the commit. A quiet
-    # run of commits (all of one generation) is written when it ends: it is placed at its first commit.
+    # The group when the commit was written: its latest state row before the commit. A quiet run of commits
+    # (all of one generation) is written when it ends: it is placed at its first commit.
     merged = pd.merge_asof(commits[~runs].astype({"out_seq": "int64"}).sort_values("out_seq"),
                            states.drop(columns="ts").astype({"out_seq": "int64"}).sort_values("out_seq"),
                            on="out_seq", by="group_id", direction="backward")
@@ -83,13 +205,20 @@ def _commits_current_generation(tables: dict[str, pd.DataFrame]) -> Finding:
                                     states.drop(columns="out_seq").astype({"ts": "int64"}).sort_values("ts"),
                                     on="ts", by="group_id", direction="backward")
         merged = pd.concat([merged, merged_runs.drop(columns="ts")])
-    bad = merged[merged["group_generation"].isna() | (merged["generation_id"] != merged["group_generation"])]
+    standalone = merged["generation_id"] < 0
+    # Kafka accepts a commit without a generation only from outside an Empty group, and a member's commit
+    # only in Stable, or in PreparingRebalance before the next generation exists.
+    ok = ((standalone & (merged["to_state"] == GroupState.EMPTY.value))
+          | (~standalone & merged["to_state"].isin(COMMITTING_STATES)
+             & (merged["generation_id"] == merged["group_generation"])))
+    bad = merged[~ok.fillna(False).astype(bool)]
     if bad.empty:
         return None
     row = bad.sort_values(["group_id", "out_seq"], kind="stable").iloc[0]
-    current = "no generation" if pd.isna(row.group_generation) else f"generation {row.group_generation}"
+    current = ("did not exist" if pd.isna(row.to_state)
+               else f"was {row.to_state} at generation {row.group_generation}")
     return (len(bad), f"{row.group_id} {row.topic}-{row.partition} offset {row.offset} with generation "
-                      f"{row.generation_id} while the group was at {current}")
+                      f"{row.generation_id} while the group {current}")
 
 
 def _result_errors(tables: dict[str, pd.DataFrame]) -> Finding:
@@ -104,14 +233,17 @@ def _result_errors(tables: dict[str, pd.DataFrame]) -> Finding:
 
 
 Rule = Callable[[dict[str, pd.DataFrame]], Finding]
-# (name, tables it needs, rule, what its count counts).
+# (name, tables it reads, rule, what its count counts).
 INVARIANTS: list[tuple[str, tuple[str, ...], Rule, str]] = [
-    ("one owner per partition per generation", ("assignments",), _one_owner, "partitions with several owners"),
-    ("generations strictly increasing per group", ("generations",), _generations_increase,
-     "generations not above the one before"),
+    ("one owner per partition per generation", ("assignments", "group_states"), _one_owner,
+     "partitions with several owners"),
+    ("generations only grow within a life of a group", ("generations", "group_states", "group_metadata"),
+     _generations_grow, "generations out of order in their life"),
     ("state transitions chain and are legal", ("group_states",), _transitions_chain, "bad transitions"),
-    ("accepted commits only from the current generation or standalone", ("offsets", "group_states"),
-     _commits_current_generation, "commits from another generation"),
+    ("Stable groups hold their stored assignment", ("group_states", "group_metadata", "responses", "assignments"),
+     _stable_assignment, "Stable states or SyncGroup answers without their stored assignment"),
+    ("accepted commits only from the current generation or standalone to an Empty group",
+     ("offsets", "group_states"), _commits_current_generation, "commits from another generation or state"),
     ("error names in results are Kafka's", ("responses",), _result_errors,
      "results with an error Kafka does not have"),
 ]
@@ -137,7 +269,7 @@ class Invariants:
             if missing:
                 tally.unchecked = tally.unchecked or f"cannot check: no readable {', '.join(missing)} table"
                 continue
-            if tables[needs[0]].empty:
+            if all(tables[table].empty for table in needs):
                 continue  # nothing to check in this range (whatever its columns: the suites check those)
             try:
                 found = rule(tables)

@@ -1,6 +1,7 @@
 """A run's tables exactly as written, for validation: no cast to the contract's schema on the way in (that
 would hide a wrong type), integer and boolean columns with their nulls, nested columns as Python lists.
-A run too large for memory is read one range of groups at a time (`simulations.group_ranges`).
+A run too large for memory is read one range of groups at a time (`simulations.group_ranges`); rows still in
+memory (a test's) are read the same way.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import pandas as pd
 import pyarrow as pa
 
 from simulations.group_ranges import GroupRange, read_rows
-from simulations.parquet_tables import PART_FILE
+from simulations.parquet_tables import PART_FILE, arrow_schema
 from simulations.views.run_tables import NULLABLE
 from state.tables import TABLES
 
@@ -32,6 +33,11 @@ def read_range(run_dir: Path, groups: GroupRange) -> tuple[dict[str, pd.DataFram
             continue
         tables[name] = _pandas(data)
     return tables, problems
+
+
+def rows_frame(table: str, rows: list[dict]) -> pd.DataFrame:
+    """Row dicts of `table`, as the engines write them, read back as a range of the run would be."""
+    return _pandas(pa.Table.from_pylist(rows, schema=arrow_schema(table)))
 
 
 def _pandas(data: pa.Table) -> pd.DataFrame:

@@ -66,6 +66,14 @@ class GroupContext:
 
     def _run(self) -> None:
         self.runtime.advance_to(self.time)
+        self._collect()
+
+    def finish(self) -> None:
+        """End the run here, as an engine does: open quiet runs and a generation still completing are written."""
+        self.runtime.finish()
+        self._collect()
+
+    def _collect(self) -> None:
         out = self.runtime.take_output()
         for name, rows in out.tables.items():
             self.tables.setdefault(name, []).extend(rows)

@@ -1,9 +1,12 @@
-"""`validate` on a clean run, on deliberately corrupted tables, and the input-row accounting."""
+"""`validate` on a clean run, on runs where Kafka numbers a generation again (a group deleted and created
+again, a coordinator move during CompletingRebalance), on deliberately corrupted tables, and the input-row
+accounting."""
 
 from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -16,19 +19,42 @@ from simulations.capture.replay import attach_captured
 from simulations.cli import main
 from simulations.engines import run_local
 from simulations.inputs import read_events
-from simulations.parquet_tables import PART_FILE, write_tables
+from simulations.parquet_tables import PART_FILE, read_table, write_tables
 from simulations.reports import commands
 from simulations.settings import load_config
 from simulations.validation import validate
 from simulations.group_ranges import WHOLE
 from simulations.validation.accounting import InputAccounting
+from simulations.validation.invariants import Invariants
 from simulations.validation.raw_tables import read_range
 from simulations.validation.suites import SUITES_DIR, VALUE_SETS, expectations_for
 from state.captured_ids import RETRY_SUFFIX
 from state.events import CapturedAnswer
 from state.tables import TABLES
 
-from ..views.runs import TINY
+from ..views.runs import TINY, replay
+from .test_ranges import _set_rows
+
+# A consumer moved to another coordinator while its group completes a rebalance to generation 2: the group
+# reloads Stable at generation 1 and its next rebalance creates generation 2 again.
+MOVE = Path(__file__).with_name("data") / "move-while-completing.jsonl"
+# Offsets kept 1 minute after the group went Empty: the sweep deletes the group, its members come back later.
+EXPIRY_AND_BACK = """\
+name: expiry-and-back
+duration: 8m
+seed: 1
+broker:
+  offsets.retention.minutes: 1
+  offsets.retention.check.interval.ms: 10000
+group_sets:
+  - name: orders
+    groups: 1
+    members: 2
+    topics: [{name: orders, partitions: 4, records_per_second: 10}]
+timeline:
+  - {at: 1m, action: scale_in, members: all}
+  - {at: 4m, action: scale_out, members: 2}
+"""
 
 
 def _rewrite(run_dir, table: str, change) -> None:
@@ -82,7 +108,7 @@ def test_a_clean_run_passes_with_every_input_row_accounted_for(clean, tiny_run):
     assert clean.summary().splitlines() == [
         f"validate {tiny_run}: PASSED",
         f"  ok   tables: {sum(c.kind == 'suite' for c in clean.checks)} of {sum(c.kind == 'suite' for c in clean.checks)} passed",
-        "  ok   invariants: 5 of 5 passed",
+        "  ok   invariants: 6 of 6 passed",
         "  ok   input rows: 16 = 15 answered + 1 rejected",
     ]
     schema = [c for c in clean.checks if c.name.startswith("offsets.offset: expect_column_values_to_be_in_type_list")]
@@ -106,6 +132,69 @@ def test_a_corrupted_run_fails_with_readable_messages(corrupted, tmp_path):
     assert "Traceback" not in result.output and "Calculating Metrics" not in result.output
     index = tmp_path / "docs" / "index.html"
     assert lines[-1] == f"  data docs: {index}" and index.is_file()
+
+
+def test_a_group_deleted_and_created_again_starts_a_new_life(tmp_path):
+    (tmp_path / "back.yaml").write_text(EXPIRY_AND_BACK)
+    run = tmp_path / "run"
+    result = CliRunner().invoke(main, ["run", str(tmp_path / "back.yaml"), "--out", str(run), "--engine", "local",
+                                       "--no-report", "--no-validate"])
+    assert result.exit_code == 0, result.output
+    checked = validate(run, events=[run / "scenario" / "events.jsonl"])
+    assert checked.success, checked.summary()
+    states = read_table(run, "group_states")
+    assert list(states["cause"][states["from_state"].isna()]) == ["group_created", "group_created"]
+    assert list(read_table(run, "generations")["generation_id"]) == [1, 2, 1]
+    assignments = read_table(run, "assignments")
+    assert assignments.groupby("partition")["member_id"].nunique().eq(2).all()  # generation 1 twice, new owners
+
+
+def test_a_move_during_completing_rebalance_numbers_the_lost_generation_again(tmp_path):
+    run = replay(MOVE, tmp_path / "run")
+    result = validate(run, events=[MOVE])
+    assert result.success, result.summary()
+    states = read_table(run, "group_states")
+    moves = states[states["cause"].isin(["coordinator_unload", "coordinator_load"])]
+    assert [tuple(row) for row in moves[["from_state", "to_state", "generation_id"]].itertuples(index=False)] == [
+        ("CompletingRebalance", "Dead", 2), (None, "Stable", 1)]
+    assert list(read_table(run, "generations")["generation_id"]) == [1, 2, 2, 3]
+    _rewrite(run, "group_states", lambda t: _set_rows(t, "generation_id", [moves.index[1]], 2))
+    failed = {c.name: c.detail for c in validate(run).failures}
+    assert failed["generations only grow within a life of a group"] == (
+        "3 generations out of order in their life, e.g. g loaded at generation 2, its last persisted generation is 1")
+
+
+def test_generations_going_back_within_a_life_fail(tiny_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(tiny_run, run)
+    _rewrite(run, "generations", lambda t: _set_rows(t, "generation_id", [2], 1))  # 1, 2, 3 -> 1, 2, 1
+    assert [(c.name, c.detail) for c in validate(run).failures] == [
+        ("generations only grow within a life of a group",
+         "1 generations out of order in their life, e.g. orders generation 1 after 2")]
+
+
+@pytest.mark.parametrize("table, column, row, value, check, detail", [
+    ("responses", "assignment", 6, [{"topic": "orders", "partitions": [0]}],
+     "Stable groups hold their stored assignment",
+     "1 Stable states or SyncGroup answers without their stored assignment, e.g. orders SyncGroup of "
+     "c2-static-d2dbf2a3-07ac-439e-bcf0-23e9c83a5988 at 1772442006210 got orders-0, generation 1 stored "
+     "orders-2, orders-3"),
+    ("group_metadata", "generation_id", 2, 1, "Stable groups hold their stored assignment",
+     "1 Stable states or SyncGroup answers without their stored assignment, e.g. orders Stable at generation 2 "
+     "at 1772442008200 with generation 1 stored"),
+    ("offsets", "generation_id", 3, -1,
+     "accepted commits only from the current generation or standalone to an Empty group",
+     "1 commits from another generation or state, e.g. orders orders-0 offset 100 with generation -1 while the "
+     "group was Stable at generation 1"),
+    ("group_states", "to_state", 0, "PreparingRebalance", "state transitions chain and are legal",
+     "1 bad transitions, e.g. exporter at 1772442001000: came into existence PreparingRebalance"),
+])
+def test_an_invariant_fails_on_rows_kafka_cannot_write(tiny_run, table, column, row, value, check, detail):
+    tables, _ = read_range(tiny_run, WHOLE)
+    tables[table].at[row, column] = value
+    invariants = Invariants()
+    invariants.add(tables)
+    assert {c.name: c.detail for c in invariants.checks() if not c.passed}[check] == detail
 
 
 def test_the_lag_status_suite_checks_statuses_and_windows(lagging_run, tmp_path):
