@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from simulations.views.lag_status import PARTITION_STATUSES, LagHistory
-from simulations.views.quiet_runs import counts_per_window, repeat_times
+from simulations.views.quiet_runs import count_requests, counts_per_window, repeat_times
 from simulations.views.run_tables import RunTables
 
 MAX_BINS = 60
@@ -91,7 +91,7 @@ def rebalances(run: RunTables) -> pd.DataFrame:
 def rank_groups(run: RunTables) -> list[str]:
     """Groups by rebalances, then by responses (busiest first), then by name."""
     counts = pd.DataFrame({"rebalances": rebalances(run).groupby("group_id").size(),
-                           "responses": run["responses"].groupby("group_id")["repeat_count"].sum()}).fillna(0)
+                           "responses": count_requests(run["responses"], by="group_id")}).fillna(0)
     counts = counts.reindex(run.groups, fill_value=0)
     ranked = counts.assign(name=counts.index).sort_values(["rebalances", "responses", "name"],
                                                           ascending=[False, False, True])
@@ -244,7 +244,7 @@ def coordinator_load(run: RunTables) -> pd.DataFrame:
     for table in ("responses", "generations", "offsets", "group_metadata"):
         parts.append(run[table][["group_id", "coordinator_partition"]])
     groups = pd.concat(parts).dropna().drop_duplicates().groupby("coordinator_partition")["group_id"].nunique()
-    requests = responses.groupby("coordinator_partition")["repeat_count"].sum()
+    requests = count_requests(responses, by="coordinator_partition")
     peak = pd.Series({partition: _peak_per_second(rows) for partition, rows in
                       responses.groupby("coordinator_partition")}, dtype="int64")
     load = pd.DataFrame({"groups": groups, "requests": requests, "peak_per_second": peak}).fillna(0)
