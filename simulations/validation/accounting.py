@@ -26,11 +26,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
+import numpy as np
 import pandas as pd
 
 from simulations.inputs import InputError, read_events
 from simulations.group_ranges import WHOLE, GroupRange
 from simulations.validation.result import Check
+from simulations.views.quiet_runs import repeat_counts, repeat_times
 from state.events import API_NAMES, expand_repeats
 
 PARKED_IN = {"JoinGroup": "PreparingRebalance", "SyncGroup": "CompletingRebalance"}
@@ -87,19 +89,24 @@ class InputAccounting:
             if groups.holds(group):
                 requests.update(sent)
         synthetic = Counter()
-        for r in tables["requests"].itertuples(index=False) if "requests" in tables else ():
-            synthetic[(r.group_id, int(r.ts), int(r.seq), API_NAMES.get(r.type, r.type))] += _repeats(r.repeat_count)
+        if "requests" in tables:
+            sent = tables["requests"]
+            for r, count in zip(sent.itertuples(index=False), repeat_counts(sent).tolist()):
+                synthetic[(r.group_id, int(r.ts), int(r.seq), API_NAMES.get(r.type, r.type))] += count
         # A synthetic run is answered by a run of the same first request and count; any other response row
         # answers one request per repeat.
-        synthetic_answered, answered = Counter(), Counter()
-        for r in tables["responses"].itertuples(index=False):
-            key, count = (r.group_id, int(r.request_ts), int(r.request_seq), r.api), _repeats(r.repeat_count)
-            if synthetic[key] - synthetic_answered[key] >= count:
+        responses = tables["responses"]
+        synthetic_answered, whole = Counter(), []
+        for r, count in zip(responses.itertuples(index=False), repeat_counts(responses).tolist()):
+            key = (r.group_id, int(r.request_ts), int(r.request_seq), r.api)
+            whole.append(synthetic[key] - synthetic_answered[key] >= count)
+            if whole[-1]:
                 synthetic_answered[key] += count
-                continue
-            interval = 0 if pd.isna(r.repeat_interval_ms) else int(r.repeat_interval_ms)
-            for i in range(count):
-                answered[(r.group_id, int(r.request_ts) + i * interval, int(r.request_seq), r.api)] += 1
+        rows = responses[~np.array(whole, dtype=bool)].reset_index(drop=True)
+        times = repeat_times(rows, "request_ts")
+        rows = rows.loc[times.index]
+        answered = Counter(zip(rows["group_id"], times.tolist(), rows["request_seq"].astype("int64").tolist(),
+                               rows["api"]))
         input_answered = requests & answered
         orphans = answered - input_answered
         late = Counter({key: n for key, n in self.late.items() if groups.holds(key[0])})
@@ -161,10 +168,6 @@ class InputAccounting:
         if problems:
             return Check("input", NAME, False, "; ".join(problems) + f" ({detail})")
         return Check("input", NAME, True, detail)
-
-
-def _repeats(count) -> int:
-    return 1 if pd.isna(count) else int(count)
 
 
 def _event_key(raw: str) -> tuple | None:
