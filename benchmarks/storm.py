@@ -38,9 +38,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-import pyarrow.compute as pc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
+from simulations.views.quiet_runs import count_requests  # noqa: E402
 from state.tables import TABLES  # noqa: E402
 from benchmarks.recording import record  # noqa: E402
 
@@ -99,12 +99,12 @@ def work(out: Path) -> dict:
     """What the run had to do: directives in, client requests (a quiet run's `requests` row counts its
     repeats) and the rows that hold them, rows written per table."""
     rows = {t: pq.read_metadata(out / t / "part-00000.parquet").num_rows for t in TABLES}
-    requests = pq.read_table(out / "requests" / "part-00000.parquet", columns=["repeat_count"])["repeat_count"]
+    requests = pq.read_table(out / "requests" / "part-00000.parquet", columns=["repeat_count"]).to_pandas()
     events = out / "scenario" / "events.jsonl"
     if not events.exists():
         events = out.parent / f"{out.name}-events.jsonl"
     directives = sum(1 for _ in events.open())
-    return {"directives": directives, "requests": pc.sum(requests).as_py() or 0,
+    return {"directives": directives, "requests": count_requests(requests),
             "request_rows": rows["requests"], "rows_written": sum(rows.values()), "rows": rows}
 
 

@@ -32,6 +32,7 @@ from simulations.reports import REPORT_FILE
 from simulations.scenarios import ScenarioError
 from simulations.scenarios.summary import render, summarize
 from simulations.settings import load_config, non_default_settings
+from simulations.views.quiet_runs import count_requests
 from state.config import ConfigError, CoordinatorConfig
 from state.events import EventError
 
@@ -110,10 +111,8 @@ def replay(events: tuple[str, ...], out_dir: str, engine: str, conf_file: str | 
 
 def print_summary(console: Console, result: RunResult, config: CoordinatorConfig, out_dir: str) -> None:
     """The figures come from the tables as written (either engine), read a few columns at a time."""
-    # A quiet run answers repeat_count requests.
-    errors = read_columns(out_dir, "responses", ["error", "repeat_count"]).group_by("error").aggregate(
-        [("repeat_count", "sum")]).to_pylist()
-    by_count = sorted(((e["error"], e["repeat_count_sum"]) for e in errors), key=lambda item: (-item[1], item[0]))
+    errors = count_requests(read_columns(out_dir, "responses", ["error", "repeat_count"]).to_pandas(), by="error")
+    by_count = sorted(errors.items(), key=lambda item: (-item[1], item[0]))
     to_state = read_columns(out_dir, "group_states", ["to_state"])["to_state"]
     rebalances = pc.sum(pc.equal(to_state, "PreparingRebalance")).as_py() or 0
     rejects = _rejects(out_dir)
@@ -294,7 +293,7 @@ def run(scenario: str, out_dir: str, engine: str, conf_file: str | None, overrid
         ("simulated", f"{_iso(generated.start_ms)} to {_iso(generated.until_ms)}"),
         ("groups", f"{result.groups:,} in {len(generated.groups)} group set(s)"),
         ("events", f"{len(generated.rows):,} directives; the clients sent "
-                   f"{pc.sum(read_columns(out_dir, 'requests', ['repeat_count'])['repeat_count']).as_py() or 0:,} "
+                   f"{count_requests(read_columns(out_dir, 'requests', ['repeat_count']).to_pandas()):,} "
                    f"requests ({written_rows(out_dir, 'requests'):,} rows)"),
         ("engine", f"{engine}, {wall_s:.1f} s wall, {loaded.duration_ms / 1000 / wall_s:,.1f}x simulated time"),
     ]

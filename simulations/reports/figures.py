@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from simulations.views.lag_status import PARTITION_STATUSES, LagHistory
+from simulations.views.quiet_runs import count_requests, counts_per_window, repeat_times
 from simulations.views.run_tables import RunTables
 
 MAX_BINS = 60
@@ -67,17 +68,9 @@ class Bins:
 
     def counts(self, frame: pd.DataFrame, column: str) -> list[int]:
         """Requests (or commits) per bin of the rows' times in `column`, a quiet run's row counting each of
-        its repeats in the bin it falls in (computed per bin edge, never by expanding the runs)."""
-        if frame.empty:
-            return [0] * self.count
-        first = frame[column].astype("int64").to_numpy()
-        count = frame["repeat_count"].fillna(1).astype("int64").to_numpy()
-        interval = frame["repeat_interval_ms"].fillna(1).astype("int64").to_numpy().clip(1)
+        its repeats in the bin it falls in."""
         # Edges inside the binned span; what falls before or after lands in the first or last bin (as `index`).
-        edges = self.start + self.width_ms * np.arange(1, self.count)
-        before = np.clip(-(-(edges[None, :] - first[:, None]) // interval[:, None]), 0, count[:, None])
-        cumulative = np.concatenate([np.zeros(1, dtype="int64"), before.sum(axis=0), [count.sum()]])
-        return np.diff(cumulative).tolist()
+        return counts_per_window(frame, column, [self.start + self.width_ms * b for b in range(1, self.count)])
 
     def spread(self, t0: int, t1: int) -> list[tuple[int, int]]:
         """(bin, milliseconds of [t0, t1) inside it) for every bin the interval touches."""
@@ -98,7 +91,7 @@ def rebalances(run: RunTables) -> pd.DataFrame:
 def rank_groups(run: RunTables) -> list[str]:
     """Groups by rebalances, then by responses (busiest first), then by name."""
     counts = pd.DataFrame({"rebalances": rebalances(run).groupby("group_id").size(),
-                           "responses": run["responses"].groupby("group_id")["repeat_count"].sum()}).fillna(0)
+                           "responses": count_requests(run["responses"], by="group_id")}).fillna(0)
     counts = counts.reindex(run.groups, fill_value=0)
     ranked = counts.assign(name=counts.index).sort_values(["rebalances", "responses", "name"],
                                                           ascending=[False, False, True])
@@ -251,7 +244,7 @@ def coordinator_load(run: RunTables) -> pd.DataFrame:
     for table in ("responses", "generations", "offsets", "group_metadata"):
         parts.append(run[table][["group_id", "coordinator_partition"]])
     groups = pd.concat(parts).dropna().drop_duplicates().groupby("coordinator_partition")["group_id"].nunique()
-    requests = responses.groupby("coordinator_partition")["repeat_count"].sum()
+    requests = count_requests(responses, by="coordinator_partition")
     peak = pd.Series({partition: _peak_per_second(rows) for partition, rows in
                       responses.groupby("coordinator_partition")}, dtype="int64")
     load = pd.DataFrame({"groups": groups, "requests": requests, "peak_per_second": peak}).fillna(0)
@@ -262,12 +255,8 @@ def coordinator_load(run: RunTables) -> pd.DataFrame:
 
 def _peak_per_second(responses: pd.DataFrame) -> int:
     """The busiest second's requests, each repeat of a quiet run in its own second (one partition's runs
-    expanded at a time, as arrays of times)."""
-    first = responses["request_ts"].astype("int64").to_numpy()
-    count = responses["repeat_count"].fillna(1).astype("int64").to_numpy()
-    interval = responses["repeat_interval_ms"].fillna(0).astype("int64").to_numpy()
-    offsets = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
-    seconds = (np.repeat(first, count) + offsets * np.repeat(interval, count)) // 1000
+    expanded at a time, as an array of times)."""
+    seconds = repeat_times(responses, "request_ts").to_numpy() // 1000
     return int(np.unique(seconds, return_counts=True)[1].max()) if len(seconds) else 0
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from simulations.reports.panels import Panel
 from simulations.reports.svg import iso
+from simulations.views.quiet_runs import count_requests
 from simulations.views.run_tables import RunTables
 
 CSS = """
@@ -67,8 +68,7 @@ def summary(run: RunTables) -> str:
     """The header's figures for the run."""
     states = run["group_states"]
     responses = run["responses"]
-    # A quiet run's row answers repeat_count requests.
-    errors = Counter(responses.groupby("error")["repeat_count"].sum().astype(int).to_dict())
+    errors = Counter(count_requests(responses, by="error").to_dict())
     top_errors = ", ".join(f"{name} {count}" for name, count in errors.most_common(4)) or "none"
     start, end = run.start_ts, run.end_ts
     facts = [

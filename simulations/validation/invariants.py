@@ -32,6 +32,7 @@ from typing import Callable
 import pandas as pd
 
 from simulations.validation.result import Check
+from simulations.views.quiet_runs import repeat_counts
 from state.errors import ERROR_CODES
 from state.group_state import VALID_PREVIOUS_STATES, GroupState
 
@@ -193,9 +194,9 @@ def _commits_current_generation(tables: dict[str, pd.DataFrame]) -> Finding:
         return None
     states = tables["group_states"][["group_id", "out_seq", "ts", "to_state", "generation_id"]].rename(
         columns={"generation_id": "group_generation"})
-    runs = commits["repeat_count"].fillna(1) > 1
-    # The group when the commit was written: its latest state row before the commit. A quiet run of commits
-    # (all of one generation) is written when it ends: it is placed at its first commit.
+    runs = repeat_counts(commits) > 1
+    # The group's generation when the commit was written: its latest state row before the commit. A quiet
+    # run of commits (all of one generation) is written when it ends: it is placed at its first commit.
     merged = pd.merge_asof(commits[~runs].astype({"out_seq": "int64"}).sort_values("out_seq"),
                            states.drop(columns="ts").astype({"out_seq": "int64"}).sort_values("out_seq"),
                            on="out_seq", by="group_id", direction="backward")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import bisect
 from typing import Mapping
 
-from state.production import rule_offset
+from simulations.views.quiet_runs import Run
 
 
 def _value(row: Mapping, name: str):
@@ -24,7 +24,7 @@ class CommitLog:
 
     def __init__(self) -> None:
         self._starts: list[int] = []     # index of each entry's first commit
-        self._entries: list[tuple] = []  # (order, write_ts, commit_ts, offset, count, interval, rate, origin)
+        self._entries: list[tuple] = []  # (order, write_ts, commit_ts, offset, run)
         self._stored: list[tuple[int, int]] = []  # [start, end) ranges of stored commit indexes
         self._stored_starts: list[int] = []       # position in `stored` of each range's first index
         self.stored_count = 0
@@ -32,28 +32,21 @@ class CommitLog:
         self.size = 0
 
     def add(self, row: Mapping, stored: bool) -> None:
-        count = int(_value(row, "repeat_count") or 1)
-        interval = int(_value(row, "repeat_interval_ms") or 0)
-        rate = _value(row, "records_per_second") if count > 1 else None
-        origin = _value(row, "rate_origin_ts")
-        entry = (row["out_seq"], row["write_ts"], row["commit_ts"], row["offset"], count, interval, rate, origin)
+        run = Run.of(row)
+        self._entries.append((row["out_seq"], row["write_ts"], row["commit_ts"], row["offset"], run))
         log_end = _value(row, "log_end_offset")
         if log_end is not None:
             self.samples.append((row["write_ts"], log_end))
-            if count > 1:
-                shift = (count - 1) * interval
-                log_end_origin = _value(row, "log_end_origin_ts")
-                if rate and log_end_origin is not None:
-                    growth = (rate, log_end_origin, 0)
-                    log_end += rule_offset(growth, row["commit_ts"] + shift) - rule_offset(growth, row["commit_ts"])
-                self.samples.append((row["write_ts"] + shift, log_end))
+            if run.count > 1:
+                last = run.count - 1
+                self.samples.append((run.time(row["write_ts"], last),
+                                     run.log_end_offset(log_end, row["commit_ts"], last)))
             if stored:
                 self._stored_starts.append(self.stored_count)
-                self._stored.append((self.size, self.size + count))
-                self.stored_count += count
+                self._stored.append((self.size, self.size + run.count))
+                self.stored_count += run.count
         self._starts.append(self.size)
-        self._entries.append(entry)
-        self.size += count
+        self.size += run.count
 
     def _locate(self, i: int) -> tuple[tuple, int]:
         e = bisect.bisect_right(self._starts, i) - 1
@@ -63,19 +56,16 @@ class CommitLog:
         return self._locate(i)[0][0]
 
     def write_ts(self, i: int) -> int:
-        entry, k = self._locate(i)
-        return entry[1] + k * entry[5]
+        (_, write_ts, _, _, run), k = self._locate(i)
+        return run.time(write_ts, k)
 
     def commit_ts(self, i: int) -> int:
-        entry, k = self._locate(i)
-        return entry[2] + k * entry[5]
+        (_, _, commit_ts, _, run), k = self._locate(i)
+        return run.time(commit_ts, k)
 
     def offset(self, i: int) -> int:
-        (_, _, commit_ts, offset, _, interval, rate, origin), k = self._locate(i)
-        if not k or not rate:
-            return offset
-        rule = (rate, origin, 0)
-        return offset + rule_offset(rule, commit_ts + k * interval) - rule_offset(rule, commit_ts)
+        (_, _, commit_ts, offset, run), k = self._locate(i)
+        return run.offset(offset, commit_ts, k)
 
     def stored(self, k: int) -> int:
         """The commit index of the k-th stored commit."""

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from simulations.views.run_tables import RunTables, expand_runs, last_repeat
+from simulations.views.quiet_runs import expand_runs, last_repeat
+from simulations.views.run_tables import RunTables
 from state import consumer_protocol
 from state.production import rule_offset
 

@@ -25,7 +25,8 @@ from typing import Iterator
 import pandas as pd
 
 from simulations.views.describe import require_group
-from simulations.views.run_tables import RunTables, expand_runs, load_run
+from simulations.views.quiet_runs import expand_runs
+from simulations.views.run_tables import RunTables, load_run
 
 NO_METADATA = "NO_METADATA"
 NO_EXPIRY = "_"

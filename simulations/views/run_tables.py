@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from simulations.group_ranges import WHOLE, GroupRange, group_ranges, read_rows
 from simulations.parquet_tables import PART_FILE, arrow_schema, read_table, sort_table, to_arrow
-from state.periodic import expand_row
+from simulations.views.quiet_runs import last_repeat
 from state.tables import TABLES
 
 BATCHES = "_batches"
@@ -100,29 +100,6 @@ def _extreme(tables: dict[str, pd.DataFrame], pick) -> int | None:
                for table, names in TIME_COLUMNS.items() for name in names]
     values = [pick(column) for column in columns if len(column)]
     return int(pick(values)) if values else None
-
-
-def last_repeat(frame: pd.DataFrame, column: str, at: int | None = None) -> pd.Series:
-    """`column` (a time) of each row's last request at or before `at` (or of its last request at all): a
-    quiet run's row holds its first request's times, the others follow every repeat_interval_ms."""
-    if "repeat_count" not in frame.columns:
-        return frame[column]
-    count = frame["repeat_count"].fillna(1).astype("int64")
-    interval = frame["repeat_interval_ms"].fillna(0).astype("int64")
-    repeats = count - 1
-    if at is not None:
-        passed = ((at - frame[column]) // interval.where(interval > 0, 1)).clip(lower=0)
-        repeats = repeats.where(repeats < passed, passed)
-    return frame[column] + repeats * interval
-
-
-def expand_runs(table: str, frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per request: the quiet runs of `requests`, `responses` or `offsets` (rows with repeat_count >
-    1, docs/tables.md "Quiet runs") expanded in place; other rows as they are."""
-    if frame.empty or "repeat_count" not in frame.columns or not (frame["repeat_count"] > 1).any():
-        return frame
-    rows = pa.Table.from_pandas(frame, preserve_index=False).to_pylist()
-    return _frame(table, [r for row in rows for r in expand_row(table, row)])
 
 
 def load_run(run_dir: str | os.PathLike, columns: Mapping[str, Sequence[str]] | None = None) -> RunTables:

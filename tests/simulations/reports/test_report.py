@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import re
+import shutil
 
 import pandas as pd
+import pyarrow.parquet as pq
 
 from simulations.reports import build_report, figures
+from simulations.parquet_tables import PART_FILE
 from simulations.reports.figures import Bins
+from simulations.reports.page import summary
 from simulations.reports.panels import NEEDS_CLIENTS, build_panels
 from simulations.views import load_run
 from simulations.views.lag_status import LagHistory
@@ -119,3 +123,19 @@ def test_panels_read_in_ranges_of_groups_give_the_same_page(sample_run, tmp_path
     assert len(group_ranges.group_ranges(sample_run)) >= 4  # a range per group
     assert build_report(sample_run, tmp_path / "ranged.html").read_text() == whole
     assert "Consumer lag status" in whole and "No offset commit" not in whole  # the ranged panels have data
+
+
+def test_responses_without_a_repeat_count_are_one_request_each_in_every_figure(sample_run, tmp_path):
+    """A responses table without `repeat_count` (a run folder written before quiet runs reads it as null):
+    the header, the ranking and the coordinator load counted such rows as no request, the peak as one."""
+    old = tmp_path / "old"
+    shutil.copytree(sample_run, old)
+    part = old / "responses" / PART_FILE
+    pq.write_table(pq.read_table(part).drop_columns(["repeat_count", "repeat_interval_ms"]), part)
+    run, current = load_run(old), load_run(sample_run)
+    assert run["responses"]["repeat_count"].isna().all() and (current["responses"]["repeat_count"] == 1).all()
+    responses = len(run["responses"])
+    assert re.search(rf"<dt>responses</dt><dd>{responses} \(NONE \d+", summary(run))
+    assert summary(run) == summary(current).replace(str(sample_run), str(old))
+    assert figures.coordinator_load(run)["requests"].sum() == responses
+    assert figures.rank_groups(run) == figures.rank_groups(current)
