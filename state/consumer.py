@@ -639,7 +639,7 @@ class ConsumerHandlers:
         error = r["error"]
         if error in COORDINATOR_UNKNOWN:
             # Heartbeat.failHeartbeat: the thread tries again after retry.backoff.ms, looking the coordinator up.
-            client.coordinator = None
+            self._note_coordinator_error(client, error)
             if client.heartbeat_enabled:
                 self._client_timer(client, "heartbeat", self.now + client.config.retry_backoff_ms)
             return

@@ -33,11 +33,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
+import numpy as np
 import pandas as pd
 
 from simulations.inputs import InputError, coordinator_reject, read_events
 from simulations.group_ranges import WHOLE, GroupRange
 from simulations.validation.result import Check
+from simulations.views.quiet_runs import repeat_counts, repeat_times
 from state.captured_ids import is_retry
 from state.events import API_NAMES, expand_repeats
 
@@ -96,24 +98,32 @@ class InputAccounting:
             if groups.holds(group):
                 requests.update(sent)
         synthetic = Counter()
-        for r in tables["requests"].itertuples(index=False) if "requests" in tables else ():
-            synthetic[(r.group_id, int(r.ts), int(r.seq), API_NAMES.get(r.type, r.type))] += _repeats(r.repeat_count)
+        if "requests" in tables:
+            sent = tables["requests"]
+            for r, count in zip(sent.itertuples(index=False), repeat_counts(sent).tolist()):
+                synthetic[(r.group_id, int(r.ts), int(r.seq), API_NAMES.get(r.type, r.type))] += count
         # A synthetic run is answered by a run of the same first request and count; any other response row
         # answers one request per repeat.
-        synthetic_answered, answered, retries, member_id_required = Counter(), Counter(), Counter(), Counter()
-        for r in tables["responses"].itertuples(index=False):
-            key, count = (r.group_id, int(r.request_ts), int(r.request_seq), r.api), _repeats(r.repeat_count)
+        responses = tables["responses"]
+        synthetic_answered, retries, member_id_required = Counter(), Counter(), Counter()
+        one_by_one = []  # rows that answer one request per repeat
+        for r, count in zip(responses.itertuples(index=False), repeat_counts(responses).tolist()):
+            key = (r.group_id, int(r.request_ts), int(r.request_seq), r.api)
             if synthetic[key] - synthetic_answered[key] >= count:
                 synthetic_answered[key] += count
-                continue
-            if is_retry(r.request_id):
+            elif is_retry(r.request_id):
                 retries[key] += count
+            else:
+                if r.error == "MEMBER_ID_REQUIRED":
+                    member_id_required[key] += count
+                one_by_one.append(True)
                 continue
-            if r.error == "MEMBER_ID_REQUIRED":
-                member_id_required[key] += count
-            interval = 0 if pd.isna(r.repeat_interval_ms) else int(r.repeat_interval_ms)
-            for i in range(count):
-                answered[(r.group_id, int(r.request_ts) + i * interval, int(r.request_seq), r.api)] += 1
+            one_by_one.append(False)
+        rows = responses.loc[np.array(one_by_one, dtype=bool)]
+        times = repeat_times(rows, "request_ts")
+        rows = rows.loc[times.index]
+        answered = Counter(zip(rows["group_id"], times.tolist(), rows["request_seq"].astype("int64").tolist(),
+                               rows["api"]))
         input_answered = requests & answered
         # The retry answers the same request as its JoinGroup, which must have been asked for it.
         retried = retries & (input_answered & member_id_required)
@@ -190,10 +200,6 @@ class InputAccounting:
         if problems:
             return Check("input", NAME, False, "; ".join(problems) + f" ({detail})")
         return Check("input", NAME, True, detail)
-
-
-def _repeats(count) -> int:
-    return 1 if pd.isna(count) else int(count)
 
 
 def _key(group: str, ts: int, seq: int, event_type: str) -> tuple:

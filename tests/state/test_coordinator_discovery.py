@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from state.client_config import ClientConfig
+from state.events import EventError, parse_event
 from tests.state.harness import GroupContext
 from tests.state.test_consumer import rebalances, start
 
@@ -107,3 +108,9 @@ def test_a_join_retried_while_the_group_loads_backs_off_exponentially():
     gaps = [b - a for a, b in zip(joins, joins[1:])]
     assert len(joins) >= 4 and gaps[1] > gaps[0] and max(gaps) <= 1_200 + 100
     assert ctx.state == "Stable"
+
+
+def test_a_negative_retry_backoff_max_is_a_rejected_directive():
+    with pytest.raises(EventError, match="retry.backoff.max.ms must be >= 0"):
+        parse_event({"ts": 0, "group_id": "g", "type": "CLIENT_START", "client_id": "c", "topics": ["t"],
+                     "config": {"retry.backoff.max.ms": -1}})
