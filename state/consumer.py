@@ -65,6 +65,7 @@ class SyntheticConsumer:
     generation: int = -1
     protocol: str | None = None
     owned: tuple[TopicPartition, ...] = ()
+    unpositioned: tuple[TopicPartition, ...] = ()  # owned, their committed offsets not fetched yet
     # The last assignment received and its generation: StickyAssignor's userData remembers them.
     last_assignment: tuple[TopicPartition, ...] | None = None
     last_assignment_generation: int = -1
@@ -75,7 +76,7 @@ class SyntheticConsumer:
     # (GroupRuntime.coordinator_epoch); None once an error made it mark the coordinator unknown.
     coordinator: int | None = 0
     retry_attempts: int = 0  # retriable JoinGroup failures in a row: the exponential backoff's attempt count
-    in_flight: dict[str, str] = field(default_factory=dict)  # slot ("join", "heartbeat", "commit", "find") -> request id
+    in_flight: dict[str, str] = field(default_factory=dict)  # slot ("join", "heartbeat", "commit", "find", "fetch") -> request id
     request_counter: int = 0  # requests other than periodic heartbeats and auto-commits
     awaiting: int = 0  # answers on their way back
     heartbeat_enabled: bool = False
@@ -195,14 +196,17 @@ class ConsumerHandlers:
     def positions(self, client: SyntheticConsumer, at: int | None = None) -> dict[TopicPartition, int]:
         """How far the client has processed each partition it owns (now, or at an earlier time `at` with the
         same production rates)."""
+        owned = client.owned
+        if client.unpositioned:
+            owned = tuple(tp for tp in owned if tp not in client.unpositioned)
         if not client.consuming:
-            return {tp: client.frozen.get(tp, self.log_end_offset(tp)) for tp in client.owned}
+            return {tp: client.frozen.get(tp, self.log_end_offset(tp)) for tp in owned}
         rate = client.config.coordsim_consume_records_per_second
         if not rate:
-            return {tp: self.log_end_offset(tp, at) for tp in client.owned}
+            return {tp: self.log_end_offset(tp, at) for tp in owned}
         t = self.now if at is None else at
         positions = {}
-        for tp in client.owned:
+        for tp in owned:
             since, position = client.started.get(tp, (t, self.log_end_offset(tp, t)))
             positions[tp] = min(self.log_end_offset(tp, at), rule_offset((rate, since, position), t))
         return positions
@@ -212,12 +216,42 @@ class ConsumerHandlers:
         client.consuming, client.frozen = True, {}
         client.started = {tp: (self.now, position) for tp, position in positions.items()}
 
-    def _first_position(self, client: SyntheticConsumer, tp: TopicPartition) -> int:
-        """Where a newly assigned partition is read from: its committed offset, else auto.offset.reset."""
-        committed = self.offsets.get(tuple(tp))
-        if committed is not None:
-            return committed["offset"]
-        return 0 if client.config.auto_offset_reset == "earliest" else self.log_end_offset(tp)
+    def _fetch_positions(self, client: SyntheticConsumer) -> None:
+        """updateFetchPositions: newly assigned partitions get their committed offsets with one OffsetFetch
+        (requireStable, as the Java client asks); until it is answered they are neither processed nor
+        committed."""
+        if not client.unpositioned or "fetch" in client.in_flight:
+            return
+        if client.coordinator is None:
+            self._find_coordinator(client)  # the lookup's answer runs the poll loop, which fetches again
+            return
+        self._send(client, "fetch", "OFFSET_FETCH", partitions=_partition_lists(client.unpositioned),
+                   require_stable=True)
+
+    def _on_offset_fetch_response(self, client: SyntheticConsumer, r: dict) -> None:
+        if r["error"] != "NONE":
+            self._note_coordinator_error(client, r["error"])
+            backoff = client.config.retry_backoff(client.retry_attempts, f"{client.origin}/{self.now}")
+            client.retry_attempts += 1
+            self._schedule_poll(client, self.now + backoff)  # the poll loop fetches again
+            return
+        fetched = {TopicPartition(res["topic"], res["partition"]): res["offset"]
+                   for res in r["results"] if res["error"] == "NONE"}
+        positioned = [tp for tp in client.unpositioned if tp in fetched]
+        if not positioned:
+            return
+        client.unpositioned = tuple(tp for tp in client.unpositioned if tp not in fetched)
+        self.start_consuming(client.client_id, positioned, client.config.auto_offset_reset == "earliest")
+        if client.config.coordsim_consume_records_per_second:
+            # Read from the committed offset, else from where auto.offset.reset says.
+            reset = lambda tp: 0 if client.config.auto_offset_reset == "earliest" else self.log_end_offset(tp)
+            positions = {tp: fetched[tp] if fetched[tp] >= 0 else reset(tp) for tp in positioned}
+        else:
+            positions = {tp: self.log_end_offset(tp) for tp in positioned}
+        if client.consuming:
+            client.started.update((tp, (self.now, position)) for tp, position in positions.items())
+        else:
+            client.frozen.update(positions)
 
     def _freeze(self, client: SyntheticConsumer) -> None:
         if client.consuming:
@@ -290,6 +324,7 @@ class ConsumerHandlers:
             "Heartbeat": self._on_heartbeat_response,
             "OffsetCommit": self._on_commit_response,
             "FindCoordinator": self._on_find_coordinator_response,
+            "OffsetFetch": self._on_offset_fetch_response,
         }.get(response["api"])
         if handler is not None:
             handler(client, response)
@@ -366,11 +401,12 @@ class ConsumerHandlers:
             # Eager revokes everything; after a reset the partitions are lost. Either way none are kept.
             self._freeze(client)
             self._release(client, client.owned)
-            client.owned = ()
+            client.owned, client.unpositioned = (), ()
         else:
             subscribed = set(client.topics)
             self._release(client, [tp for tp in client.owned if tp.topic not in subscribed])
             client.owned = tuple(tp for tp in client.owned if tp.topic in subscribed)
+            client.unpositioned = tuple(tp for tp in client.unpositioned if tp.topic in subscribed)
         client.phase = Phase.PREPARING_REBALANCE
         client.heartbeat_enabled = False
         self.client_timers.cancel(("client", client.client_id, "heartbeat"))
@@ -438,6 +474,7 @@ class ConsumerHandlers:
             # ensureCoordinatorReady: the loop's group work (rejoin, commits) waits for the lookup's answer.
             self._find_coordinator(client)
             return
+        self._fetch_positions(client)
         if client.rejoin_needed and "join" not in client.in_flight:
             if client.rebalance_protocol == RebalanceProtocol.EAGER:
                 self._freeze(client)  # poll() blocks in the rejoin: nothing more is processed
@@ -480,7 +517,7 @@ class ConsumerHandlers:
         client.kicked_out = bool(client.owned) and not client.config.enable_auto_commit \
             and client.config.commits_periodically
         self._release(client, client.owned)
-        client.owned = ()
+        client.owned, client.unpositioned = (), ()
         if client.group_instance_id is None and client.member_id and client.coordinator is not None:
             self._send(client, None, "LEAVE_GROUP", members=[{"member_id": client.member_id,
                                                               "reason": "consumer poll timeout has expired."}])
@@ -594,23 +631,22 @@ class ConsumerHandlers:
         self._note_coordinator_error(client, error)
         if error == "NONE":
             assigned = tuple(TopicPartition(p["topic"], n) for p in r["assignment"] or () for n in p["partitions"])
-            revoked = set(client.owned) - set(assigned)
+            owned = set(client.owned)
+            revoked = owned - set(assigned)
             revoked_positions = {tp: p for tp, p in self.positions(client).items() if tp in revoked}
             self._release(client, revoked)
-            # Partitions kept through the rebalance (cooperative) go on from where the client is.
-            kept = self.positions(client) if client.config.coordsim_consume_records_per_second else {}
-            self.start_consuming(client.client_id, assigned, client.config.auto_offset_reset == "earliest")
+            # Partitions kept through the rebalance (cooperative) go on from where the client is; new ones have
+            # no position until their committed offsets are fetched.
+            kept = {tp: p for tp, p in self.positions(client).items() if tp in set(assigned)}
             client.phase = Phase.STABLE
             client.rejoin_needed = False
             client.owned = assigned
-            if client.config.coordsim_consume_records_per_second:
-                positions = {tp: kept[tp] if tp in kept else self._first_position(client, tp) for tp in assigned}
-            else:
-                positions = {tp: self.log_end_offset(tp) for tp in assigned}
+            client.unpositioned = tuple(tp for tp in assigned if tp not in owned)
             if client.paused_until <= self.now and client.poll_stalled_until <= self.now:
-                self._start_consuming(client, positions)
+                self._start_consuming(client, kept)
             else:
-                client.consuming, client.frozen = False, positions
+                client.consuming, client.frozen = False, kept
+            self._fetch_positions(client)
             client.last_assignment, client.last_assignment_generation = assigned, client.generation
             client.next_auto_commit = self.now + client.config.commit_interval_ms
             subscribed = set(client.topics)
