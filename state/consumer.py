@@ -2,11 +2,17 @@
 (AbstractCoordinator, ConsumerCoordinator and the heartbeat thread), simulated inside the group state next to
 the coordinator so request -> response -> reaction runs without leaving the group.
 
+`ConsumerFleet` holds the group's clients and their own timers. It knows the coordinator only through the
+requests it puts on the wire and the answers delivered back to it; everything else it needs from outside
+(the clock, the cluster's topics and production, the run's figures, the wire itself) comes from its host,
+the group runtime, through the small surface `ClientHost` names.
+
 A client's requests are ordinary input-contract rows, validated by `parse_event` and answered by the same
 coordinator code as captured requests; they reach the coordinator after half the configured round trip and
 their answers come back after the other half. Heartbeats and the poll loop's commits are periodic requests: written as
-quiet runs, and computed in closed form while the client is steady (state/periodic.py). A mixin of
-`GroupRuntime`: client deadlines live in its timer queue under ("client", client_id, kind) keys.
+quiet runs, and computed in closed form while the client is steady (state/periodic.py). Client deadlines
+live in the fleet's own timer queue under ("client", client_id, kind) and ("deliver", client_id, request id)
+keys.
 
 Modelled: the join loop (MEMBER_ID_REQUIRED retry, leader assignment with the selected assignor over the
 member subscriptions, follower SyncGroup), the heartbeat thread (every heartbeat.interval.ms while completing
@@ -24,13 +30,15 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Protocol
 
 from state import assignors, consumer_protocol
 from state.assignors import AssignorError, MemberSubscription, RebalanceProtocol, TopicPartition
 from state.client_config import ClientConfig
-from state.events import (ClientCrash, ClientPause, ClientStart, ClientStop, Event, Subscribe, TopicMetadata,
+from state.events import (ClientCrash, ClientPause, ClientStart, ClientStop, Event, Subscribe,
                           parse_event)
 from state.production import rule_offset
+from state.timers import TimerQueue
 
 # JoinGroup errors after which the Java client rejoins at once; other retriable ones wait retry.backoff.ms.
 REJOIN_AT_ONCE = ("MEMBER_ID_REQUIRED", "UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS")
@@ -111,21 +119,52 @@ class SyntheticConsumer:
         return self.started_ts + -(-(t - self.started_ts) // interval) * interval
 
 
-class ConsumerHandlers:
-    clients: dict[str, SyntheticConsumer]
+class ClientHost(Protocol):
+    """What the client side gets from the group runtime that hosts it, and nothing more."""
+
+    now: int
+    coordinator_epoch: int  # the coordinator a starting client takes to be the group's (its first lookup)
     cluster_topics: dict[str, int]
+
+    def log_end_offset(self, tp, at: int | None = None) -> int: ...
+    def transmit(self, event: Event, raw: dict, sent_to: int | None) -> None: ...
+    def reject(self, event: Event, reason: str) -> None: ...
+    def close_client_runs(self, origin: str) -> None: ...
+    def failed_commit(self) -> None: ...
+    def start_consuming(self, client_id: str, partitions, reset_earliest: bool) -> None: ...
+    def stop_consuming(self, client_id: str, positions: dict) -> None: ...
+    def consumption_ended(self) -> None: ...
+
+
+class ConsumerFleet:
+    """The group's synthetic consumers and their timers."""
+
+    def __init__(self, group_id: str) -> None:
+        self.group_id = group_id
+        self.clients: dict[str, SyntheticConsumer] = {}
+        self.timers = TimerQueue()
+        self.host: ClientHost | None = None  # attached by the runtime; not part of the stored state
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        del state["host"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state, host=None)
+
+    @property
+    def now(self) -> int:
+        return self.host.now
 
     # ======================================================================================================
     # Directives
     # ======================================================================================================
     def handle_client_directive(self, event: Event) -> None:
-        if isinstance(event, TopicMetadata):
-            self.cluster_topics.update(dict(event.topics))
-            return
         client = self.clients.get(event.client_id)
         if isinstance(event, ClientStart):
             if client is not None and client.alive:
-                self.out.reject(event, f"client {event.client_id!r} is already running")
+                self.host.reject(event, f"client {event.client_id!r} is already running")
                 return
             incarnation = 0 if client is None else client.incarnation + 1
             index = len(self.clients) if client is None else client.index
@@ -133,13 +172,13 @@ class ConsumerHandlers:
             # simulated, only the lookups that errors cause.
             client = SyntheticConsumer(event.client_id, incarnation, event.group_instance_id, event.config,
                                        event.topics, started_ts=self.now, index=index,
-                                       coordinator=self.coordinator_epoch,
+                                       coordinator=self.host.coordinator_epoch,
                                        next_auto_commit=self.now + event.config.commit_interval_ms)
             self.clients[event.client_id] = client
             self._schedule_poll(client, self.now)
             return
         if client is None or not client.alive:
-            self.out.reject(event, f"client {event.client_id!r} is not running")
+            self.host.reject(event, f"client {event.client_id!r} is not running")
             return
         if isinstance(event, ClientCrash):
             self._stop_client(client)
@@ -153,8 +192,8 @@ class ConsumerHandlers:
             else:
                 client.poll_stalled_until = max(client.poll_stalled_until, until)
                 # The heartbeat thread notices a stalled poll loop once max.poll.interval.ms has passed.
-                self._client_timer(client, "poll_timeout", self.now + client.config.max_poll_interval_ms)
-            self._client_timer(client, "resume", until)
+                self.client_timer(client, "poll_timeout", self.now + client.config.max_poll_interval_ms)
+            self.client_timer(client, "resume", until)
         elif isinstance(event, Subscribe):
             if set(event.topics) != set(client.topics):
                 client.topics = event.topics
@@ -162,12 +201,12 @@ class ConsumerHandlers:
                 self._schedule_poll(client, self.now)
 
     def _stop_client(self, client: SyntheticConsumer) -> None:
-        self.close_client_runs(client.origin)
+        self.host.close_client_runs(client.origin)
         self._freeze(client)
         self._release(client, client.owned)
         client.alive = False
-        for key in [t.key for t in self.client_timers.pending() if t.key[:2] == ("client", client.client_id)]:
-            self.client_timers.cancel(key)
+        for key in [t.key for t in self.timers.pending() if t.key[:2] == ("client", client.client_id)]:
+            self.timers.cancel(key)
 
     def _close(self, client: SyntheticConsumer) -> None:
         client.closing = True
@@ -188,7 +227,7 @@ class ConsumerHandlers:
                                                               "reason": "the consumer is being closed"}])
         self._stop_client(client)
         if not any(c.alive for c in self.clients.values()):
-            self.consumption_ended()
+            self.host.consumption_ended()
 
     # ======================================================================================================
     # Consumption
@@ -200,15 +239,15 @@ class ConsumerHandlers:
         if client.unpositioned:
             owned = tuple(tp for tp in owned if tp not in client.unpositioned)
         if not client.consuming:
-            return {tp: client.frozen.get(tp, self.log_end_offset(tp)) for tp in owned}
+            return {tp: client.frozen.get(tp, self.host.log_end_offset(tp)) for tp in owned}
         rate = client.config.coordsim_consume_records_per_second
         if not rate:
-            return {tp: self.log_end_offset(tp, at) for tp in owned}
+            return {tp: self.host.log_end_offset(tp, at) for tp in owned}
         t = self.now if at is None else at
         positions = {}
         for tp in owned:
-            since, position = client.started.get(tp, (t, self.log_end_offset(tp, t)))
-            positions[tp] = min(self.log_end_offset(tp, at), rule_offset((rate, since, position), t))
+            since, position = client.started.get(tp, (t, self.host.log_end_offset(tp, t)))
+            positions[tp] = min(self.host.log_end_offset(tp, at), rule_offset((rate, since, position), t))
         return positions
 
     def _start_consuming(self, client: SyntheticConsumer, positions: dict[TopicPartition, int]) -> None:
@@ -241,13 +280,13 @@ class ConsumerHandlers:
         if not positioned:
             return
         client.unpositioned = tuple(tp for tp in client.unpositioned if tp not in fetched)
-        self.start_consuming(client.client_id, positioned, client.config.auto_offset_reset == "earliest")
+        self.host.start_consuming(client.client_id, positioned, client.config.auto_offset_reset == "earliest")
         if client.config.coordsim_consume_records_per_second:
             # Read from the committed offset, else from where auto.offset.reset says.
-            reset = lambda tp: 0 if client.config.auto_offset_reset == "earliest" else self.log_end_offset(tp)
+            reset = lambda tp: 0 if client.config.auto_offset_reset == "earliest" else self.host.log_end_offset(tp)
             positions = {tp: fetched[tp] if fetched[tp] >= 0 else reset(tp) for tp in positioned}
         else:
-            positions = {tp: self.log_end_offset(tp) for tp in positioned}
+            positions = {tp: self.host.log_end_offset(tp) for tp in positioned}
         if client.consuming:
             client.started.update((tp, (self.now, position)) for tp, position in positions.items())
         else:
@@ -260,7 +299,7 @@ class ConsumerHandlers:
 
     def _release(self, client: SyntheticConsumer, partitions) -> None:
         positions = self.positions(client)
-        self.stop_consuming(client.client_id, {tp: positions[tp] for tp in partitions if tp in positions})
+        self.host.stop_consuming(client.client_id, {tp: positions[tp] for tp in partitions if tp in positions})
 
     def position_of(self, client_id: str, tp) -> int | None:
         client = self.clients.get(client_id)
@@ -271,12 +310,12 @@ class ConsumerHandlers:
     # ======================================================================================================
     # Timers
     # ======================================================================================================
-    def _client_timer(self, client: SyntheticConsumer, kind: str, at: int, *args) -> None:
-        self.client_timers.schedule(("client", client.client_id, kind), at, "client", client.client_id,
+    def client_timer(self, client: SyntheticConsumer, kind: str, at: int, *args) -> None:
+        self.timers.schedule(("client", client.client_id, kind), at, "client", client.client_id,
                              client.incarnation, kind, *args)
 
     def _schedule_poll(self, client: SyntheticConsumer, at: int) -> None:
-        self._client_timer(client, "poll", client.next_poll(at))
+        self.client_timer(client, "poll", client.next_poll(at))
 
     def fire_client_timer(self, client_id: str, incarnation: int, kind: str, *args) -> None:
         client = self.clients.get(client_id)
@@ -284,7 +323,7 @@ class ConsumerHandlers:
             return
         if client.paused_until > self.now and kind != "resume":
             # A paused process runs nothing; whatever was due happens when it resumes.
-            self._client_timer(client, kind, client.paused_until, *args)
+            self.client_timer(client, kind, client.paused_until, *args)
             return
         if kind == "poll":
             self._poll(client)
@@ -311,7 +350,7 @@ class ConsumerHandlers:
         if client is None or client.incarnation != incarnation or not client.alive:
             return
         if client.paused_until > self.now:
-            self.client_timers.schedule(("deliver", client_id, response["request_id"]), client.paused_until, "deliver",
+            self.timers.schedule(("deliver", client_id, response["request_id"]), client.paused_until, "deliver",
                                  client_id, incarnation, response)
             return
         client.awaiting -= 1
@@ -336,9 +375,7 @@ class ConsumerHandlers:
         latency = 0 if client is None else client.config.response_latency_ms
         if client is not None and client.incarnation == int(incarnation):
             client.awaiting += 1
-        if request.type == "FIND_COORDINATOR":
-            row = dict(row, coordinator=self.coordinator_epoch)  # the node it names, beside the table's columns
-        self.client_timers.schedule(("deliver", client_id, row["request_id"]), self.now + latency, "deliver", client_id,
+        self.timers.schedule(("deliver", client_id, row["request_id"]), self.now + latency, "deliver", client_id,
                              int(incarnation), row)
 
     # ======================================================================================================
@@ -388,12 +425,9 @@ class ConsumerHandlers:
                "seq": client.request_counter, "request_id": request_id, "client_id": client.client_id, **fields}
         event = parse_event(raw, source="synthetic", line=self._line(client, chain), origin=client.origin,
                             run=None if chain is None else f"{client.origin}/{chain}")
-        # Written to `requests` when it reaches the coordinator: one still on the wire when the run ends
-        # was never seen, as an input row after the end would not be.
-        self.requests_in_flight[request_id] = (raw, sent_to)
         if slot is not None:
             client.in_flight[slot] = request_id
-        self.hold(event)
+        self.host.transmit(event, raw, sent_to)
 
     def _join(self, client: SyntheticConsumer) -> None:
         """onJoinPrepare then JoinGroup, as poll() does when a rejoin is needed."""
@@ -409,7 +443,7 @@ class ConsumerHandlers:
             client.unpositioned = tuple(tp for tp in client.unpositioned if tp.topic in subscribed)
         client.phase = Phase.PREPARING_REBALANCE
         client.heartbeat_enabled = False
-        self.client_timers.cancel(("client", client.client_id, "heartbeat"))
+        self.timers.cancel(("client", client.client_id, "heartbeat"))
         protocols = []
         for name in client.config.partition_assignment_strategy:
             protocols.append({
@@ -438,11 +472,11 @@ class ConsumerHandlers:
         if client.coordinator is None:
             # The heartbeat thread looks the coordinator up and waits retry.backoff.ms before trying again.
             self._find_coordinator(client)
-            self._client_timer(client, "heartbeat", self.now + client.config.retry_backoff_ms)
+            self.client_timer(client, "heartbeat", self.now + client.config.retry_backoff_ms)
             return
         if "heartbeat" not in client.in_flight:
             self.send_periodic(client, "heartbeat", self.now)
-        self._client_timer(client, "heartbeat", self.now + client.config.heartbeat_interval_ms)
+        self.client_timer(client, "heartbeat", self.now + client.config.heartbeat_interval_ms)
 
     def _commit(self, client: SyntheticConsumer, positions: dict[TopicPartition, int]) -> None:
         """A commit the client waits for before going on (before a rejoin, a close, or after a cooperative
@@ -469,7 +503,7 @@ class ConsumerHandlers:
             # The late commit of the batch that outlasted max.poll.interval.ms: the client is no longer part
             # of an active group, so the commit is refused before any request (CommitFailedException).
             client.kicked_out = False
-            self.metrics.failed_commits += 1
+            self.host.failed_commit()
         if client.coordinator is None:
             # ensureCoordinatorReady: the loop's group work (rejoin, commits) waits for the lookup's answer.
             self._find_coordinator(client)
@@ -532,7 +566,7 @@ class ConsumerHandlers:
             client.member_id = ""
         client.phase = Phase.UNJOINED
         client.heartbeat_enabled = False
-        self.client_timers.cancel(("client", client.client_id, "heartbeat"))
+        self.timers.cancel(("client", client.client_id, "heartbeat"))
 
     def _request_rejoin(self, client: SyntheticConsumer) -> None:
         client.rejoin_needed = True
@@ -575,7 +609,7 @@ class ConsumerHandlers:
             client.member_id, client.generation, client.protocol = r["member_id"], r["generation_id"], r["protocol_name"]
             client.phase = Phase.COMPLETING_REBALANCE
             client.heartbeat_enabled = True
-            self._client_timer(client, "heartbeat", self.now + client.config.heartbeat_interval_ms)
+            self.client_timer(client, "heartbeat", self.now + client.config.heartbeat_interval_ms)
             if r["leader_id"] == r["member_id"] and not r["skip_assignment"]:
                 self._lead(client, r["members"])
             else:
@@ -607,7 +641,7 @@ class ConsumerHandlers:
                 member_id=m["member_id"], topics=sub.topics, group_instance_id=m["group_instance_id"],
                 owned_partitions=sub.owned_partitions, generation_id=sub.generation_id, user_data=sub.user_data))
         topics = {t for s in subscriptions for t in s.topics}
-        snapshot = {t: self.cluster_topics[t] for t in sorted(topics) if t in self.cluster_topics}
+        snapshot = {t: self.host.cluster_topics[t] for t in sorted(topics) if t in self.host.cluster_topics}
         try:
             plan = assignors.assign(client.protocol, subscriptions, snapshot)
         except AssignorError:
@@ -617,10 +651,10 @@ class ConsumerHandlers:
         assignments = [{"member_id": member_id, "partitions": _partition_lists(tps)} for member_id, tps in plan.items()]
         delay = client.config.coordsim_assignment_time_ms
         if delay:
-            self._client_timer(client, "assigned", self.now + delay, client.generation, assignments)
+            self.client_timer(client, "assigned", self.now + delay, client.generation, assignments)
         else:
             self._send_leader_sync(client, client.generation, assignments)
-        self._client_timer(client, "metadata", self.now + client.config.metadata_max_age_ms)
+        self.client_timer(client, "metadata", self.now + client.config.metadata_max_age_ms)
 
     def _send_leader_sync(self, client: SyntheticConsumer, generation: int, assignments: list[dict]) -> None:
         if client.phase == Phase.COMPLETING_REBALANCE and client.generation == generation:
@@ -677,7 +711,7 @@ class ConsumerHandlers:
             # Heartbeat.failHeartbeat: the thread tries again after retry.backoff.ms, looking the coordinator up.
             self._note_coordinator_error(client, error)
             if client.heartbeat_enabled:
-                self._client_timer(client, "heartbeat", self.now + client.config.retry_backoff_ms)
+                self.client_timer(client, "heartbeat", self.now + client.config.retry_backoff_ms)
             return
         if r["generation_id"] != client.generation:
             return  # an answer about a generation the client already left behind
@@ -697,7 +731,7 @@ class ConsumerHandlers:
         errors = {res["error"] for res in r["results"] or ()} | {r["error"]}
         errors.discard("NONE")
         if errors:
-            self.metrics.failed_commits += 1
+            self.host.failed_commit()
         for error in errors:
             self._note_coordinator_error(client, error)
         if "REBALANCE_IN_PROGRESS" in errors:
@@ -723,18 +757,18 @@ class ConsumerHandlers:
             else:
                 self._join(client)
         elif (client.config.commit_blocks_poll and client.phase == Phase.STABLE
-              and self.client_timers.get(("client", client.client_id, "poll")) is None):
+              and self.timers.get(("client", client.client_id, "poll")) is None):
             self._schedule_poll(client, max(client.next_auto_commit, self.now))  # commitSync returns
 
     def _refresh_metadata(self, client: SyntheticConsumer) -> None:
         snapshot = client.metadata_snapshot
         if snapshot is not None and client.phase == Phase.STABLE:
-            current = {t: self.cluster_topics[t] for t in snapshot if t in self.cluster_topics}
+            current = {t: self.host.cluster_topics[t] for t in snapshot if t in self.host.cluster_topics}
             if current != snapshot:
                 # Only the leader compares metadata with what it assigned: it rejoins to reassign.
                 self._request_rejoin(client)
                 return
-        self._client_timer(client, "metadata", self.now + client.config.metadata_max_age_ms)
+        self.client_timer(client, "metadata", self.now + client.config.metadata_max_age_ms)
 
 
 def _commit_offsets(positions: dict[TopicPartition, int]) -> list[dict]:

@@ -191,7 +191,7 @@ class PeriodicHandlers:
         group = self.group
         if group is None or group.state != GroupState.STABLE or self.loading_until is not None or self.write_failures:
             return
-        for client in self.clients.values():
+        for client in self.fleet.clients.values():
             if client.client_id not in self.elided and client.alive and client.phase == Phase.STABLE:
                 self._try_elide(client, group)
 
@@ -210,7 +210,7 @@ class PeriodicHandlers:
         origin = client.origin
         run = self.runs.get(f"{origin}/{HEARTBEAT_CHAIN}")
         if run is None or (client.owned and f"{origin}/{COMMIT_CHAIN}" not in self.runs
-                           and self.client_timers.get(("client", client.client_id, "poll")) is not None):
+                           and self.fleet.timers.get(("client", client.client_id, "poll")) is not None):
             return
         timers = {t.key[2]: t for t in self._client_timers(client)}
         heartbeat, poll, metadata = (timers.pop(kind, None) for kind in ("heartbeat", "poll", "metadata"))
@@ -238,7 +238,7 @@ class PeriodicHandlers:
             return
         for t in (heartbeat, poll, metadata):
             if t is not None:
-                self.client_timers.cancel(t.key)
+                self.fleet.timers.cancel(t.key)
         self.elided[client.client_id] = ElidedClient(
             heartbeat=Chain(heartbeat.deadline, interval), commit=commit, sends_commits=bool(client.owned),
             metadata=None if metadata is None else Chain(metadata.deadline, cfg.metadata_max_age_ms),
@@ -273,7 +273,7 @@ class PeriodicHandlers:
 
     def _client_timers(self, client: SyntheticConsumer) -> list:
         return [t for kind in ("heartbeat", "poll", "metadata", "poll_timeout", "resume", "assigned")
-                if (t := self.client_timers.get(("client", client.client_id, kind))) is not None]
+                if (t := self.fleet.timers.get(("client", client.client_id, kind))) is not None]
 
     def catch_up(self, at: int, target: str | None, whole_group: bool) -> bool:
         """Before an item at `at`: fold every elided request that arrived before `at`, and give back their
@@ -282,7 +282,7 @@ class PeriodicHandlers:
         changed = False
         for client_id in list(self.elided):
             elided = self.elided[client_id]
-            client = self.clients[client_id]
+            client = self.fleet.clients[client_id]
             changed |= self._fold(client, elided, at)
             if whole_group or client_id == target or self._due_at(client, elided, at):
                 self._restore(client, elided, at)
@@ -292,7 +292,7 @@ class PeriodicHandlers:
     def fold_elided(self, at: int) -> None:
         """Fold the elided requests that arrived before `at` (the end of a run)."""
         for client_id, elided in self.elided.items():
-            self._fold(self.clients[client_id], elided, at)
+            self._fold(self.fleet.clients[client_id], elided, at)
 
     def _chains(self, elided: ElidedClient):
         return [c for c in (elided.heartbeat, elided.commit, elided.metadata) if c is not None]
@@ -328,7 +328,7 @@ class PeriodicHandlers:
             run.interval = chain.period
             run.last_ts = chain.first + (arrived - 1) * chain.period + latency
             chain.arrived = arrived
-            reset = (run.last_ts, self.periodic_event_key(client, key, run.last_ts - latency))
+            reset = (run.last_ts, self.fleet.periodic_event_key(client, key, run.last_ts - latency))
             elided.last_reset = reset if elided.last_reset is None else max(elided.last_reset, reset)
             if key == COMMIT_CHAIN:
                 self._commit_in_closed_form(run)
@@ -359,31 +359,31 @@ class PeriodicHandlers:
             if chain is None:
                 continue
             kind = "heartbeat" if key == HEARTBEAT_CHAIN else "poll"
-            self._client_timer(client, kind, chain.first + chain.done * chain.period)
+            self.fleet.client_timer(client, kind, chain.first + chain.done * chain.period)
             if key == COMMIT_CHAIN and chain.done:
                 client.next_auto_commit = chain.first + (chain.done - 1) * chain.period + cfg.commit_interval_ms
             if chain.done == 0 or (key == COMMIT_CHAIN and not elided.sends_commits):
                 continue
             sent = chain.first + (chain.done - 1) * chain.period
             if chain.arrived < chain.done:  # on the wire
-                self.send_periodic(client, key, sent)
+                self.fleet.send_periodic(client, key, sent)
             elif sent + latency + back >= at:  # answered, the answer on its way back
                 run = self.runs[f"{client.origin}/{key}"]
                 row = dict(run.response, request_ts=sent + latency, response_ts=sent + latency,
-                           request_id=self.periodic_request_id(client, key, sent), request_seq=client.request_counter)
+                           request_id=self.fleet.periodic_request_id(client, key, sent), request_seq=client.request_counter)
                 client.in_flight[key] = row["request_id"]
                 client.awaiting += 1
-                self.client_timers.schedule(("deliver", client.client_id, row["request_id"]), sent + latency + back,
+                self.fleet.timers.schedule(("deliver", client.client_id, row["request_id"]), sent + latency + back,
                                      "deliver", client.client_id, client.incarnation, row)
         if elided.metadata is not None:
             m = elided.metadata
-            self._client_timer(client, "metadata", m.first + m.done * m.period)
+            self.fleet.client_timer(client, "metadata", m.first + m.done * m.period)
 
     def elided_session_deadlines(self) -> list[int]:
         """Where the elided members' session timers would stand now."""
         deadlines = []
         for client_id, elided in self.elided.items():
-            client = self.clients[client_id]
+            client = self.fleet.clients[client_id]
             latency = client.config.request_latency_ms
             last = [chain.first + (n - 1) * chain.period + latency
                     for chain, sends in ((elided.heartbeat, True), (elided.commit, elided.sends_commits))

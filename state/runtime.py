@@ -24,7 +24,7 @@ from typing import Iterable
 from state import pickling
 from state.captured_ids import IdMap
 from state.config import CoordinatorConfig
-from state.consumer import ConsumerHandlers
+from state.consumer import ConsumerFleet
 from state.events import (CLIENT_DIRECTIVE_CLASSES, CoordinatorFault, EndOfRun, Event, TopicMetadata,
                           expand_repeats)
 from state.group import ClassicGroup
@@ -45,18 +45,19 @@ STATE_FORMAT_VERSION = 5
 SWEEP_TIMER = ("sweep",)
 
 
-class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers, MetricsHandlers, PeriodicHandlers):
+class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, PeriodicHandlers):
     def __init__(self, group_id: str, config: CoordinatorConfig) -> None:
         self.group_id = group_id
         self.config = config
         self.coordinator_partition = coordinator_partition(group_id, config.offsets_topic_num_partitions)
         self.group: ClassicGroup | None = None
         self.offsets: dict[tuple[str, int], dict] = {}
-        # The broker side's timers (sessions, rebalance and sync deadlines, the offsets sweep, the load) and the
-        # client side's (polls, heartbeats, answers on their way back) are kept apart: a coordinator that
-        # unloads the group drops its own and never touches the clients'.
+        # The coordinator's timers (sessions, rebalance and sync deadlines, the offsets sweep, the load); the
+        # client side keeps its own (polls, heartbeats, answers on their way back) in the fleet, so a
+        # coordinator that unloads the group drops its own and never touches the clients'.
         self.timers = TimerQueue()
-        self.client_timers = TimerQueue()
+        self.fleet = ConsumerFleet(group_id)
+        self.fleet.host = self
         # Which coordinator hosts the group: it changes when the group's partition moves. A synthetic request
         # reaching the group was sent to the coordinator its client knew of; an older one answers
         # NOT_COORDINATOR.
@@ -72,7 +73,6 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers, Metrics
         self.last_sweep_ts = -1
         self._held: list[tuple[tuple, Event]] = []
         self.last_event_ts = -1
-        self.clients: dict = {}
         self.cluster_topics: dict[str, int] = {}
         self.production: dict[str, tuple[int, float, int]] = {}  # topic -> (since_ts, records/s, base offset)
         self.requests_in_flight: dict[str, tuple[dict, int | None]] = {}  # request id -> (row, sent to)
@@ -135,14 +135,14 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers, Metrics
 
     def _next_timer(self) -> tuple[TimerQueue, Timer | None]:
         """The timer due first and its queue; at equal deadlines the coordinator's fire before the clients'."""
-        coordinator, client = self.timers.peek(), self.client_timers.peek()
+        coordinator, client = self.timers.peek(), self.fleet.timers.peek()
         if client is None or (coordinator is not None and coordinator.deadline <= client.deadline):
             return self.timers, coordinator
-        return self.client_timers, client
+        return self.fleet.timers, client
 
     def next_wakeup(self) -> int | None:
         """Earliest time something is due: a deadline or a held event (the Spark state timeout)."""
-        candidates = [self.timers.next_deadline(), self.client_timers.next_deadline()]
+        candidates = [self.timers.next_deadline(), self.fleet.timers.next_deadline()]
         if self._held:
             candidates.append(self._held[0][0][0])
         due = [c for c in candidates if c is not None]
@@ -201,10 +201,13 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers, Metrics
             if event.run is None:
                 self.close_client_runs(event.origin)
                 self.out.request(raw)
+        if isinstance(event, TopicMetadata):
+            # The cluster's topics as clients see them, and what is produced to them.
+            self.cluster_topics.update(dict(event.topics))
+            self._update_production(event)
+            return
         if event.type in CLIENT_DIRECTIVE_CLASSES:
-            if isinstance(event, TopicMetadata):
-                self._update_production(event)
-            self.handle_client_directive(event)
+            self.fleet.handle_client_directive(event)
             return
         handler = self._handle_request if sent_to in (None, self.coordinator_epoch) else self._answer_not_coordinator
         if event.run is not None:
@@ -244,9 +247,9 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers, Metrics
         elif kind == "load":
             self._load_group()
         elif kind == "client":
-            self.fire_client_timer(*timer.args)
+            self.fleet.fire_client_timer(*timer.args)
         elif kind == "deliver":
-            self.deliver_response(*timer.args)
+            self.fleet.deliver_response(*timer.args)
         else:  # pragma: no cover - a timer kind without a handler is a bug in this module
             raise AssertionError(f"unknown timer kind {kind}")
 
@@ -261,11 +264,30 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers, Metrics
     def respond(self, request: Event, error: str, **fields) -> None:
         row = self.out.response(request, self.now, error, self.coordinator_partition, **fields)
         if request.origin is not None:
-            self.route_response(request, row)
+            if request.type == "FIND_COORDINATOR":
+                row = dict(row, coordinator=self.coordinator_epoch)  # the node it names, beside the table's columns
+            self.fleet.route_response(request, row)
         elif request.captured is not None:
             retry = self.captured_ids.learn(request, row)
             if retry is not None:
                 self._captured_retries.append(retry)
+
+    # -- what the client side gets from its host (state.consumer.ClientHost) -------------------------------
+    def transmit(self, event: Event, raw: dict, sent_to: int | None) -> None:
+        """A synthetic client's request goes on the wire towards the coordinator `sent_to` (None: any broker).
+        It is written to `requests` when it reaches the group: one still on the wire when the run ends was never
+        seen, as an input row after the end would not be."""
+        self.requests_in_flight[event.request_id] = (raw, sent_to)
+        self.hold(event)
+
+    def reject(self, event: Event, reason: str) -> None:
+        self.out.reject(event, reason)
+
+    def failed_commit(self) -> None:
+        self.metrics.failed_commits += 1
+
+    def position_of(self, client_id: str, tp) -> int | None:
+        return self.fleet.position_of(client_id, tp)
 
     def _update_production(self, event: TopicMetadata) -> None:
         for topic, _ in event.topics:
@@ -449,6 +471,7 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, ConsumerHandlers, Metrics
         runtime.__dict__.update(pickle.loads(blob[len(STATE_FORMAT) + 1:]))
         runtime.config = config
         runtime.out = Output(runtime.group_id, runtime.out)
+        runtime.fleet.host = runtime
         return runtime
 
 

@@ -39,7 +39,7 @@ class FleetMachine(RuleBasedStateMachine):
         return self.ctx.runtime
 
     def running(self):
-        return [c for c in self.runtime.clients.values() if c.alive]
+        return [c for c in self.runtime.fleet.clients.values() if c.alive]
 
     @rule(name=st.sampled_from(CLIENTS), static=st.booleans(), cooperative=st.booleans())
     def start(self, name, static, cooperative):
@@ -96,7 +96,7 @@ class FleetMachine(RuleBasedStateMachine):
     @invariant()
     def every_running_client_has_something_ahead(self) -> None:
         runtime = self.runtime
-        queued = {t.args[0] for t in runtime.client_timers.pending()}
+        queued = {t.args[0] for t in runtime.fleet.timers.pending()}
         for client in self.running():
             assert (client.client_id in queued or client.in_flight or client.awaiting
                     or client.client_id in runtime.elided), f"{client.client_id} has nothing ahead of it"

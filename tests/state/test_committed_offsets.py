@@ -21,7 +21,7 @@ def test_after_an_eager_rebalance_each_member_fetches_all_its_partitions_once():
     ctx.sleep(20_000)
     by_client = {r["client_id"]: r for r in fetches(ctx)}
     assert sorted(by_client) == ["c0", "c1", "c2"] and len(fetches(ctx)) == 3
-    for client in ctx.runtime.clients.values():
+    for client in ctx.runtime.fleet.clients.values():
         response = by_client[client.client_id]
         assert response["error"] == "NONE"
         assert fetched_partitions(response) == sorted(tuple(tp) for tp in client.owned)
@@ -47,7 +47,7 @@ def test_a_cooperative_member_fetches_only_the_partitions_it_did_not_own():
     config = {"partition.assignment.strategy": ["cooperative-sticky"]}
     start(ctx, 2, config=config)
     ctx.sleep(20_000)
-    before = {c.client_id: set(c.owned) for c in ctx.runtime.clients.values()}
+    before = {c.client_id: set(c.owned) for c in ctx.runtime.fleet.clients.values()}
     seen = len(fetches(ctx))
     start(ctx, 1, config=config, prefix="new")
     ctx.sleep(30_000)
@@ -56,7 +56,7 @@ def test_a_cooperative_member_fetches_only_the_partitions_it_did_not_own():
     for r in later:
         if r["client_id"] in before:
             assert not set(fetched_partitions(r)) & before[r["client_id"]]
-    newcomer = ctx.runtime.clients["new0"]
+    newcomer = ctx.runtime.fleet.clients["new0"]
     assert newcomer.owned and set(fetched_partitions(next(r for r in later if r["client_id"] == "new0"))) \
         == {tuple(tp) for tp in newcomer.owned}
 
@@ -68,7 +68,7 @@ def test_a_new_owner_reads_from_the_committed_offset_it_fetched():
     ctx.sleep(30_000)
     ctx.send("CLIENT_STOP", client_id="c1")
     ctx.sleep(30_000)
-    survivor = ctx.runtime.clients["c0"]
+    survivor = ctx.runtime.fleet.clients["c0"]
     last = fetches(ctx)[-1]
     assert last["client_id"] == "c0"
     committed = {(r["topic"], r["partition"]): r["offset"] for r in last["results"]}
@@ -87,5 +87,5 @@ def test_a_fetch_refused_while_the_group_loads_is_retried():
     ctx.sleep(10_000)
     answers = [r["error"] for r in fetches(ctx)]
     assert answers[0] in ("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS") and answers[-1] == "NONE"
-    client = ctx.runtime.clients["c0"]
+    client = ctx.runtime.fleet.clients["c0"]
     assert client.owned and not client.unpositioned

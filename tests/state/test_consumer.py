@@ -43,7 +43,7 @@ def rolling_restart(ctx: GroupContext, names: list[str], config=None, static=Fal
 def owners(ctx: GroupContext) -> dict:
     """partition -> client ids owning it (live clients only)."""
     result: dict = {}
-    for client in ctx.runtime.clients.values():
+    for client in ctx.runtime.fleet.clients.values():
         if client.alive:
             for tp in client.owned:
                 result.setdefault(tuple(tp), []).append(client.client_id)
@@ -62,7 +62,7 @@ def test_members_converge_to_a_stable_balanced_assignment():
     owned = owners(ctx)
     assert sorted(owned) == [("orders", p) for p in range(6)]
     assert all(len(v) == 1 for v in owned.values())
-    assert sorted(len(c.owned) for c in ctx.runtime.clients.values()) == [2, 2, 2]
+    assert sorted(len(c.owned) for c in ctx.runtime.fleet.clients.values()) == [2, 2, 2]
     # eager range is the default ([range, cooperative-sticky] share only EAGER)
     assert ctx.group.protocol_name == "range"
 
@@ -83,7 +83,7 @@ def test_a_crash_is_detected_after_the_session_timeout():
     start(ctx, 2)
     ctx.sleep(20_000)
     ctx.send("CLIENT_CRASH", client_id="c1")
-    crashed_member = ctx.runtime.clients["c1"].member_id
+    crashed_member = ctx.runtime.fleet.clients["c1"].member_id
     last_beat = max(r["request_ts"] for r in ctx.responses("Heartbeat") if r["member_id"] == crashed_member)
     ctx.sleep(20_000)
     start_ts = [r["ts"] for r in ctx.rows("group_states") if r["cause"] == "session_timeout"]
@@ -109,14 +109,14 @@ def test_static_member_restart_within_the_session_timeout_does_not_rebalance():
     ctx = GroupContext()
     start(ctx, 3, static=True)
     ctx.sleep(20_000)
-    before = {c.client_id: set(c.owned) for c in ctx.runtime.clients.values()}
+    before = {c.client_id: set(c.owned) for c in ctx.runtime.fleet.clients.values()}
     generation = ctx.group.generation_id
     ctx.send("CLIENT_STOP", client_id="c1")  # static: no LeaveGroup
     ctx.sleep(5_000)
     ctx.send("CLIENT_START", client_id="c1", group_instance_id="c1-instance", topics=["orders"], config=SESSION)
     ctx.sleep(20_000)
     assert ctx.group.generation_id == generation and rebalances(ctx) == ["member_join"]
-    assert {c.client_id: set(c.owned) for c in ctx.runtime.clients.values()} == before
+    assert {c.client_id: set(c.owned) for c in ctx.runtime.fleet.clients.values()} == before
     assert not [r for r in ctx.responses("LeaveGroup")]
 
 
@@ -146,21 +146,21 @@ def test_a_process_pause_longer_than_the_session_evicts_and_the_member_rejoins()
     ctx.sleep(40_000)
     assert "session_timeout" in rebalances(ctx)
     assert ctx.state == "Stable" and sorted(len(v) for v in owners(ctx).values()) == [1] * 6
-    assert {len(c.owned) for c in ctx.runtime.clients.values()} == {3}
+    assert {len(c.owned) for c in ctx.runtime.fleet.clients.values()} == {3}
 
 
 def test_a_stalled_poll_loop_leaves_after_max_poll_interval():
     ctx = GroupContext()
     start(ctx, 2, config={"max.poll.interval.ms": 20_000})
     ctx.sleep(20_000)
-    member = ctx.runtime.clients["c1"].member_id
+    member = ctx.runtime.fleet.clients["c1"].member_id
     ctx.send("CLIENT_PAUSE", client_id="c1", duration_ms=30_000, scope="poll")
     ctx.sleep(25_000)
     leave = [r for r in ctx.responses("LeaveGroup") if r["client_id"] == "c1"]
     assert [r["request_ts"] for r in leave] == [20_000 + 20_000 + 1]  # detected by the heartbeat thread
     assert leave[0]["results"][0]["member_id"] == member
     ctx.sleep(30_000)
-    client = ctx.runtime.clients["c1"]
+    client = ctx.runtime.fleet.clients["c1"]
     assert client.member_id != member and client.phase.value == "STABLE"
 
 
@@ -169,10 +169,10 @@ def test_cooperative_sticky_moves_fewer_partitions_than_eager_on_scale_out():
         ctx = GroupContext()
         start(ctx, 2, config={"partition.assignment.strategy": [strategy]})
         ctx.sleep(20_000)
-        before = {c.client_id: set(c.owned) for c in ctx.runtime.clients.values()}
+        before = {c.client_id: set(c.owned) for c in ctx.runtime.fleet.clients.values()}
         start(ctx, 1, config={"partition.assignment.strategy": [strategy]}, prefix="new")
         ctx.sleep(30_000)
-        after = {c.client_id: set(c.owned) for c in ctx.runtime.clients.values()}
+        after = {c.client_id: set(c.owned) for c in ctx.runtime.fleet.clients.values()}
         revoked = sum(len(before[c] - after[c]) for c in before)
         assert all(len(v) == 1 for v in owners(ctx).values()) and len(owners(ctx)) == 6
         return revoked, len(rebalances(ctx)) - 1
@@ -254,7 +254,7 @@ def test_a_crash_costs_the_records_processed_since_the_last_commit():
     ctx = GroupContext()
     start(ctx, 2)
     ctx.sleep(20_000)
-    crashed = ctx.runtime.clients["c1"]
+    crashed = ctx.runtime.fleet.clients["c1"]
     owned = list(crashed.owned)
     committed = {(r["topic"], r["partition"]): r["offset"] for r in ctx.rows("offsets")}
     ctx.sleep(1_000)
@@ -288,7 +288,7 @@ def test_a_static_restart_leaves_its_partitions_unconsumed_for_the_downtime_only
     ctx = GroupContext()
     start(ctx, 2, static=True)
     ctx.sleep(20_000)
-    owned = len(ctx.runtime.clients["c1"].owned)
+    owned = len(ctx.runtime.fleet.clients["c1"].owned)
     ctx.send("CLIENT_STOP", client_id="c1")
     ctx.sleep(4_000)
     ctx.send("CLIENT_START", client_id="c1", group_instance_id="c1-instance", topics=["orders"], config=SESSION)
@@ -369,7 +369,7 @@ def test_manual_commits_follow_the_poll_loop_as_offset_commit_requests(settings,
     ctx = GroupContext()
     start(ctx, 1, config=dict(MANUAL, **settings))
     ctx.sleep(30_000)
-    client = ctx.runtime.clients["c0"]
+    client = ctx.runtime.fleet.clients["c0"]
     commits = ctx.responses("OffsetCommit")
     ts = [r["request_ts"] for r in commits]
     assert {b - a for a, b in zip(ts, ts[1:])} == {period}
@@ -404,7 +404,7 @@ def test_eager_commit_on_revoke_commits_every_owned_partition_before_the_join_gr
     ctx = GroupContext()
     start(ctx, 2, config=config)
     ctx.sleep(20_000)
-    owned = sorted(tp.partition for tp in ctx.runtime.clients["c0"].owned)
+    owned = sorted(tp.partition for tp in ctx.runtime.fleet.clients["c0"].owned)
     start(ctx, 1, config=config, prefix="new")
     ctx.sleep(20_000)
     # no cadence commit in this window: the only commit is onPartitionsRevoked's, answered before the rejoin
@@ -426,12 +426,12 @@ def test_cooperative_commit_on_revoke_commits_only_the_revoked_partitions_after_
     ctx = GroupContext()
     start(ctx, 2, config=config)
     ctx.sleep(20_000)
-    before = {tp.partition for tp in ctx.runtime.clients["c0"].owned}
-    before_c1 = {tp.partition for tp in ctx.runtime.clients["c1"].owned}
+    before = {tp.partition for tp in ctx.runtime.fleet.clients["c0"].owned}
+    before_c1 = {tp.partition for tp in ctx.runtime.fleet.clients["c1"].owned}
     start(ctx, 1, config=config, prefix="new")
     ctx.sleep(20_000)
-    after = {tp.partition for tp in ctx.runtime.clients["c0"].owned}
-    after_c1 = {tp.partition for tp in ctx.runtime.clients["c1"].owned}
+    after = {tp.partition for tp in ctx.runtime.fleet.clients["c0"].owned}
+    after_c1 = {tp.partition for tp in ctx.runtime.fleet.clients["c1"].owned}
     sent = [s for s in requests_of(ctx, "c0", since=20_001) if s[1] != "HEARTBEAT"]
     # the first rejoin keeps every partition (nothing committed); SyncGroup withholds the moving one, which
     # is committed before the follow-up JoinGroup
@@ -477,7 +477,7 @@ def test_a_crash_in_manual_mode_costs_the_records_processed_since_the_last_manua
     ctx = GroupContext()
     start(ctx, 2, config=dict(MANUAL, **{"coordsim.manual.commit.interval.ms": 2_000}))
     ctx.sleep(20_000)
-    crashed = ctx.runtime.clients["c1"]
+    crashed = ctx.runtime.fleet.clients["c1"]
     owned = list(crashed.owned)
     ctx.sleep(1_500)
     committed = {(r["topic"], r["partition"]): r["offset"] for r in ctx.rows("offsets")}
@@ -500,7 +500,7 @@ def test_the_late_commit_after_a_poll_stall_past_max_poll_interval_fails():
     # the heartbeat thread left the group at 40 s: the commit of the batch that took 30 s is refused by the
     # client itself (CommitFailedException), before any request; then the loop rejoins and commits again
     assert not [r for r in ctx.responses("OffsetCommit") if r["client_id"] == "c1" and r["error"] != "NONE"]
-    assert ctx.runtime.clients["c1"].phase.value == "STABLE"
+    assert ctx.runtime.fleet.clients["c1"].phase.value == "STABLE"
     assert end_metrics(ctx)["failed_commits"] == 1
 
 
@@ -508,7 +508,7 @@ def test_a_commit_after_a_process_pause_past_the_session_fails_with_unknown_memb
     ctx = GroupContext()
     start(ctx, 2, config=MANUAL)
     ctx.sleep(20_000)
-    member = ctx.runtime.clients["c1"].member_id
+    member = ctx.runtime.fleet.clients["c1"].member_id
     ctx.send("CLIENT_PAUSE", client_id="c1", duration_ms=15_000, scope="process")
     ctx.sleep(30_000)
     failed = [r for r in ctx.responses("OffsetCommit") if r["error"] != "NONE"]

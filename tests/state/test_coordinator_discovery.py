@@ -41,7 +41,7 @@ def test_a_move_while_stable_keeps_the_group_and_every_client_going(load_delay_m
     # time, so no session expires and nothing rebalances.
     assert ctx.state == "Stable" and ctx.group.generation_id == generation
     assert rebalances(ctx) == ["initial_join"] or "heartbeat_expiration" not in rebalances(ctx)
-    assert all(c.alive and c.phase.value == "STABLE" for c in ctx.runtime.clients.values())
+    assert all(c.alive and c.phase.value == "STABLE" for c in ctx.runtime.fleet.clients.values())
     after = requests_after(ctx, moved_at + load_delay_ms + 10_000)
     assert sorted(after) == ["c0", "c1", "c2"]
     assert all({"Heartbeat", "OffsetCommit"} <= apis for apis in after.values())
@@ -74,7 +74,7 @@ def test_a_move_during_a_rebalance_ends_in_a_stable_group_with_every_client():
     ctx.sleep(60_000)
     assert ctx.state == "Stable"
     assert sorted(m.client_id for m in ctx.group.all_members()) == ["c0", "c1", "c2"]
-    assert all(c.phase.value == "STABLE" and c.owned for c in ctx.runtime.clients.values())
+    assert all(c.phase.value == "STABLE" and c.owned for c in ctx.runtime.fleet.clients.values())
 
 
 def test_a_move_costs_failed_commits_in_the_metrics():
