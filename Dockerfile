@@ -13,6 +13,7 @@ COPY scripts ./scripts
 COPY state ./state
 COPY streaming ./streaming
 COPY simulations ./simulations
+COPY tableio ./tableio
 COPY conf ./conf
 
 # procps: Spark's launch scripts (load-spark-env.sh, spark-daemon.sh) call `ps`.

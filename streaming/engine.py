@@ -32,7 +32,7 @@ from simulations.capture.captured import captured_records
 from simulations.engines.local import RunResult
 from simulations.inputs import event_files
 from simulations.parquet_tables import WrittenTables
-from simulations.views.run_tables import RUN_FILE
+from tableio.run_record import RUN_FILE, final_time, write_run_record
 from state.config import CoordinatorConfig
 from streaming import compaction
 from streaming.buckets import bucket_labels
@@ -189,7 +189,7 @@ class _Run:
                 self.run_query(spark)
                 facts = self.facts()
                 decided, pending = self.decided_final(), facts.max_pending_deadline()
-                final = decided if decided is not None else max(last, last if pending is None else pending)
+                final = decided if decided is not None else final_time(None, last, [pending])
             beyond = max(final, facts.max_event_ts)
             self.ensure_control(ADVANCE_TO_FINAL, beyond, final)
             self.ensure_control(END_OF_RUN, beyond, final, facts.known)
@@ -306,26 +306,11 @@ class _Run:
         )
 
     def write_run_file(self, result: SparkRunResult, settings: Mapping[str, Any]) -> None:
-        record = {
-            "engine": "spark",
-            "inputs": [name for _, name in self.inputs],
-            "captured": self.captured,
-            "until": self.until,
-            "final_ts": result.final_ts,
-            "batches": result.batches,
-            "events": result.events_applied,
-            "events_after_until": result.events_after_until,
-            "groups": result.groups,
-            "late_rows": result.late_rows,
-            "late_rows_unknown_batches": result.late_rows_unknown_batches,
-            "rows": {name: result.tables.row_count(name) for name in result.tables},
-            "wall_s": result.wall_s,
-            "phases_s": result.phases_s,
-            "coordinator": self.config.to_kafka(),
-            "settings": dict(settings),
-        }
-        path = self.out / RUN_FILE
-        path.write_text(json.dumps(record, indent=1, default=str) + "\n", encoding="utf-8")
+        write_run_record(self.out, "spark", result, self.config.to_kafka(),
+                         inputs=[name for _, name in self.inputs], captured=self.captured, until=self.until,
+                         final_ts=result.final_ts, batches=result.batches, late_rows=result.late_rows,
+                         late_rows_unknown_batches=result.late_rows_unknown_batches, wall_s=result.wall_s,
+                         phases_s=result.phases_s, settings=dict(settings))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

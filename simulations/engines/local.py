@@ -18,7 +18,6 @@ At the final time the `lag_status` table is derived from the offsets (`simulatio
 
 from __future__ import annotations
 
-import json
 import os
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -28,12 +27,12 @@ from typing import Callable, Iterable, Mapping
 from simulations.heap import long_lived_heap
 from simulations.parquet_tables import PartFileWriter, WrittenTables, output_errors, to_arrow
 from simulations.views.lag_status import lag_status_rows
-from simulations.views.run_tables import RUN_FILE
 from state.config import CoordinatorConfig
 from state.events import Event
 from state.output import Output
 from state.runtime import GroupRuntime
 from state.tables import GROUP_TABLES
+from tableio.run_record import final_time, write_run_record
 
 # Rows of a table turned into Arrow at once while a run writes its tables: many groups per conversion.
 STREAM_ROWS = 50_000
@@ -82,16 +81,11 @@ def run_local(events: Iterable[Event], config: CoordinatorConfig, until: int | N
         runtime.offer(by_group[group_id])
     result.groups = len(runtimes)
 
-    if until is not None:
-        final = until
-    elif runtimes:
-        final = max(e.ts for group in by_group.values() for e in group)
+    last = max((e.ts for group in by_group.values() for e in group), default=None)
+    if until is None and last is not None:
         for runtime in runtimes.values():
-            runtime.advance_to(final)
-        pending = [d for r in runtimes.values() if (d := r.max_pending_deadline()) is not None]
-        final = max([final, *pending])
-    else:
-        final = None
+            runtime.advance_to(last)
+    final = final_time(until, last, (r.max_pending_deadline() for r in runtimes.values()))
     for done, runtime in enumerate(runtimes.values(), start=1):
         runtime.advance_to(final)
         runtime.finish()
@@ -120,23 +114,11 @@ def run_local_to(out_dir: str | os.PathLike, events: Iterable[Event], config: Co
         stream = StreamedTables(out, rejects)
         result = run_local(events, config, until, progress, on_group=stream)
         result.tables = stream.close()
-        write_run_record(out, result, config)
+        # No final time or `until` in a local run's record: the views and validation derive them from its tables.
+        write_run_record(out, "local", result, config.to_kafka())
     return result
 
 
-def write_run_record(out: Path, result: RunResult, config: CoordinatorConfig) -> None:
-    """`out/_run.json`: what the Spark engine records of a run, less its batches and phases, and less the
-    final time and `until`: the views and validation read those from a record, and a local run's are
-    derived from its tables."""
-    record = {
-        "engine": "local",
-        "events": result.events_applied,
-        "events_after_until": result.events_after_until,
-        "groups": result.groups,
-        "rows": {name: result.tables.row_count(name) for name in result.tables},
-        "coordinator": config.to_kafka(),
-    }
-    (out / RUN_FILE).write_text(json.dumps(record, indent=1, default=str) + "\n", encoding="utf-8")
 
 
 class StreamedTables:

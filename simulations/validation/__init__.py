@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Sequence
@@ -18,7 +17,8 @@ from simulations.group_ranges import group_ranges
 from simulations.validation.raw_tables import read_range
 from simulations.validation.result import Check, ValidationResult
 from simulations.parquet_tables import PART_FILE
-from simulations.views.run_tables import RUN_FILE, RunError
+from simulations.views.run_tables import RunError
+from tableio.run_record import read_run_record
 from state.tables import TABLES
 
 
@@ -54,10 +54,7 @@ def validate(run_dir: str | os.PathLike, data_docs_dir: str | os.PathLike | None
 
 
 def _recorded_until(root: Path) -> int | None:
-    try:
-        return json.loads((root / RUN_FILE).read_text(encoding="utf-8")).get("until")
-    except (OSError, ValueError):
-        return None
+    return (read_run_record(root) or {}).get("until")
 
 
 __all__ = ["Check", "ValidationResult", "validate"]

@@ -8,7 +8,6 @@ record `OUT/_run.json`, written after compaction, says the part files are comple
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,9 +20,9 @@ from simulations.group_ranges import WHOLE, GroupRange, group_ranges, read_rows
 from simulations.parquet_tables import PART_FILE, arrow_schema, read_table, sort_table, to_arrow
 from simulations.views.quiet_runs import last_repeat
 from state.tables import TABLES
+from tableio.run_record import RUN_FILE, read_run_record
 
 BATCHES = "_batches"
-RUN_FILE = "_run.json"
 
 # Every column that holds a time of the simulated clock, per table: what "the end of the run" is made of.
 TIME_COLUMNS = {
@@ -108,7 +107,7 @@ def load_run(run_dir: str | os.PathLike, columns: Mapping[str, Sequence[str]] | 
     root = Path(run_dir)
     if not root.is_dir():
         raise RunError(f"{run_dir}: no such run folder")
-    record = _run_record(root)
+    record = read_run_record(root)
     batches = root / BATCHES
     if (batches / "_committed").is_file() and record is None:
         return RunTables(root, {name: _committed_rows(batches, name) for name in TABLES}, live=True)
@@ -136,13 +135,6 @@ def _read_columns(root: Path, table: str, names: Sequence[str] | None, groups: G
     contract = arrow_schema(table)
     data = read_rows(path, groups, list(names))
     return data.cast(pa.schema([contract.field(name) for name in names])).to_pandas(types_mapper=NULLABLE.get)
-
-
-def _run_record(root: Path) -> dict | None:
-    try:
-        return json.loads((root / RUN_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
 
 
 def _committed_rows(batches: Path, table: str) -> pd.DataFrame:
