@@ -37,8 +37,8 @@ import pyarrow as pa  # noqa: E402
 
 from benchmarks.engine import write_input  # noqa: E402
 from simulations.engines.local import run_local  # noqa: E402
-from simulations.inputs import event_files, read_events  # noqa: E402
-from simulations.parquet_tables import PART_FILE, arrow_schema, write_arrow_tables, write_tables  # noqa: E402
+from tableio.inputs import event_files, read_events  # noqa: E402
+from tableio.parquet import PART_FILE, arrow_schema, write_arrow_tables, write_tables  # noqa: E402
 from state.config import CoordinatorConfig  # noqa: E402
 from state.tables import TABLES  # noqa: E402
 from streaming import sink  # noqa: E402

@@ -26,8 +26,8 @@ from simulations.capture.compare import DIVERGENCES_TABLE, print_divergence_summ
 from simulations.cli_common import CommandGroup, Console, Timestamp, UserError, print_lines
 from simulations.reports.commands import COMMANDS as REPORT_COMMANDS
 from simulations.engines import RunResult, run_local_to
-from simulations.inputs import JSONL_SUFFIXES, InputError, coordinator_reject, read_events
-from simulations.parquet_tables import OutputError, make_folder, output_errors, read_columns, written_rows
+from tableio.inputs import JSONL_SUFFIXES, InputError, coordinator_reject, read_events
+from tableio.parquet import OutputError, make_folder, output_errors, read_columns, written_rows
 from simulations.reports import REPORT_FILE
 from simulations.scenarios import ScenarioError
 from simulations.scenarios.summary import render, summarize

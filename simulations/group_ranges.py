@@ -1,6 +1,6 @@
 """A run's tables one range of groups at a time, for readers whose memory must not grow with the run.
 
-Every table except `rejects` is written sorted by group_id in row groups (`simulations.parquet_tables`), so
+Every table except `rejects` is written sorted by group_id in row groups (`tableio.parquet`), so
 the rows of a range of groups are a few row groups of each file, found from the row groups' group_id
 statistics. `group_ranges` cuts the groups into ranges of about ROWS_PER_RANGE rows of the run's largest
 table; `read_rows` reads one range of a file. A table without a string group_id column (`rejects`, or a
@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from simulations.parquet_tables import PART_FILE
+from tableio.parquet import PART_FILE
 from state.tables import TABLES
 
 GROUP = "group_id"

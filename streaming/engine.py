@@ -30,8 +30,8 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from simulations.capture.captured import captured_records
 from simulations.engines.local import RunResult
-from simulations.inputs import event_files
-from simulations.parquet_tables import WrittenTables
+from tableio.inputs import event_files
+from tableio.parquet import WrittenTables
 from tableio.run_record import RUN_FILE, final_time, write_run_record
 from state.config import CoordinatorConfig
 from streaming import compaction
@@ -320,8 +320,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     import sys
 
     from simulations.capture.captured import CapturedError
-    from simulations.inputs import InputError
-    from simulations.parquet_tables import OutputError
+    from tableio.inputs import InputError
+    from tableio.parquet import OutputError
     from simulations.settings import load_config, parse_overrides
     from state.config import ConfigError
     from state.events import EventError, parse_ts

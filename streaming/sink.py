@@ -30,7 +30,7 @@ from typing import Callable, Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from simulations.parquet_tables import arrow_schema, rows_to_arrow
+from tableio.parquet import arrow_schema, rows_to_arrow
 
 COMMITTED = "_committed"
 PROGRESS = "_progress.jsonl"

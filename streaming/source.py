@@ -1,6 +1,6 @@
 """The engine's streaming source: a fixed, ordered list of files in, one row per input row out.
 
-Input files are read with the local engine's own reader (`simulations.inputs.read_events`), so every row is
+Input files are read with the local engine's own reader (`tableio.inputs.read_events`), so every row is
 validated and numbered exactly as `coordsim replay --engine local` does it. Offsets are indexes into the
 file list, so a query restarted from its checkpoint replays exactly the same micro-batches; the engine only
 ever appends to the list. After the input files come the engine's control files (`*.control`, written by
@@ -134,7 +134,7 @@ class EventFileReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
 def _input_rows(path: str, name: str, captured: str | None) -> Iterator[tuple]:
     from simulations.capture.replay import attach_captured
-    from simulations.inputs import read_events
+    from tableio.inputs import read_events
     from state.pickling import ValuesPickler
 
     rows = read_events([path])

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Iterable, Union
 
 import pyarrow as pa
 
-from simulations.parquet_tables import arrow_type
+from tableio.parquet import arrow_type
 from state.tables import PARTITIONS, RESULT, parse_type
 
 CAPTURED_COLUMNS: list[tuple[str, str]] = [
@@ -74,7 +74,7 @@ def write_json_lines(path: Path, rows: Iterable[dict]) -> None:
 
 
 def read_captured(path: str | os.PathLike):
-    """The table as a pandas DataFrame with nullable integer columns, like `parquet_tables.read_table`."""
+    """The table as a pandas DataFrame with nullable integer columns, like `tableio.parquet.read_table`."""
     import pandas as pd
 
     table = pa.Table.from_pylist(captured_records(path), schema=captured_schema())

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from simulations.capture.captured import CapturedInput, captured_records
-from simulations.parquet_tables import PART_FILE, output_errors
+from tableio.parquet import PART_FILE, output_errors
 from state.captured_ids import RETRY_SUFFIX
 from state.periodic import expand_rows
 

@@ -27,8 +27,8 @@ from simulations.capture.messages import (GROUP_APIS, decode_request, decode_res
 from simulations.capture.segments import CaptureError, SegmentSource, json_segments, tshark_segments
 from simulations.capture.streams import Broken, Frame, Reassembler
 from simulations.capture.wire import WireError
-from simulations.inputs import read_events, reject_row
-from simulations.parquet_tables import path_problem
+from tableio.inputs import read_events, reject_row
+from tableio.parquet import path_problem
 from state.events import API_NAMES
 
 DEFAULT_PORTS = (9092,)

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
-from simulations.heap import long_lived_heap
-from simulations.parquet_tables import PartFileWriter, WrittenTables, output_errors, to_arrow
+from tableio.heap import long_lived_heap
+from tableio.parquet import PartFileWriter, WrittenTables, output_errors, to_arrow
 from simulations.views.lag_status import lag_status_rows
 from state.config import CoordinatorConfig
 from state.events import Event

@@ -14,7 +14,7 @@ def build_report(run_dir: str | os.PathLike, out_html: str | os.PathLike | None 
     """Write the report of the run in `run_dir` to `out_html` (default RUN_DIR/report.html); returns it.
     `group`: the group of the ownership heatmap (default: the busiest)."""
     # Imported here so that `simulations.reports.commands` (and the CLI) load no pandas until a command runs.
-    from simulations.parquet_tables import output_errors
+    from tableio.parquet import output_errors
     from simulations.reports.page import render_page, render_panels, summary
     from simulations.reports.panels import COLUMNS, build_panels
     from simulations.views import load_run, require_group

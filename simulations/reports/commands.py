@@ -17,8 +17,8 @@ RUN_DIR = click.argument("run_dir", metavar="RUN_DIR", type=click.Path(file_okay
 
 
 def _user_errors():
-    from simulations.inputs import InputError
-    from simulations.parquet_tables import OutputError
+    from tableio.inputs import InputError
+    from tableio.parquet import OutputError
     from simulations.validation.suites import SuiteError
     from simulations.views import RunError
 
@@ -114,7 +114,7 @@ def offsets(run_dir: str, group: str | None) -> None:
               help="Also write great-expectations data docs (HTML) to DIR.")
 def validate(run_dir: str, events: tuple[str, ...], until: int | None, data_docs: str | None) -> None:
     """Check the tables of RUN_DIR: schema, values and protocol invariants (exit 1 when a check fails)."""
-    from simulations.parquet_tables import make_folder
+    from tableio.parquet import make_folder
     from simulations.validation import validate as validate_run
 
     try:

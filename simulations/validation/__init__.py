@@ -16,7 +16,7 @@ from simulations.validation.invariants import Invariants
 from simulations.group_ranges import group_ranges
 from simulations.validation.raw_tables import read_range
 from simulations.validation.result import Check, ValidationResult
-from simulations.parquet_tables import PART_FILE
+from tableio.parquet import PART_FILE
 from simulations.views.run_tables import RunError
 from tableio.run_record import read_run_record
 from state.tables import TABLES

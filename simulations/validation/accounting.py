@@ -1,6 +1,6 @@
 """Every input row either processed or in `rejects`: the events file(s) of a run against its tables.
 
-The input is read again with the replay's own reader (`simulations.inputs.read_events`), so each row is
+The input is read again with the replay's own reader (`tableio.inputs.read_events`), so each row is
 valid or not for the same reason as in the run. Then, as a replay counts them:
 
     input rows = requests answered            a `responses` row with the request's (group, ts, seq, api)
@@ -13,7 +13,7 @@ valid or not for the same reason as in the run. Then, as a replay counts them:
                                               had passed it; a directive for a client not running)
                + rejected                     a `rejects` row with the row's line and text
 
-A `rejects` row is the coordinator's or the reader's as `simulations.inputs.coordinator_reject` says, the
+A `rejects` row is the coordinator's or the reader's as `tableio.inputs.coordinator_reject` says, the
 definition the run summaries count "events applied" and "rejected rows" by.
 
 A row with `repeat_count` counts as the requests it stands for, and a quiet run (a `requests` or
@@ -36,7 +36,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from simulations.inputs import InputError, coordinator_reject, read_events
+from tableio.inputs import InputError, coordinator_reject, read_events
 from simulations.group_ranges import WHOLE, GroupRange
 from simulations.validation.result import Check
 from simulations.views.quiet_runs import repeat_counts, repeat_times

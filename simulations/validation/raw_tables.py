@@ -12,7 +12,7 @@ import pandas as pd
 import pyarrow as pa
 
 from simulations.group_ranges import GroupRange, read_rows
-from simulations.parquet_tables import PART_FILE, arrow_schema
+from tableio.parquet import PART_FILE, arrow_schema
 from simulations.views.run_tables import NULLABLE
 from state.tables import TABLES
 

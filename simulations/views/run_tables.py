@@ -17,7 +17,7 @@ import pandas as pd
 import pyarrow as pa
 
 from simulations.group_ranges import WHOLE, GroupRange, group_ranges, read_rows
-from simulations.parquet_tables import PART_FILE, arrow_schema, read_table, sort_table, to_arrow
+from tableio.parquet import PART_FILE, arrow_schema, read_table, sort_table, to_arrow
 from simulations.views.quiet_runs import last_repeat
 from state.tables import TABLES
 from tableio.run_record import RUN_FILE, read_run_record

@@ -1,24 +1,8 @@
-"""Shared fixtures: the bundled sample trace and a writer of small JSONL inputs."""
+"""Shared paths: the repository and the bundled sample trace."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-
-import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "simulations" / "samples" / "sample-trace.jsonl"
-
-
-@pytest.fixture
-def write_jsonl(tmp_path):
-    """Write rows (dicts are JSON-encoded, strings written verbatim) to a file; returns its path."""
-
-    def write(rows, name="events.jsonl") -> Path:
-        path = tmp_path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows), encoding="utf-8")
-        return path
-
-    return write

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from simulations.cli import main
-from simulations.parquet_tables import PART_FILE, read_table
+from tableio.parquet import PART_FILE, read_table
 from state.tables import TABLES
 
 from .conftest import REPO, SAMPLE

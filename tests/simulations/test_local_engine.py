@@ -8,10 +8,10 @@ from collections import Counter
 
 import pytest
 
-from simulations import parquet_tables
+from tableio import parquet as parquet_tables
 from simulations.engines import local, run_local, run_local_to
-from simulations.inputs import read_events
-from simulations.parquet_tables import PART_FILE, OutputError, write_tables
+from tableio.inputs import read_events
+from tableio.parquet import PART_FILE, OutputError, write_tables
 from simulations.samples import make_sample_trace
 from state.config import CoordinatorConfig
 from state.tables import TABLES

@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from simulations.engines.local import run_local
-from simulations.inputs import read_events
-from simulations.parquet_tables import PART_FILE, write_tables
+from tableio.inputs import read_events
+from tableio.parquet import PART_FILE, write_tables
 from state.config import CoordinatorConfig
 from state.tables import TABLES
 

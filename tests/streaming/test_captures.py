@@ -12,8 +12,8 @@ from simulations.capture.importer import import_capture, write_import
 from simulations.capture.replay import attach_captured, captured_answers
 from simulations.cli import main
 from simulations.engines.local import run_local
-from simulations.inputs import read_events
-from simulations.parquet_tables import write_tables
+from tableio.inputs import read_events
+from tableio.parquet import write_tables
 from state.tables import TABLES
 from streaming.engine import run_spark
 from tests.simulations.capture.conftest import CAPTURES, MANIFEST, MOCK_CONFIG, SCENARIOS, needs_tshark

@@ -9,8 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from simulations import parquet_tables
-from simulations.parquet_tables import PART_FILE, write_tables
+from tableio import parquet as parquet_tables
+from tableio.parquet import PART_FILE, write_tables
 from state.tables import GROUP_TABLES, TABLES
 from streaming import compaction, sink
 from tests.simulations.scenarios.helpers import run, shipped_small

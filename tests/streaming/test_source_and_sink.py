@@ -104,7 +104,7 @@ def test_table_payloads_round_trip_and_committed_batches_are_concatenated(tmp_pa
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from simulations.parquet_tables import arrow_schema
+    from tableio.parquet import arrow_schema
 
     def reject(line: int) -> dict:
         return {"raw": f"row {line}", "reason": "bad", "source": "f.jsonl", "line": line}

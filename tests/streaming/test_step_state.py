@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from simulations.inputs import read_events
+from tableio.inputs import read_events
 from state import pickling
 from state.config import CoordinatorConfig
 from streaming import sink, source

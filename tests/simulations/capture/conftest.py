@@ -19,7 +19,7 @@ from simulations.capture.compare import compare_captured, final_offsets
 from simulations.capture.importer import ImportResult, import_capture, write_import
 from simulations.capture.replay import attach_captured, captured_answers
 from simulations.engines.local import RunResult, run_local
-from simulations.inputs import read_events
+from tableio.inputs import read_events
 from state.config import CoordinatorConfig
 
 CAPTURES = Path(__file__).resolve().parents[2] / "data" / "captures"

@@ -11,7 +11,7 @@ from simulations.capture.compare import write_divergences
 from simulations.capture.captured import CapturedError, read_captured
 from simulations.capture.replay import attach_captured, captured_answers
 from simulations.engines.local import run_local
-from simulations.inputs import read_events
+from tableio.inputs import read_events
 
 from .conftest import CAPTURES, MANIFEST, MOCK_CONFIG, needs_tshark
 

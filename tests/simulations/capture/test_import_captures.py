@@ -9,7 +9,7 @@ import subprocess
 from collections import Counter, defaultdict
 
 from simulations.capture.importer import import_capture, write_import
-from simulations.inputs import read_events
+from tableio.inputs import read_events
 from state import consumer_protocol
 
 from .conftest import CAPTURES, needs_tshark

@@ -14,8 +14,8 @@ from rich.console import Console
 
 from simulations.capture.compare import KINDS, print_divergence_summary, write_divergences
 from simulations.capture.replay import attach_captured
-from simulations.inputs import read_events
-from simulations.parquet_tables import write_tables
+from tableio.inputs import read_events
+from tableio.parquet import write_tables
 from state.captured_ids import RETRY_SUFFIX
 from state.events import CapturedAnswer
 from state.tables import GROUP_TABLES

@@ -9,7 +9,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from simulations.reports import build_report, figures
-from simulations.parquet_tables import PART_FILE
+from tableio.parquet import PART_FILE
 from simulations.reports.figures import Bins
 from simulations.reports.page import summary
 from simulations.reports.panels import NEEDS_CLIENTS, build_panels

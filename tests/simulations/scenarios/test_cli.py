@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from simulations import scenarios
 from simulations.cli import main
-from simulations.parquet_tables import PART_FILE, read_table
+from tableio.parquet import PART_FILE, read_table
 from state.tables import TABLES
 
 from ..conftest import REPO

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from simulations import scenarios
-from simulations.parquet_tables import write_tables
+from tableio.parquet import write_tables
 from simulations.settings import load_config
 
 from .helpers import run, shipped_small

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from simulations.cli import main
-from simulations.parquet_tables import PART_FILE
+from tableio.parquet import PART_FILE
 from simulations import group_ranges as ranges_module
 from simulations.group_ranges import WHOLE, GroupRange, group_ranges
 from simulations.validation import validate

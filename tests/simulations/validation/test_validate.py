@@ -18,8 +18,8 @@ from click.testing import CliRunner
 from simulations.capture.replay import attach_captured
 from simulations.cli import main
 from simulations.engines import run_local
-from simulations.inputs import read_events
-from simulations.parquet_tables import PART_FILE, read_table, write_tables
+from tableio.inputs import read_events
+from tableio.parquet import PART_FILE, read_table, write_tables
 from simulations.reports import commands
 from simulations.settings import load_config
 from simulations.validation import validate

@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from simulations.engines import run_local
-from simulations.inputs import read_events
-from simulations.parquet_tables import write_tables
+from tableio.inputs import read_events
+from tableio.parquet import write_tables
 from simulations.settings import load_config
 from simulations.views.run_tables import BATCHES, TIME_COLUMNS
 from streaming.sink import BatchSink, encode_table

@@ -193,7 +193,7 @@ def test_a_deleted_or_expired_group_is_not_found_until_it_commits_again():
 
 def replay_status(tmp_path, offsets, every_ms=1000, **settings):
     from simulations.engines import run_local
-    from simulations.inputs import read_events
+    from tableio.inputs import read_events
     from simulations.settings import load_config
 
     events = manual_commits(tmp_path / "events.jsonl", [offsets], every_ms)

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from simulations.parquet_tables import write_tables
+from tableio.parquet import write_tables
 from simulations.reports.figures import Bins, commit_rates, coordinator_load
 from simulations.views.describe import describe
 from simulations.views.lag_status import LagHistory

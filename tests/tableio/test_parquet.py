@@ -9,8 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from simulations import parquet_tables
-from simulations.parquet_tables import (PART_FILE, OutputError, arrow_schema, read_table, rows_to_arrow, sort_table,
+from tableio import parquet as parquet_tables
+from tableio.parquet import (PART_FILE, OutputError, arrow_schema, read_table, rows_to_arrow, sort_table,
                                         write_arrow_tables, write_tables)
 from state.tables import TABLES, columns
 

@@ -6,7 +6,7 @@ import gc
 
 import pytest
 
-from simulations.heap import NO_FULL_COLLECTIONS, long_lived_heap
+from tableio.heap import NO_FULL_COLLECTIONS, long_lived_heap
 
 
 def test_full_collections_are_off_inside_and_the_thresholds_come_back():

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from simulations.heap import long_lived_heap
+from tableio.heap import long_lived_heap
 from state.tables import SORT_KEYS, TABLES, columns, parse_type
 
 PART_FILE = "part-00000.parquet"

@@ -20,7 +20,7 @@ from typing import Any, Iterable, Iterator, Mapping
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from simulations.heap import long_lived_heap
+from tableio.heap import long_lived_heap
 from state.events import Event, EventError, parse_event
 
 JSONL_SUFFIXES = (".jsonl", ".json")

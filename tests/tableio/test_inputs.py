@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from simulations.inputs import InputError, read_events
+from tableio.inputs import InputError, read_events
 from state.consumer_protocol import Subscription, encode_subscription
 
 HEARTBEAT = {"ts": 1_000, "group_id": "g", "type": "HEARTBEAT", "member_id": "m", "generation_id": 1}

@@ -1,0 +1,21 @@
+"""Fixtures every test folder shares: a writer of small JSONL inputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture
+def write_jsonl(tmp_path):
+    """Write rows (dicts are JSON-encoded, strings written verbatim) to a file; returns its path."""
+
+    def write(rows, name="events.jsonl") -> Path:
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows), encoding="utf-8")
+        return path
+
+    return write
