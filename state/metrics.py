@@ -1,20 +1,26 @@
-"""Per-group figures of a run (the `metrics` table): rebalances and their causes and durations, time to
-Stable, and, for groups with synthetic consumers, how long partitions sat without a consuming owner, how
-many changed hands, and the records processed twice or never.
+"""Per-group figures of a run (the `metrics` table), each computed here and only here: rebalances and
+their causes, the group's formation (time to first Stable) apart from the rebalances after it and their
+durations, and, for groups with synthetic consumers, the unconsumed partition time and its gaps, how many
+partitions changed hands, and the records processed twice or never. Also the nearest-rank percentile every
+summary of these figures uses.
 
-Ownership here is the consumers' own view, which is what costs users time: a partition is unowned from the
-moment its owner stops consuming it (it revoked it for a rebalance, lost it, crashed, closed) until a client
-starts consuming it again after a SyncGroup; time before a partition's first assignment, and time after the
-group's last running consumer was closed, are not counted. A
+Unconsumed partition time is the consumers' view, which is what costs users lag: a partition is unconsumed
+from the moment its consumer stops processing it (it revoked it for a rebalance, lost it, crashed, closed)
+until a client starts processing it again after a SyncGroup. Each such interval is a gap; time before a
+partition's first assignment, and time after the group's last running consumer was closed, are not counted.
+(The coordinator's view, partition time in rebalance, is the report's: simulations/reports/figures.py.) A
 consumer keeps up with production while it polls (or reads at coordsim.consume.records.per.second); its
-position freezes when it stops. A new owner starts at the committed offset: what the previous owner had processed beyond it is processed again (duplicates). With
-no committed offset it follows auto.offset.reset: `earliest` reprocesses everything the previous owner had,
-`latest` skips what was produced and not yet processed. A mixin of `GroupRuntime`.
+position freezes when it stops. A new owner starts at the committed offset: what the previous owner had
+processed beyond it is processed again (duplicates). With no committed offset it follows auto.offset.reset:
+`earliest` reprocesses everything the previous owner had, `latest` skips what was produced and not yet
+processed. A mixin of `GroupRuntime`.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
+from typing import Iterable, Mapping
 
 from state.group_state import GroupState
 
@@ -26,26 +32,43 @@ class GroupMetrics:
     generations: int = 0
     rebalances: int = 0
     causes: dict[str, int] = field(default_factory=dict)
-    rebalance_ms: list[int] = field(default_factory=list)
+    rebalance_ms: Counter = field(default_factory=Counter)  # duration -> rebalances after formation
     synthetic: bool = False
-    unowned_ms: int = 0
+    gaps_ms: Counter = field(default_factory=Counter)  # length -> closed gaps of that length
     moved: int = 0
     duplicates: int = 0
     skipped: int = 0
     failed_commits: int = 0
     owner: dict[tuple[str, int], str] = field(default_factory=dict)
-    unowned_since: dict[tuple[str, int], int] = field(default_factory=dict)
+    unconsumed_since: dict[tuple[str, int], int] = field(default_factory=dict)
     last_owner: dict[tuple[str, int], str] = field(default_factory=dict)
     last_position: dict[tuple[str, int], int] = field(default_factory=dict)
 
 
-def _percentile(values: list[int], q: float) -> int | None:
-    """Nearest-rank percentile: a value that occurred, never an interpolation."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    rank = max(1, -(-int(q * 100) * len(ordered) // 100))
-    return ordered[min(rank, len(ordered)) - 1]
+def nearest_rank(counts: Mapping[int, int], percent: int) -> int | None:
+    """Nearest-rank percentile of values given as {value: occurrences}: a value that occurred, never an
+    interpolation (so p99 of fewer than 100 values is their maximum); None without values."""
+    rank = -(-percent * sum(counts.values()) // 100)
+    seen = 0
+    for value in sorted(counts):
+        seen += counts[value]
+        if seen >= max(rank, 1):
+            return value
+    return None
+
+
+def distribution(counts: Mapping[int, int]) -> list[dict]:
+    """The table form of {duration: occurrences}: `[{ms, count}]` sorted by duration."""
+    return [{"ms": ms, "count": n} for ms, n in sorted(counts.items())]
+
+
+def merged(distributions: Iterable[list[dict] | None]) -> Counter:
+    """{duration: occurrences} over several rows' distributions (a set's figures from its groups' rows)."""
+    total: Counter = Counter()
+    for rows in distributions:
+        for entry in rows or ():
+            total[entry["ms"]] += entry["count"]
+    return total
 
 
 class MetricsHandlers:
@@ -65,9 +88,12 @@ class MetricsHandlers:
             m.first_stable_ts = self.now
 
     def record_generation(self, rebalance_start_ts: int, stable_ts: int | None) -> None:
-        self.metrics.generations += 1
-        if stable_ts is not None:
-            self.metrics.rebalance_ms.append(stable_ts - rebalance_start_ts)
+        m = self.metrics
+        m.generations += 1
+        # The generation whose Stable was the group's first is its formation, with the initial rebalance
+        # delay in it: time_to_stable_ms tells it; the rebalance durations are those that interrupt a group.
+        if stable_ts is not None and m.first_stable_ts is not None and stable_ts > m.first_stable_ts:
+            m.rebalance_ms[stable_ts - rebalance_start_ts] += 1
 
     # -- consumption ---------------------------------------------------------------------------------------
     def start_consuming(self, client_id: str, partitions, reset_earliest: bool) -> None:
@@ -77,9 +103,9 @@ class MetricsHandlers:
             tp = tuple(tp)
             if m.owner.get(tp) == client_id:
                 continue
-            since = m.unowned_since.pop(tp, None)
+            since = m.unconsumed_since.pop(tp, None)
             if since is not None:
-                m.unowned_ms += self.now - since
+                self._close_gap(since)
             previous = m.last_owner.get(tp)
             if previous is not None and previous != client_id:
                 m.moved += 1
@@ -107,20 +133,27 @@ class MetricsHandlers:
             if m.owner.get(tp) != client_id:
                 continue
             del m.owner[tp]
-            m.unowned_since[tp] = self.now
+            m.unconsumed_since[tp] = self.now
             m.last_position[tp] = position
 
     def consumption_ended(self) -> None:
         """The group's last running consumer was closed on purpose: partitions nobody is meant to consume
-        any more stop counting as unowned (a crash, by contrast, leaves them waiting for a consumer)."""
+        any more stop counting as unconsumed (a crash, by contrast, leaves them waiting for a consumer)."""
         m = self.metrics
-        m.unowned_ms += sum(self.now - since for since in m.unowned_since.values())
-        m.unowned_since.clear()
+        for since in m.unconsumed_since.values():
+            self._close_gap(since)
+        m.unconsumed_since.clear()
+
+    def _close_gap(self, since: int) -> None:
+        # A handoff within the same millisecond left the partition unprocessed for no time: not a gap.
+        if self.now > since:
+            self.metrics.gaps_ms[self.now - since] += 1
 
     def metrics_row(self) -> dict:
         m = self.metrics
         group = self.group
-        unowned = m.unowned_ms + sum(self.now - since for since in m.unowned_since.values())
+        # Gaps still open count up to the end of the run.
+        gaps = m.gaps_ms + Counter(self.now - since for since in m.unconsumed_since.values() if self.now > since)
         client_side = m.synthetic
         return {
             "end_ts": self.now,
@@ -129,12 +162,18 @@ class MetricsHandlers:
             "generations": m.generations,
             "rebalances": m.rebalances,
             "rebalance_causes": [{"cause": c, "count": n} for c, n in sorted(m.causes.items())],
-            "rebalance_ms_p50": _percentile(m.rebalance_ms, 0.50),
-            "rebalance_ms_p99": _percentile(m.rebalance_ms, 0.99),
-            "rebalance_ms_max": max(m.rebalance_ms) if m.rebalance_ms else None,
             "time_to_stable_ms": (None if m.first_stable_ts is None or m.first_activity_ts is None
                                   else m.first_stable_ts - m.first_activity_ts),
-            "unowned_partition_ms": unowned if client_side else None,
+            "rebalance_ms_p50": nearest_rank(m.rebalance_ms, 50),
+            "rebalance_ms_p99": nearest_rank(m.rebalance_ms, 99),
+            "rebalance_ms_max": nearest_rank(m.rebalance_ms, 100),
+            "rebalance_durations": distribution(m.rebalance_ms),
+            "unconsumed_partition_ms": sum(ms * n for ms, n in gaps.items()) if client_side else None,
+            "unconsumed_gaps": sum(gaps.values()) if client_side else None,
+            "unconsumed_gap_ms_p50": nearest_rank(gaps, 50) if client_side else None,
+            "unconsumed_gap_ms_p99": nearest_rank(gaps, 99) if client_side else None,
+            "unconsumed_gap_ms_max": nearest_rank(gaps, 100) if client_side else None,
+            "unconsumed_gap_durations": distribution(gaps) if client_side else None,
             "partitions_moved": m.moved if client_side else None,
             "duplicate_records": m.duplicates if client_side else None,
             "skipped_records": m.skipped if client_side else None,

@@ -39,7 +39,7 @@ from state.production import rule_offset
 from state.timers import Timer, TimerQueue
 
 STATE_FORMAT = b"coordsim-group-state"
-STATE_FORMAT_VERSION = 5
+STATE_FORMAT_VERSION = 6
 
 # Timer kinds that belong to the group's protocol (the periodic offsets sweep is housekeeping).
 SWEEP_TIMER = ("sweep",)

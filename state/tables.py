@@ -19,6 +19,8 @@ RESULT = ("struct<member_id:string,group_instance_id:string,topic:string,partiti
 GENERATION_MEMBER = "struct<member_id:string,group_instance_id:string,client_id:string,client_host:string>"
 METADATA_MEMBER = ("struct<member_id:string,group_instance_id:string,client_id:string,client_host:string,"
                    "rebalance_timeout_ms:int32,session_timeout_ms:int32,subscription:binary,assignment:binary>")
+# A distribution of durations: each duration that occurred and how many times, sorted by duration.
+DURATIONS = "list<struct<ms:int64,count:int32>>"
 
 TABLES: dict[str, list[tuple[str, str]]] = {
     "responses": [
@@ -125,11 +127,17 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("generations", "int32"),
         ("rebalances", "int32"),
         ("rebalance_causes", "list<struct<cause:string,count:int32>>"),
+        ("time_to_stable_ms", "int64"),
         ("rebalance_ms_p50", "int64"),
         ("rebalance_ms_p99", "int64"),
         ("rebalance_ms_max", "int64"),
-        ("time_to_stable_ms", "int64"),
-        ("unowned_partition_ms", "int64"),
+        ("rebalance_durations", DURATIONS),
+        ("unconsumed_partition_ms", "int64"),
+        ("unconsumed_gaps", "int64"),
+        ("unconsumed_gap_ms_p50", "int64"),
+        ("unconsumed_gap_ms_p99", "int64"),
+        ("unconsumed_gap_ms_max", "int64"),
+        ("unconsumed_gap_durations", DURATIONS),
         ("partitions_moved", "int64"),
         ("duplicate_records", "int64"),
         ("skipped_records", "int64"),

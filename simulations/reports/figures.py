@@ -5,10 +5,14 @@ the output stay small for runs of any length and any number of groups.
 
 Definitions the panels rely on:
 - a rebalance is a transition to PreparingRebalance; its cause is that row's `cause`;
-- a partition is unowned from the start of a rebalance of a Stable group until the group is next Stable
-  (or Empty or Dead, when nobody is left to own it). Eager assignors revoke every partition of the
-  generation that was Stable; cooperative-sticky revokes only the partitions that change owner in the next
-  Stable generation;
+- partition time in rebalance, the coordinator's view (computed here and only here): a partition of a Stable
+  generation's assignment is in rebalance from the start of a rebalance of the Stable group until the group
+  is next Stable (or Empty or Dead, when nobody is left to own it). Eager assignors revoke every partition of
+  the generation that was Stable; cooperative-sticky revokes only the partitions that change owner in the
+  next Stable generation. A static member restarting within its session timeout causes no rebalance, so its
+  partitions are never in rebalance, though nobody consumes them while it is down;
+- unconsumed partition time, the consumers' view (nobody processing the partition), is the `metrics`
+  table's, computed by the simulated consumers (state/metrics.py): read here, never recomputed;
 - a partition moved when its owner in a Stable generation differs from its owner in the group's previous
   Stable generation (or it lost its owner). An owner is a member's group.instance.id when it has one, so a
   static member that restarts under a new member id keeps its partitions;
@@ -34,7 +38,7 @@ MAX_BINS = 60
 NICE_WIDTHS = [m * 10**e for e in range(0, 3) for m in (1, 2, 5)] + [
     s * 1000 for s in (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400)]
 PREPARING, STABLE = "PreparingRebalance", "Stable"
-ENDS_UNOWNED = ("Stable", "Empty", "Dead")
+ENDS_REBALANCE = ("Stable", "Empty", "Dead")
 COOPERATIVE = "cooperative-sticky"
 # Cells of the lag status heatmap: Burrow's partition statuses, then "no status".
 LAG_CELLS = list(PARTITION_STATUSES) + ["no status"]
@@ -132,15 +136,15 @@ def _protocols(run: RunTables, group_id: str) -> dict[int, str]:
     return dict(zip(rows["generation_id"].astype(int), rows["protocol_name"].fillna("")))
 
 
-def unowned_intervals(run: RunTables, group_id: str, end: int) -> list[tuple[int, int, int]]:
-    """(start, end, partitions without an owner) for each rebalance of a Stable group."""
+def in_rebalance_intervals(run: RunTables, group_id: str, end: int) -> list[tuple[int, int, int]]:
+    """(start, end, partitions in rebalance) for each rebalance of a Stable group."""
     owners, protocols = _owners(run, group_id), _protocols(run, group_id)
     states = run.group("group_states", group_id)
     intervals, opened = [], None
     for row in states.itertuples(index=False):
         if opened is None and row.to_state == PREPARING and row.from_state == STABLE:
             opened = (int(row.ts), int(row.generation_id))
-        elif opened is not None and row.to_state in ENDS_UNOWNED:
+        elif opened is not None and row.to_state in ENDS_REBALANCE:
             intervals.append((opened[0], int(row.ts), _revoked(owners, protocols, opened[1],
                                                                int(row.generation_id) if row.to_state == STABLE else None)))
             opened = None
@@ -157,11 +161,12 @@ def _revoked(owners: dict, protocols: dict, before: int, after: int | None) -> i
     return sum(1 for tp, who in previous.items() if following.get(tp) != who)
 
 
-def unowned_partition_seconds(run: RunTables, groups: list[str], bins: Bins, end: int) -> dict[str, list[float]]:
+def partition_seconds_in_rebalance(run: RunTables, groups: list[str], bins: Bins, end: int
+                                   ) -> dict[str, list[float]]:
     per_group = {}
     for group_id in groups:
         seconds = [0.0] * bins.count
-        for t0, t1, partitions in unowned_intervals(run, group_id, end):
+        for t0, t1, partitions in in_rebalance_intervals(run, group_id, end):
             for b, overlap in bins.spread(t0, t1):
                 seconds[b] += partitions * overlap / 1000
         if any(seconds):
@@ -184,7 +189,7 @@ def partitions_moved(run: RunTables, group_id: str) -> list[tuple[int, int, int]
 
 def ownership(run: RunTables, group_id: str, bins: Bins, end: int, max_rows: int = 64):
     """Partitions (at most `max_rows`) × bins: each cell the index of the owner holding the partition for
-    most of the bin, or -1 when it was unowned for half the bin or more. Returns (partitions, owners, cells)."""
+    most of the bin, or -1 when it had no owner for half the bin or more. Returns (partitions, owners, cells)."""
     owners = _owners(run, group_id)
     generations = run.group("generations", group_id)
     stable = generations[generations["stable_ts"].notna()]
@@ -260,14 +265,27 @@ def _peak_per_second(responses: pd.DataFrame) -> int:
     return int(np.unique(seconds, return_counts=True)[1].max()) if len(seconds) else 0
 
 
+UNCONSUMED = ("unconsumed_partition_ms", "unconsumed_gaps", "unconsumed_gap_ms_p50", "unconsumed_gap_ms_p99",
+              "unconsumed_gap_ms_max")
+
+
 def consumption(run: RunTables) -> pd.DataFrame | None:
-    """Duplicate and skipped records per group, from the `metrics` table when the run has synthetic
-    consumers (only they consume records); None when no group has the figures."""
+    """Duplicate and skipped records per group."""
+    return _client_figures(run, ("duplicate_records", "skipped_records"))
+
+
+def unconsumed(run: RunTables) -> pd.DataFrame | None:
+    """Unconsumed partition time per group and its gaps' count and p50/p99/max (the consumers' view)."""
+    return _client_figures(run, UNCONSUMED)
+
+
+def _client_figures(run: RunTables, columns: tuple[str, ...]) -> pd.DataFrame | None:
+    """Figures of the `metrics` table that only synthetic consumers have, by group; None when no group has
+    them (a replay of captured requests, or a run folder older than the figures)."""
     metrics = run.tables.get("metrics")
-    wanted = ["group_id", "duplicate_records", "skipped_records"]
-    if metrics is None or not set(wanted) <= set(metrics.columns):
+    if metrics is None or not {"group_id", *columns} <= set(metrics.columns):
         return None
-    figures = metrics[wanted].dropna(subset=["duplicate_records", "skipped_records"], how="all")
+    figures = metrics[["group_id", *columns]].dropna(subset=list(columns), how="all")
     return None if figures.empty else figures.fillna(0).groupby("group_id").last()
 
 

@@ -15,10 +15,11 @@ from simulations.views.lag_status import INPUT_COLUMNS as LAG_INPUT_COLUMNS
 from simulations.views.lag_status import NO_LOG_END_OFFSET, GroupStatus, LagHistory
 from simulations.views.run_tables import RunTables
 
-TOP_GROUPS = 8  # groups in the state timeline and the unowned stack; the others are summed as "other"
+TOP_GROUPS = 8  # groups in the state timeline and the in-rebalance stack; the others are summed as "other"
 TOP_MOVED = 6  # groups with a partitions-moved chart
 MAX_GENERATIONS = 60  # bars per group in the partitions-moved chart (the latest ones)
 NEEDS_CLIENTS = "needs synthetic clients"
+TOP_UNCONSUMED = 20  # groups in the unconsumed partition time chart
 TOP_LAG = 4  # groups with a lag status heatmap
 MAX_NOT_OK = 30  # groups listed as not OK at the end
 # Colours of figures.LAG_CELLS: OK, WARN, STOP, STALL, REWIND, no status.
@@ -35,7 +36,7 @@ COLUMNS = {
     "offsets": ("group_id", "write_ts", "repeat_count", "repeat_interval_ms", "coordinator_partition"),
     "group_metadata": ("group_id", "write_ts", "coordinator_partition"),
     "group_states": ("group_id", "ts", "from_state", "to_state", "cause", "generation_id"),
-    "metrics": ("group_id", "duplicate_records", "skipped_records"),
+    "metrics": ("group_id", "duplicate_records", "skipped_records", *figures.UNCONSUMED),
     "rejects": ("line",),
 }
 
@@ -59,7 +60,8 @@ def build_panels(run: RunTables, group: str | None = None) -> list[Panel]:
     return [
         _timeline(run, ranked[:TOP_GROUPS], bins, end),
         _rebalances(run, bins),
-        _unowned(run, ranked, bins, end),
+        _unconsumed(run),
+        _in_rebalance(run, ranked, bins, end),
         _moved(run, ranked[:TOP_MOVED]),
         _heatmap(run, chosen, bins, end),
         _consumption(run),
@@ -92,19 +94,47 @@ def _rebalances(run: RunTables, bins: Bins) -> Panel:
                                                                                "rebalances"))
 
 
-def _unowned(run: RunTables, ranked: list[str], bins: Bins, end: int) -> Panel:
-    per_group = figures.unowned_partition_seconds(run, ranked, bins, end)
-    title = "Unowned partition-seconds over time"
-    guide = (f"Partitions of a group's assignment with no owner between a rebalance start and the next Stable, "
-             f"in partition-seconds per {_span(bins.width_ms)}, stacked by group.")
+def _unconsumed(run: RunTables) -> Panel:
+    per_group = figures.unconsumed(run)
+    title = "Unconsumed partition time"
+    guide = ("The consumers' view: partition-seconds during which no consumer was processing a partition "
+             "(revoked, lost, crashed, closed, until a consumer resumes it), per group, and the p99 of the "
+             "individual gaps; the groups with the most (metrics table).")
+    if per_group is None:
+        return Panel("unconsumed", title, guide, _note(
+            f"{NEEDS_CLIENTS.capitalize()}: only synthetic consumers say when they stop and resume processing "
+            "(a replay of captured requests does not)."))
+    top = per_group.sort_values("unconsumed_partition_ms", ascending=False, kind="stable").head(TOP_UNCONSUMED)
+    if not top["unconsumed_partition_ms"].any():
+        return Panel("unconsumed", title, guide, _note("No partition was ever left unconsumed."))
+    labels = list(top.index)
+    titles = [f"{g}: {r.unconsumed_partition_ms / 1000:,.1f} partition-s over {int(r.unconsumed_gaps)} gaps; "
+              f"gap p50 {r.unconsumed_gap_ms_p50 / 1000:,.1f} s, p99 {r.unconsumed_gap_ms_p99 / 1000:,.1f} s, "
+              f"max {r.unconsumed_gap_ms_max / 1000:,.1f} s" for g, r in top.iterrows()]
+    return Panel("unconsumed", title, guide,
+                 "<h3>partition-seconds unconsumed</h3>"
+                 + svg.bars(labels, (top["unconsumed_partition_ms"] / 1000).tolist(), svg.PALETTE[0],
+                            "partition-s", titles=titles)
+                 + "<h3>gap p99</h3>"
+                 + svg.bars(labels, (top["unconsumed_gap_ms_p99"] / 1000).tolist(), svg.PALETTE[3], "s",
+                            titles=titles))
+
+
+def _in_rebalance(run: RunTables, ranked: list[str], bins: Bins, end: int) -> Panel:
+    per_group = figures.partition_seconds_in_rebalance(run, ranked, bins, end)
+    title = "Partition time in rebalance over time"
+    guide = (f"The coordinator's view: partitions of a Stable generation's assignment held from a rebalance's "
+             f"start until the group is next Stable, in partition-seconds per {_span(bins.width_ms)}, stacked by "
+             f"group. A static member's restart causes no rebalance: see Unconsumed partition time for the time "
+             f"nobody processed a partition.")
     if not per_group:
-        return Panel("unowned", title, guide, _note("No partition was left without an owner."))
+        return Panel("in_rebalance", title, guide, _note("No partition was held in a rebalance of a Stable group."))
     top = sorted(per_group, key=lambda g: -sum(per_group[g]))
     series = [(g, svg.color(i), per_group[g]) for i, g in enumerate(top[:TOP_GROUPS])]
     if len(top) > TOP_GROUPS:
         rest = [sum(per_group[g][b] for g in top[TOP_GROUPS:]) for b in range(bins.count)]
         series.append((f"{len(top) - TOP_GROUPS} other groups", "#9e9e9e", rest))
-    return Panel("unowned", title, guide, svg.legend([(g, f) for g, f, _ in series])
+    return Panel("in_rebalance", title, guide, svg.legend([(g, f) for g, f, _ in series])
                  + svg.stacked_bars(bins.start, bins.width_ms, series, "partition-s"))
 
 

@@ -1,9 +1,11 @@
-"""What `coordsim run` reports per group set: rebalances and their cost, condensed from the run's tables.
+"""What `coordsim run` reports per group set: rebalances and their cost, condensed from the `metrics` table.
 
-Per-group figures come from the `metrics` table (docs/tables.md defines them) and are summed, or spread
-over the set's groups (time to Stable). Rebalance durations are spread over every rebalance of the set, from
-`generations`, since percentiles of groups cannot be merged into the set's. Client-side figures that the
-metrics table leaves null (groups without synthetic clients) show as "-".
+Every figure is the metrics table's (state/metrics.py computes them; docs/tables.md defines them), summed
+over the set's groups, or spread over them (time to first Stable). Percentiles of groups cannot be merged
+into the set's, so rebalance durations and unconsumed gaps are spread over every rebalance (after its
+group's formation) and every gap of the set, from the rows' distributions, with the metrics table's
+nearest-rank percentile. Client-side figures that the metrics table leaves null (groups without synthetic
+clients) show as "-".
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from rich.console import Console
 from rich.table import Table
 
 from simulations.scenarios.schema import Scenario
+from state.metrics import merged, nearest_rank
 
-CLIENT_FIGURES = ("unowned_partition_ms", "partitions_moved", "duplicate_records", "skipped_records",
+CLIENT_FIGURES = ("unconsumed_partition_ms", "partitions_moved", "duplicate_records", "skipped_records",
                   "failed_commits")
 
 
@@ -28,9 +31,10 @@ class SetSummary:
     members: int
     end_states: Counter = field(default_factory=Counter)
     causes: Counter = field(default_factory=Counter)
-    rebalance_ms: list[int] = field(default_factory=list)
-    time_to_stable_ms: list[int] = field(default_factory=list)
-    unowned_partition_ms: int | None = None
+    time_to_stable_ms: Counter = field(default_factory=Counter)
+    rebalance_ms: Counter = field(default_factory=Counter)  # rebalances after their group's formation
+    unconsumed_partition_ms: int | None = None
+    unconsumed_gap_ms: Counter = field(default_factory=Counter)
     partitions_moved: int | None = None
     duplicate_records: int | None = None
     skipped_records: int | None = None
@@ -41,22 +45,10 @@ class SetSummary:
         return sum(self.causes.values())
 
 
-def percentile(values: list[int], p: float) -> int | None:
-    """Nearest-rank percentile, as the metrics table's (p99 of fewer than 100 values is their maximum)."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[max(1, -(-round(p) * len(ordered) // 100)) - 1]
-
-
 def summarize(scenario: Scenario, groups: Mapping[str, list[str]], tables: Mapping[str, list[dict]]
               ) -> list[SetSummary]:
     set_of = {group_id: name for name, ids in groups.items() for group_id in ids}
     summaries = {s.name: SetSummary(s.name, s.groups, s.members) for s in scenario.group_sets}
-    for row in tables["generations"]:
-        name = set_of.get(row["group_id"])
-        if name is not None and row["stable_ts"] is not None:
-            summaries[name].rebalance_ms.append(row["stable_ts"] - row["rebalance_start_ts"])
     for row in tables["metrics"]:
         name = set_of.get(row["group_id"])
         if name is None:
@@ -66,7 +58,9 @@ def summarize(scenario: Scenario, groups: Mapping[str, list[str]], tables: Mappi
         for entry in row["rebalance_causes"]:
             summary.causes[entry["cause"]] += entry["count"]
         if row["time_to_stable_ms"] is not None:
-            summary.time_to_stable_ms.append(row["time_to_stable_ms"])
+            summary.time_to_stable_ms[row["time_to_stable_ms"]] += 1
+        summary.rebalance_ms += merged([row["rebalance_durations"]])
+        summary.unconsumed_gap_ms += merged([row["unconsumed_gap_durations"]])
         for figure in CLIENT_FIGURES:
             if row[figure] is not None:
                 setattr(summary, figure, (getattr(summary, figure) or 0) + row[figure])
@@ -85,9 +79,10 @@ def render(console: Console, summaries: list[SetSummary]) -> None:
         ("rebalances", lambda s: f"{s.rebalances:,}"),
         ("  by cause", lambda s: "\n".join(f"{cause} {n:,}" for cause, n in sorted(
             s.causes.items(), key=lambda item: (-item[1], item[0]))) or "-"),
-        ("rebalance p50/p99/max", lambda s: _spread(s.rebalance_ms)),
         ("to first Stable p50/p99/max", lambda s: _spread(s.time_to_stable_ms)),
-        ("unowned partition-seconds", lambda s: _count(s.unowned_partition_ms, scale=1000)),
+        ("later rebalance p50/p99/max", lambda s: _spread(s.rebalance_ms)),
+        ("unconsumed partition-seconds", lambda s: _count(s.unconsumed_partition_ms, scale=1000)),
+        ("unconsumed gap p50/p99/max", lambda s: _spread(s.unconsumed_gap_ms)),
         ("partitions moved", lambda s: _count(s.partitions_moved)),
         ("duplicate records", lambda s: _count(s.duplicate_records)),
         ("skipped records", lambda s: _count(s.skipped_records)),
@@ -99,11 +94,11 @@ def render(console: Console, summaries: list[SetSummary]) -> None:
     console.print(table)
 
 
-def _spread(values: list[int]) -> str:
+def _spread(counts: Counter) -> str:
     """p50 / p99 / max in seconds."""
-    if not values:
+    if not counts:
         return "-"
-    return " / ".join(f"{percentile(values, p) / 1000:.2f}" for p in (50, 99, 100)) + " s"
+    return " / ".join(f"{nearest_rank(counts, p) / 1000:.2f}" for p in (50, 99, 100)) + " s"
 
 
 def _count(value: int | None, scale: int = 1) -> str:

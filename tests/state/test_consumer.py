@@ -266,7 +266,7 @@ def test_a_crash_costs_the_records_processed_since_the_last_commit():
     assert m["duplicate_records"] == sum(crash_ts * 10 // 1000 - committed[tuple(tp)] for tp in owned) > 0
     assert m["partitions_moved"] == len(owned)
     reassigned = max(r["assign_ts"] for r in ctx.rows("assignments"))
-    assert m["unowned_partition_ms"] >= len(owned) * (reassigned - crash_ts)
+    assert m["unconsumed_partition_ms"] >= len(owned) * (reassigned - crash_ts)
     assert m["skipped_records"] == 0 and m["failed_commits"] == 0
 
 
@@ -296,7 +296,7 @@ def test_a_static_restart_leaves_its_partitions_unconsumed_for_the_downtime_only
     m = end_metrics(ctx)
     assert m["partitions_moved"] == 0 and m["duplicate_records"] == 0 and m["rebalances"] == 1
     # down for 4 s, then one round trip plus the join/sync of the restarted process
-    assert owned * 4_000 <= m["unowned_partition_ms"] <= owned * 4_100
+    assert owned * 4_000 <= m["unconsumed_partition_ms"] <= owned * 4_100
 
 
 @pytest.mark.parametrize("reset, duplicates, skipped", [("earliest", True, False), ("latest", False, True)])
@@ -316,25 +316,25 @@ def test_groups_without_synthetic_clients_report_no_client_side_figures():
     ctx.stable_group(2)
     m = end_metrics(ctx)
     assert m["rebalances"] == 1 and m["generations"] == 1 and m["time_to_stable_ms"] == 6_000
-    assert m["unowned_partition_ms"] is None and m["duplicate_records"] is None
+    assert m["unconsumed_partition_ms"] is None and m["duplicate_records"] is None
 
 
-def test_partitions_of_a_group_closed_on_purpose_stop_counting_as_unowned():
+def test_partitions_of_a_group_closed_on_purpose_stop_counting_as_unconsumed():
     ctx = GroupContext()
     start(ctx, 1)
     ctx.sleep(20_000)
     ctx.send("CLIENT_STOP", client_id="c0")
     ctx.sleep(3_600_000)
-    assert end_metrics(ctx)["unowned_partition_ms"] == 0
+    assert end_metrics(ctx)["unconsumed_partition_ms"] == 0
 
 
-def test_partitions_of_a_crashed_consumer_count_as_unowned_until_the_end():
+def test_partitions_of_a_crashed_consumer_count_as_unconsumed_until_the_end():
     ctx = GroupContext()
     start(ctx, 1)
     ctx.sleep(20_000)
     ctx.send("CLIENT_CRASH", client_id="c0")
     ctx.sleep(60_000)
-    assert end_metrics(ctx)["unowned_partition_ms"] == 6 * 60_000
+    assert end_metrics(ctx)["unconsumed_partition_ms"] == 6 * 60_000
 
 
 @pytest.mark.parametrize("end", [25_000, 25_001, 25_002, 26_000, 26_001])

@@ -8,20 +8,27 @@ import shutil
 import pandas as pd
 import pyarrow.parquet as pq
 
+from simulations import scenarios
+from simulations.engines import run_local_to
 from simulations.reports import build_report, figures
 from tableio.parquet import PART_FILE
 from simulations.reports.figures import Bins
 from simulations.reports.page import summary
 from simulations.reports.panels import NEEDS_CLIENTS, build_panels
+from simulations.settings import load_config
 from simulations.views import load_run
 from simulations.views.lag_status import LagHistory
+from simulations.views.run_tables import RunTables
+from state.events import parse_event
 
+from ..scenarios.helpers import shipped_small
 from ..views.runs import T0
 
 PANELS = {
     "timeline": "Group state timeline",
     "rebalances": "Rebalances over time by cause",
-    "unowned": "Unowned partition-seconds over time",
+    "unconsumed": "Unconsumed partition time",
+    "in_rebalance": "Partition time in rebalance over time",
     "moved": "Partitions moved per generation",
     "heatmap": "Partition ownership over time",
     "consumption": "Duplicate and skipped records",
@@ -50,13 +57,49 @@ def test_report_defaults_to_the_run_folder_and_the_busiest_group(tiny_run):
     assert NEEDS_CLIENTS in html.lower()  # a replay has no consumption figures, and shows none
 
 
-def test_unowned_partitions_run_from_rebalance_start_to_the_next_stable(tiny_run):
+def test_partitions_are_in_rebalance_from_rebalance_start_to_the_next_stable(tiny_run):
     run = load_run(tiny_run)
     # c2 left at +8.0 s; the group was Stable again at +8.2 s: the four partitions of generation 1 waited.
-    assert figures.unowned_intervals(run, "orders", run.end_ts) == [(T0 + 8_000, T0 + 8_200, 4)]
-    seconds = figures.unowned_partition_seconds(run, ["orders", "exporter"], Bins.over(run.start_ts, run.end_ts),
-                                                run.end_ts)
+    assert figures.in_rebalance_intervals(run, "orders", run.end_ts) == [(T0 + 8_000, T0 + 8_200, 4)]
+    seconds = figures.partition_seconds_in_rebalance(run, ["orders", "exporter"],
+                                                     Bins.over(run.start_ts, run.end_ts), run.end_ts)
     assert list(seconds) == ["orders"] and sum(seconds["orders"]) == 0.8
+
+
+def _scenario_run(name: str, out) -> RunTables:
+    """A small shipped scenario (one group of three), its tables written to `out` and read as the report does."""
+    scenario = shipped_small(name, sets={"*": {"groups": 1, "members": 3}})
+    generated = scenarios.generate(scenario)
+    events = [parse_event(row, "scenario", line) for line, row in enumerate(generated.rows, start=1)]
+    run_local_to(out, events, load_config(scenario=scenario.broker), generated.until_ms)
+    return load_run(out)
+
+
+def test_a_static_restart_leaves_partitions_unconsumed_but_never_in_rebalance(tmp_path):
+    run = _scenario_run("rolling-restart-static", tmp_path)
+    [m] = run["metrics"].to_dict("records")
+    # Nobody consumes a restarted member's partitions for its downtime (20 s): each of the 24 partitions once,
+    # and the coordinator never rebalances: the two views answer differently, each under its own name.
+    assert m["unconsumed_gaps"] == 24 and 20_000 <= m["unconsumed_gap_ms_p50"] <= m["unconsumed_gap_ms_max"] <= 20_100
+    assert figures.partition_seconds_in_rebalance(run, run.groups, Bins.over(run.start_ts, run.end_ts),
+                                                  run.end_ts) == {}
+    panels = {p.id: p for p in build_panels(run)}
+    assert "partition-s over 24 gaps" in panels["unconsumed"].body
+    assert "No partition was held in a rebalance" in panels["in_rebalance"].body
+
+
+def test_an_eager_restart_leaves_partitions_unconsumed_and_in_rebalance(tmp_path):
+    run = _scenario_run("rolling-restart-dynamic-eager", tmp_path)
+    [m] = run["metrics"].to_dict("records")
+    seconds = figures.partition_seconds_in_rebalance(run, run.groups, Bins.over(run.start_ts, run.end_ts),
+                                                     run.end_ts)
+    in_rebalance_ms = sum(sum(values) for values in seconds.values()) * 1000
+    # Every member revokes everything at each of the 6 rebalances; the coordinator counts from the rebalance's
+    # start, the consumers only from when each learns of it, so the consumers' view is the smaller.
+    assert 0 < m["unconsumed_partition_ms"] < in_rebalance_ms
+    assert m["unconsumed_gaps"] > 0 and m["unconsumed_gap_ms_max"] <= m["rebalance_ms_max"]
+    panels = {p.id: p for p in build_panels(run)}
+    assert "<svg" in panels["unconsumed"].body and "<svg" in panels["in_rebalance"].body
 
 
 def test_partitions_moved_count_owner_changes(tiny_run):

@@ -74,8 +74,8 @@ def test_run_writes_every_table_and_summarizes_each_group_set(scenario_file, tmp
     assert "PASSED" in result.output
     for text in ("tiny (", "groups     3 in 2 group set(s)", "settings   group.initial.rebalance.delay.ms=1000",
                  "orders", "audit", "rebalances", "member_leave 6", "member_join 2",
-                 "2.00 / 24.02 / 24.02 s", "partitions moved",
-                 "unowned partition-seconds", "end states"):
+                 "later rebalance p50/p99/max", "24.02 / 24.02 / 24.02 s", "partitions moved",
+                 "unconsumed partition-seconds", "unconsumed gap p50/p99/max", "end states"):
         assert text in result.output, text
 
 

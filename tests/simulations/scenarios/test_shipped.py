@@ -63,7 +63,7 @@ def test_a_crash_is_detected_after_the_session_timeout_and_the_member_comes_back
         assert expired == [last_heartbeat + SESSION_MS]
         restart = crash["ts"] + 120_000 - r.scenario.start_ms
         assert [cause for ts, cause in r.rebalances(group_id) if ts >= restart] == ["member_join"]
-        assert r.metrics(group_id)["end_members"] == 4 and r.metrics(group_id)["unowned_partition_ms"] > 0
+        assert r.metrics(group_id)["end_members"] == 4 and r.metrics(group_id)["unconsumed_partition_ms"] > 0
 
 
 def test_a_pause_longer_than_the_session_timeout_evicts_and_the_member_rejoins():
