@@ -147,7 +147,8 @@ class ClassicGroup:
         if self.leader_id is None:
             self.leader_id = member.member_id
 
-    def remove(self, member_id: str) -> None:
+    def remove(self, member_id: str) -> ClassicGroupMember | None:
+        """Drop a member (or a pending member id); returns the member, None when it was only pending."""
         removed = self.members.pop(member_id, None)
         if removed is not None:
             self._count_protocols(removed, -1)
@@ -160,6 +161,7 @@ class ClassicGroup:
             self.leader_id = self.members.first_key()
         self.pending_join_members.pop(member_id, None)
         self.pending_sync_members.pop(member_id, None)
+        return removed
 
     def update_member(self, member: ClassicGroupMember, protocols: tuple[Protocol, ...], rebalance_timeout_ms: int,
                       session_timeout_ms: int, join: JoinGroup | None) -> None:

@@ -87,7 +87,7 @@ class MembershipHandlers:
             self.append_group_record(self.group_record(None, protocol_type=""))
         group = self.group
         if not self._accept_joining_member(group, req.member_id):
-            group.remove(req.member_id)
+            self.remove_member(group, req.member_id, "group_max_size_reached")
             self.respond(req, "GROUP_MAX_SIZE_REACHED", member_id="", generation_id=-1, leader_id="")
         elif req.member_id == "":
             self._join_new_member(group, req)
@@ -197,7 +197,7 @@ class MembershipHandlers:
         )
         if group.is_in(PREPARING) and group.previous_state == EMPTY:
             group.new_member_added = True  # lets the initial rebalance delay be extended
-        group.add(member, req)
+        self.add_member(group, member, req, "member_join")
         # A new member cannot heartbeat while its JoinGroup is parked, so it gets the fixed 5-minute join
         # timeout rather than its session timeout.
         self.schedule_heartbeat(member, NEW_MEMBER_JOIN_TIMEOUT_MS)
@@ -221,7 +221,8 @@ class MembershipHandlers:
 
     def _replace_static_member(self, group: ClassicGroup, req: JoinGroup, old_id: str, new_id: str) -> None:
         previous_leader = group.leader_id
-        old, member = group.replace_static_member(req.group_instance_id, old_id, new_id)
+        old, member = self._replace_static_member_id(group, req.group_instance_id, old_id, new_id,
+                                                     "static_member_replacement")
         self._fence_replaced_member(old)
         self.timers.cancel(("heartbeat", old_id))
         self.schedule_heartbeat(member)
@@ -258,7 +259,8 @@ class MembershipHandlers:
         if error is not None:
             protocols, rebalance, session = old_settings
             group.update_member(member, protocols, rebalance, session, None)
-            group.replace_static_member(req.group_instance_id, member.member_id, old_id)
+            self._replace_static_member_id(group, req.group_instance_id, member.member_id, old_id,
+                                           "static_member_replacement_failed")
             self.timers.cancel(("heartbeat", member.member_id))
             self.schedule_heartbeat(group.member(old_id))
             self.respond(req, append_error_to_response_error(error), member_id="",
@@ -319,7 +321,7 @@ class MembershipHandlers:
         self.timers.cancel(("join",))
         for member in group.not_yet_rejoined_members():
             if not member.is_static:
-                group.remove(member.member_id)
+                self.remove_member(group, member.member_id, cause)
                 self.timers.cancel(("heartbeat", member.member_id))
         if group.is_in(DEAD):
             return
@@ -389,7 +391,7 @@ class MembershipHandlers:
         if not group.pending_sync_members:
             return
         for member_id in list(group.pending_sync_members):
-            group.remove(member_id)
+            self.remove_member(group, member_id, "pending_sync_timeout")
             self.timers.cancel(("heartbeat", member_id))
         self.prepare_rebalance("pending_sync_timeout")
 
@@ -544,7 +546,7 @@ class MembershipHandlers:
         join = group.take_join(member)
         if join is not None:
             self.respond(join, "UNKNOWN_MEMBER_ID", member_id="", generation_id=-1, leader_id="")
-        group.remove(member.member_id)
+        self.remove_member(group, member.member_id, cause)
         if group.is_in(STABLE, COMPLETING):
             self.prepare_rebalance(cause)
         elif group.is_in(PREPARING) and group.has_all_members_joined():
@@ -604,4 +606,46 @@ class MembershipHandlers:
         join = group.take_join(member)
         if join is not None:
             self.respond(join, "UNKNOWN_MEMBER_ID", member_id="", generation_id=-1, leader_id="")
-        group.remove(member.member_id)
+        self.remove_member(group, member.member_id, "member_leave")
+
+    # ======================================================================================================
+    # The member map's changes, as the members table records them
+    # ======================================================================================================
+    def add_member(self, group: ClassicGroup, member: ClassicGroupMember, join: JoinGroup | None,
+                   cause: str) -> None:
+        group.add(member, join)
+        self.record_member_change("added", member, cause)
+
+    def remove_member(self, group: ClassicGroup, member_id: str, cause: str) -> None:
+        """Remove a member or a pending member id. Only members get a row: a pending id (KIP-394) is not in
+        the member map, so DescribeGroups does not list it and no member count includes it."""
+        member = group.remove(member_id)
+        if member is not None:
+            self.record_member_change("removed", member, cause)
+
+    def _replace_static_member_id(self, group: ClassicGroup, instance_id: str, old_id: str, new_id: str,
+                                  cause: str) -> tuple[ClassicGroupMember, ClassicGroupMember]:
+        old, new = group.replace_static_member(instance_id, old_id, new_id)
+        # The count in between is one less: the old id leaves the map before the new one enters it.
+        self.record_member_change("removed", old, cause, len(group.members) - 1)
+        self.record_member_change("added", new, cause)
+        return old, new
+
+    def record_loaded_members(self) -> None:
+        """A loaded group's members, in the order of its record: the order they entered the member map."""
+        for count, stored in enumerate(self.last_group_record["members"], 1):
+            self.record_member_change("added", self.group.member(stored["member_id"]), "coordinator_load", count)
+
+    def record_unloaded_members(self) -> None:
+        """An unloaded group's members go with it (Kafka drops the group object without emptying it)."""
+        members = self.group.all_members()
+        for count, member in enumerate(members):
+            self.record_member_change("removed", member, "coordinator_unload", len(members) - 1 - count)
+
+    def record_member_change(self, change: str, member: ClassicGroupMember, cause: str,
+                             member_count: int | None = None) -> None:
+        """A `members` row; `member_count` is after the change (the group's own count unless given)."""
+        group = self.group
+        self.out.member_change(self.now, change, member, cause, group.generation_id,
+                               len(group.members) if member_count is None else member_count,
+                               self.coordinator_partition)

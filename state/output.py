@@ -14,7 +14,7 @@ import dataclasses
 import json
 
 from state.events import API_NAMES, Event
-from state.group import ClassicGroup
+from state.group import ClassicGroup, ClassicGroupMember
 from state.group_state import GroupState
 from state.tables import GROUP_TABLES
 
@@ -113,6 +113,22 @@ class Output:
             "leader_id": group.leader_id,
             "member_count": len(group.members),
             "cause": cause,
+        })
+
+    def member_change(self, now: int, change: str, member: ClassicGroupMember, cause: str, generation_id: int,
+                      member_count: int, coordinator_partition: int) -> None:
+        self._add("members", {
+            "group_id": self.group_id,
+            "ts": now,
+            "member_id": member.member_id,
+            "group_instance_id": member.group_instance_id,
+            "client_id": member.client_id,
+            "client_host": member.client_host,
+            "change": change,
+            "cause": cause,
+            "generation_id": generation_id,
+            "member_count": member_count,
+            "coordinator_partition": coordinator_partition,
         })
 
     def generation(self, row: dict) -> None:

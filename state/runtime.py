@@ -397,6 +397,7 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
                 self.respond(sync, "NOT_COORDINATOR", assignment=None)
         self._flush_generation(stable_ts=None)
         self.transition(GroupState.DEAD, "coordinator_unload")
+        self.record_unloaded_members()
         self.group = None
 
     def _load_group(self) -> None:
@@ -411,6 +412,7 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
                 self.record_state_change(None, GroupState.EMPTY, "coordinator_load")
             return
         self.group = group_from_record(self.group_id, record, self.now)
+        self.record_loaded_members()
         self.record_state_change(None, self.group.state, "coordinator_load")
         for member in self.group.all_members():
             self.schedule_heartbeat(member)

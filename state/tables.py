@@ -119,6 +119,20 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("cause", "string"),
         ("out_seq", "int64"),
     ],
+    "members": [
+        ("group_id", "string"),
+        ("ts", "int64"),
+        ("member_id", "string"),
+        ("group_instance_id", "string"),
+        ("client_id", "string"),
+        ("client_host", "string"),
+        ("change", "string"),
+        ("cause", "string"),
+        ("generation_id", "int32"),
+        ("member_count", "int32"),
+        ("coordinator_partition", "int32"),
+        ("out_seq", "int64"),
+    ],
     "metrics": [
         ("group_id", "string"),
         ("end_ts", "int64"),
@@ -192,8 +206,8 @@ TABLES: dict[str, list[tuple[str, str]]] = {
 
 # Tables the coordinator produces (rejects come from input validation, before any group sees the row;
 # lag_status is derived from the offsets table once the run has ended).
-GROUP_TABLES = ("responses", "generations", "assignments", "offsets", "group_metadata", "group_states", "requests",
-                "metrics", "log_end_offsets")
+GROUP_TABLES = ("responses", "generations", "assignments", "offsets", "group_metadata", "group_states", "members",
+                "requests", "metrics", "log_end_offsets")
 
 # Order in which each table is sorted when written, so outputs are byte-identical run to run.
 SORT_KEYS: dict[str, tuple[str, ...]] = {name: ("group_id", "out_seq") for name in GROUP_TABLES}

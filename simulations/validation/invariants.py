@@ -9,7 +9,10 @@ validate` runs them on a run's tables, and the Hypothesis tests of `state/` on t
   and every SyncGroup answered NONE carries what the assignments table stores for its member;
 - accepted commits only from the group's current generation in Stable or PreparingRebalance, or standalone
   (generation < 0) to an Empty group;
-- error names from Kafka's set, inside the per-member and per-partition `results` of responses too.
+- error names from Kafka's set, inside the per-member and per-partition `results` of responses too;
+- the members table replays: a member is added only when absent and removed only when present, each row's
+  `member_count` is the count its replay reaches, and every `group_states` row has the count the replay
+  has reached by then.
 
 **Lives.** A group's rows are cut into lives by its `group_states` rows from nothing (`from_state` null): a
 life begins when the group is created (`group_created`, generation 0) or loaded after a coordinator move
@@ -233,6 +236,25 @@ def _result_errors(tables: dict[str, pd.DataFrame]) -> Finding:
     return len(unknown), f"{error!r} in a {api} response of {group}"
 
 
+def _members_replay(tables: dict[str, pd.DataFrame]) -> Finding:
+    problems, group, present = [], None, set()
+    for table, row in _history(tables, ("members", "group_states"), ("member_id", "change", "member_count", "ts")):
+        if row.group_id != group:
+            group, present = row.group_id, set()
+        problem = None
+        if table == "members":
+            if row.change == "added" and row.member_id in present:
+                problem = f"{row.member_id} added at {row.ts} while a member"
+            elif row.change == "removed" and row.member_id not in present:
+                problem = f"{row.member_id} removed at {row.ts} while not a member"
+            (present.add if row.change == "added" else present.discard)(row.member_id)
+        if problem is None and row.member_count != len(present):
+            problem = f"{table} row at {row.ts} counts {row.member_count} members, the members table {len(present)}"
+        if problem is not None:
+            problems.append((row.group_id, row.out_seq, f"{row.group_id} {problem}"))
+    return _first(problems)
+
+
 Rule = Callable[[dict[str, pd.DataFrame]], Finding]
 # (name, tables it reads, rule, what its count counts).
 INVARIANTS: list[tuple[str, tuple[str, ...], Rule, str]] = [
@@ -247,6 +269,8 @@ INVARIANTS: list[tuple[str, tuple[str, ...], Rule, str]] = [
      ("offsets", "group_states"), _commits_current_generation, "commits from another generation or state"),
     ("error names in results are Kafka's", ("responses",), _result_errors,
      "results with an error Kafka does not have"),
+    ("member counts agree with the members table", ("members", "group_states"), _members_replay,
+     "member rows or state rows that disagree with the members table"),
 ]
 
 

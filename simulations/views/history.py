@@ -6,11 +6,7 @@
   Stable: the last GroupMetadata record (members with their Assignment bytes, static replacements included);
   CompletingRebalance: the members of the generation just created;
   Empty, Dead: none;
-  PreparingRebalance: the tables hold no member list for this state, so it is rebuilt: the members before
-  the rebalance, less those that left (LeaveGroup results) or were removed when it began (the
-  transition's member count says how many; those missing from the next generation go, least recently
-  heard from first), plus every member whose JoinGroup arrived by TS and was accepted. A member expired
-  while the group is still preparing shows until the join phase ends.
+  PreparingRebalance: the `members` table replayed up to TS (members join and leave within this state).
 """
 
 from __future__ import annotations
@@ -19,9 +15,10 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from simulations.views.quiet_runs import expand_runs, last_repeat
+from simulations.views.quiet_runs import expand_runs
 from simulations.views.run_tables import RunTables
 from state import consumer_protocol
+from state.java_compat import JavaHashMap
 from state.production import rule_offset
 
 EMPTY, PREPARING, COMPLETING, STABLE, DEAD = "Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"
@@ -138,64 +135,19 @@ def _generation_members(run: RunTables, group_id: str, generation_id: int) -> li
     return [_member(m) for m in rows.iloc[-1]["members"]] if len(rows) else []
 
 
-def _directory(run: RunTables, group_id: str) -> dict[str, Member]:
-    """Every member id the group's generations and records name, with its client id and host."""
-    found: dict[str, Member] = {}
-    for table in ("generations", "group_metadata"):
-        for members in run.group(table, group_id)["members"].dropna():
-            for struct in members:
-                found.setdefault(struct["member_id"], _member(struct))
-    return found
-
-
 def _preparing_members(run: RunTables, group_id: str, ts: int, states: pd.DataFrame) -> list[Member]:
-    entered = states.iloc[-1]
-    before = states.iloc[-2] if len(states) > 1 else None
-    if before is None or before["to_state"] in (EMPTY, DEAD):
-        members: list[Member] = []
-    elif before["to_state"] == STABLE:
-        members = [_member(m) for m in _last_record(run, group_id, int(entered["ts"]))["members"]]
-    else:
-        members = _generation_members(run, group_id, int(before["generation_id"]))
-    directory = _directory(run, group_id)
-    responses = run.group("responses", group_id)
-    responses = responses[(responses["request_ts"] >= entered["ts"]) & (responses["request_ts"] <= ts)]
-    responses = responses.sort_values(["request_ts", "out_seq"], kind="stable")
-    at_start = responses[responses["request_ts"] == entered["ts"]]
-    members = _apply_requests(members, at_start, directory)
-    if len(members) > entered["member_count"]:
-        members = _drop_removed(run, group_id, members, int(entered["generation_id"]) + 1,
-                                len(members) - int(entered["member_count"]), int(entered["ts"]))
-    return _apply_requests(members, responses[responses["request_ts"] > entered["ts"]], directory)
-
-
-def _apply_requests(members: list[Member], responses: pd.DataFrame, directory: dict[str, Member]) -> list[Member]:
-    members = list(members)
-    for row in responses.itertuples(index=False):
-        if row.api == "JoinGroup" and row.error == "NONE" and row.member_id:
-            if all(m.member_id != row.member_id for m in members):
-                members.append(directory.get(row.member_id) or Member(row.member_id, row.group_instance_id,
-                                                                      row.client_id, None))
-        elif row.api == "LeaveGroup":
-            for gone in (r for r in row.results if r["error"] == "NONE"):
-                members = [m for m in members if not _same(m, gone)]
-    return members
-
-
-def _same(member: Member, identity: dict) -> bool:
-    if identity.get("member_id"):
-        return member.member_id == identity["member_id"]
-    return identity.get("group_instance_id") is not None and member.group_instance_id == identity["group_instance_id"]
-
-
-def _drop_removed(run: RunTables, group_id: str, members: list[Member], next_generation: int, count: int,
-                  at: int) -> list[Member]:
-    """Remove `count` members that the coordinator removed when the rebalance began (session or sync
-    timeouts): members the next generation does not have, the least recently heard from first."""
-    survivors = {m.member_id for m in _generation_members(run, group_id, next_generation)}
-    responses = run.group("responses", group_id)
-    responses = responses[responses["request_ts"] <= at]
-    heard = responses.assign(last=last_repeat(responses, "request_ts", at)).groupby("member_id")["last"].max().to_dict()
-    candidates = sorted((m for m in members if m.member_id not in survivors), key=lambda m: heard.get(m.member_id, -1))
-    removed = {m.member_id for m in candidates[:count]}
-    return [m for m in members if m.member_id not in removed]
+    """The member map at TS, replayed from the `members` table into a HashMap as the coordinator fills its
+    own, so the members come in the order DescribeGroups lists them. Only rows since the group was last Dead
+    count (a load starts a new map), less the unload's removals that follow the Dead row."""
+    rows = run.group("members", group_id)
+    rows = rows[rows["ts"] <= ts]
+    deaths = states.loc[states["to_state"] == DEAD, "out_seq"]
+    if len(deaths):
+        rows = rows[(rows["out_seq"] > deaths.iloc[-1]) & (rows["cause"] != "coordinator_unload")]
+    members: JavaHashMap = JavaHashMap()
+    for row in rows.sort_values("out_seq").itertuples(index=False):
+        if row.change == "added":
+            members[row.member_id] = Member(row.member_id, row.group_instance_id, row.client_id, row.client_host)
+        else:
+            del members[row.member_id]
+    return members.values()

@@ -32,6 +32,7 @@ TIME_COLUMNS = {
     "offsets": ("write_ts",),
     "group_metadata": ("write_ts",),
     "group_states": ("ts",),
+    "members": ("ts",),
 }
 
 

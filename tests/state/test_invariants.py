@@ -11,6 +11,8 @@ from the current generation or standalone to an Empty group). After every step, 
 
 * the group in memory is in the state and generation of its last `group_states` row;
 * in Stable every member's assignment is the one stored for the current generation;
+* replaying the `members` rows since the group last went Dead (the unload's own removals aside), as
+  `coordsim describe` does, gives the coordinator's member map in its iteration order;
 * an OffsetCommit writes `offsets` rows exactly when it is accepted, never while the group loads, with the
   request's generation and member id, and with a generation only from a member;
 * every request is answered at most once; no exception escapes.
@@ -26,6 +28,7 @@ from simulations.validation.invariants import INVARIANTS, Invariants
 from simulations.validation.raw_tables import rows_frame
 from state.events import INJECTABLE_WRITE_ERRORS
 from state.group_state import GroupState
+from state.java_compat import JavaHashMap
 from tests.state.conftest import make_ctx
 
 INSTANCES = ("instance-a", "instance-b", "instance-c")
@@ -43,7 +46,8 @@ class CoordinatorMachine(RuleBasedStateMachine):
         self.ctx = make_ctx(offsets_retention_minutes=1, offsets_retention_check_interval_ms=10_000)
         self.members: dict[str, dict] = {}      # member id -> {"instance", "generation", "leader_members"}
         self.pending: list[str] = []            # ids handed out with MEMBER_ID_REQUIRED
-        self.seen = {"responses": 0, "offsets": 0}
+        self.seen = {"responses": 0, "offsets": 0, "members": 0, "group_states": 0}
+        self.member_map: JavaHashMap = JavaHashMap()  # the members rows replayed
         self.answered: set[str] = set()
         self.commit_context = None
         self.join_params: dict[str, dict] = {}        # request id -> what that JoinGroup asked for
@@ -212,6 +216,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
         self.check_state()
         self.check_stable_assignment()
         self.check_commits()
+        self.check_member_map()
         event(f"state: {self.ctx.state}")
 
     def teardown(self) -> None:
@@ -229,6 +234,24 @@ class CoordinatorMachine(RuleBasedStateMachine):
             assert not states or states[-1]["to_state"] == GroupState.DEAD.value, states[-1:]
         else:
             assert (group.state.value, group.generation_id) == (states[-1]["to_state"], states[-1]["generation_id"])
+
+    def check_member_map(self) -> None:
+        new = []
+        for table in ("members", "group_states"):
+            rows = self.ctx.rows(table)
+            new += [(row["out_seq"], table, row) for row in rows[self.seen[table]:]]
+            self.seen[table] = len(rows)
+        for _, table, row in sorted(new, key=lambda item: item[0]):
+            if table == "group_states":
+                if row["to_state"] == GroupState.DEAD.value:
+                    self.member_map = JavaHashMap()
+            elif row["cause"] == "coordinator_unload":
+                continue
+            elif row["change"] == "added":
+                self.member_map[row["member_id"]] = None
+            else:
+                del self.member_map[row["member_id"]]
+        assert self.member_map.keys() == self.ctx.member_ids
 
     def check_stable_assignment(self) -> None:
         group = self.ctx.group

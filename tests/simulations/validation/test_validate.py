@@ -108,7 +108,7 @@ def test_a_clean_run_passes_with_every_input_row_accounted_for(clean, tiny_run):
     assert clean.summary().splitlines() == [
         f"validate {tiny_run}: PASSED",
         f"  ok   tables: {sum(c.kind == 'suite' for c in clean.checks)} of {sum(c.kind == 'suite' for c in clean.checks)} passed",
-        "  ok   invariants: 6 of 6 passed",
+        "  ok   invariants: 7 of 7 passed",
         "  ok   input rows: 16 = 15 answered + 1 rejected",
     ]
     schema = [c for c in clean.checks if c.name.startswith("offsets.offset: expect_column_values_to_be_in_type_list")]
@@ -188,6 +188,12 @@ def test_generations_going_back_within_a_life_fail(tiny_run, tmp_path):
      "group was Stable at generation 1"),
     ("group_states", "to_state", 0, "PreparingRebalance", "state transitions chain and are legal",
      "1 bad transitions, e.g. exporter at 1772442001000: came into existence PreparingRebalance"),
+    ("members", "member_count", 2, 2, "member counts agree with the members table",
+     "1 member rows or state rows that disagree with the members table, e.g. orders members row at "
+     "1772442008000 counts 2 members, the members table 1"),
+    ("group_states", "member_count", 5, 2, "member counts agree with the members table",
+     "1 member rows or state rows that disagree with the members table, e.g. orders group_states row at "
+     "1772442008000 counts 2 members, the members table 1"),
 ])
 def test_an_invariant_fails_on_rows_kafka_cannot_write(tiny_run, table, column, row, value, check, detail):
     tables, _ = read_range(tiny_run, WHOLE)

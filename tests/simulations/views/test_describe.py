@@ -3,12 +3,16 @@ kafka-consumer-groups.sh and OffsetsMessageFormatter print (trailing spaces incl
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from simulations.views import UnknownGroup, describe, load_run, offsets_log
+from simulations.settings import load_config
 from simulations.views.describe import tool_order
+from state.runtime import GroupRuntime
 
-from .runs import T0, live_run, TINY
+from .runs import T0, TINY, live_run, replay
 
 C1 = "c1-708a9f81-e5ca-4caf-baf4-419c55f7b26f"
 C2 = "c2-static-d2dbf2a3-07ac-439e-bcf0-23e9c83a5988"
@@ -147,3 +151,41 @@ def test_offsets_show_log_end_offset_and_lag_where_the_run_models_production(lag
         "etl             t               1          3000            3500            500             -               -               -\n"
         "etl             t               0          1500            3500            2000            -               -               -\n"
     )
+
+
+def test_members_while_preparing_a_rebalance_come_from_the_members_table(tmp_path):
+    # a and c are Stable at generation 1 (the initial delay, extended once for c, ends at +6 s); b joins at
+    # +7 s and the rebalance waits (20 s) for a and c to rejoin. Neither does: a's session (10 s) expires at
+    # +16.1 s, c (30 s session) stays until the rebalance times out at +27 s. At +18 s the coordinator's
+    # members are c and b: a is gone though the join phase goes on.
+    ids = GroupRuntime("g", load_config())
+    a, c, b = (ids.new_member_id(client) for client in ("a", "c", "b"))  # the ids the coordinator hands out
+
+    def join(ts, client, session_ms):
+        return {"ts": T0 + ts, "group_id": "g", "type": "JOIN_GROUP", "api_version": 3, "client_id": client,
+                "member_id": "", "protocol_type": "consumer", "protocols": [{"name": "range", "topics": ["t"]}],
+                "session_timeout_ms": session_ms, "rebalance_timeout_ms": 20_000,
+                "client_host": f"/10.0.0.{ord(client) - 96}"}
+
+    def sync(ts, client, member_id, assignments=()):
+        return {"ts": T0 + ts, "group_id": "g", "type": "SYNC_GROUP", "client_id": client, "member_id": member_id,
+                "generation_id": 1, "assignments": list(assignments)}
+
+    events = [join(0, "a", 10_000), join(10, "c", 30_000),
+              sync(6_100, "a", a, [{"member_id": a, "partitions": [{"topic": "t", "partitions": [0]}]},
+                                   {"member_id": c, "partitions": [{"topic": "t", "partitions": [1]}]}]),
+              sync(6_110, "c", c), join(7_000, "b", 30_000)]
+    trace = tmp_path / "expiry.jsonl"
+    trace.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    run = replay(trace, tmp_path / "run")
+
+    described = describe(run, "g", T0 + 18_000, "members")
+    assert described.err == "\nWarning: Consumer group 'g' is rebalancing.\n"
+    assert described.out == (
+        "\n"
+        "GROUP           CONSUMER-ID                            HOST            CLIENT-ID       #PARTITIONS     \n"
+        f"g               {b} /10.0.0.2       b               0               \n"
+        f"g               {c} /10.0.0.3       c               0               \n"
+    )  # the coordinator's HashMap order (b's bucket comes first), as DescribeGroups lists them
+    assert describe(run, "g", T0 + 16_099, "state").out.split()[-1] == "3"  # a is still a member
+    assert describe(run, "g", T0 + 18_000, "state").out.split()[-2:] == ["PreparingRebalance", "2"]
