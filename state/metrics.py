@@ -7,7 +7,8 @@ summary of these figures uses.
 Unconsumed partition time is the consumers' view, which is what costs users lag: a partition is unconsumed
 from the moment its consumer stops processing it (it revoked it for a rebalance, lost it, crashed, closed)
 until a client starts processing it again (after a SyncGroup, once its OffsetFetch is answered). Each such
-interval is a gap; time before a partition's first assignment, and time after the group's last running consumer was closed, are not counted.
+interval is a gap; time before a partition's first assignment, and time after the group's last running
+consumer was closed, are not counted.
 (The coordinator's view, partition time in rebalance, is the report's: simulations/reports/figures.py.) A
 consumer keeps up with production while it polls (or reads at coordsim.consume.records.per.second); its
 position freezes when it stops. A new owner starts at the committed offset: what the previous owner had
