@@ -36,6 +36,7 @@ COLUMNS = {
     "offsets": ("group_id", "write_ts", "repeat_count", "repeat_interval_ms", "coordinator_partition"),
     "group_metadata": ("group_id", "write_ts", "coordinator_partition"),
     "group_states": ("group_id", "ts", "from_state", "to_state", "cause", "generation_id"),
+    "members": ("group_id", "ts"),  # only for the run's groups and time span (RunTables)
     "metrics": ("group_id", "duplicate_records", "skipped_records", *figures.UNCONSUMED),
     "rejects": ("line",),
 }
