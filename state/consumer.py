@@ -397,10 +397,6 @@ class ConsumerFleet:
         """Whether `request_id` is one of `periodic_request_id`'s for `client` and `chain`."""
         return request_id.startswith(f"{client.origin}/{chain}@")
 
-    def periodic_event_key(self, client: SyntheticConsumer, chain: str, sent: int) -> tuple:
-        """The sort key of a periodic request sent at `sent` (Event.sort_key)."""
-        return (sent + client.config.request_latency_ms, client.request_counter, "synthetic", self._line(client, chain))
-
     def _send(self, client: SyntheticConsumer, slot: str | None, etype: str, **fields) -> None:
         client.request_counter += 1
         self._put_on_wire(client, slot, None, f"{client.origin}/{client.request_counter}", self.now, etype, fields)

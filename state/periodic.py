@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from state.consumer import Phase, SyntheticConsumer
 from state.group_state import GroupState
 from state.production import rule_offset
+from state.timers import request_item
 
 HEARTBEAT_CHAIN = "heartbeat"
 COMMIT_CHAIN = "commit"
@@ -66,7 +67,7 @@ class ElidedClient:
     sends_commits: bool         # the poll commits (the client owns partitions)
     metadata: Chain | None      # the leader's metadata refresh
     session: object             # the member's session Timer taken out of the queue
-    last_reset: tuple | None = None  # (arrival ts, event key) of the last folded request: the session restarts
+    last_reset: tuple | None = None  # (arrival ts, timer item) of the last folded request: the session restarts
 
 
 class PeriodicHandlers:
@@ -328,7 +329,7 @@ class PeriodicHandlers:
             run.interval = chain.period
             run.last_ts = chain.first + (arrived - 1) * chain.period + latency
             chain.arrived = arrived
-            reset = (run.last_ts, self.fleet.periodic_event_key(client, key, run.last_ts - latency))
+            reset = (run.last_ts, request_item(client.request_counter, client.member_id))
             elided.last_reset = reset if elided.last_reset is None else max(elided.last_reset, reset)
             if key == COMMIT_CHAIN:
                 self._commit_in_closed_form(run)
@@ -351,9 +352,9 @@ class PeriodicHandlers:
         if elided.last_reset is None:
             self.timers.restore(elided.session)
         else:
-            ts, event_key = elided.last_reset
+            ts, item = elided.last_reset
             member = self.group.member(client.member_id)
-            self.timers.schedule_as_of(ts, event_key, ("heartbeat", client.member_id),
+            self.timers.schedule_as_of(ts, item, ("heartbeat", client.member_id),
                                        ts + member.session_timeout_ms, "heartbeat", client.member_id)
         for chain, key in ((elided.heartbeat, HEARTBEAT_CHAIN), (elided.commit, COMMIT_CHAIN)):
             if chain is None:

@@ -36,7 +36,7 @@ from state.offsets import OffsetHandlers
 from state.output import Output
 from state.periodic import PeriodicHandlers
 from state.production import rule_offset
-from state.timers import Timer, TimerQueue
+from state.timers import FIRING, Timer, TimerQueue, request_item
 
 STATE_FORMAT = b"coordsim-group-state"
 STATE_FORMAT_VERSION = 6
@@ -113,15 +113,13 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
                 if self.elided and self.catch_up(timer.deadline, *_concerns_timer(timer)):
                     continue
                 queue.pop_due(timer.deadline)
-                self.now = max(self.now, timer.deadline)
-                self.timers.clock = self.now
+                self._set_clock(max(self.now, timer.deadline))
                 self._fire(timer)
             elif event_ts is not None and event_ts <= t:
                 if self.elided and self.catch_up(event_ts, *_concerns_event(self._held[0][1])):
                     continue
                 key, event = heapq.heappop(self._held)
-                self.now = event.ts
-                self.timers.clock = self.now
+                self._set_clock(event.ts)
                 self._last_key = key
                 self.last_event_ts = max(self.last_event_ts, event.ts)
                 self._handle(event)
@@ -132,6 +130,14 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
             if elision:
                 self.elide_quiet_clients()
         self.now = max(self.now, t)
+
+    def _set_clock(self, now: int) -> None:
+        """Move to `now`: a step at a new time starts as a deadline firing; any other step handles no request
+        and keeps the item of the last one (state/timers.py)."""
+        if now != self.timers.clock:
+            self.timers.item = FIRING
+        self.now = now
+        self.timers.clock = now
 
     def _next_timer(self) -> tuple[TimerQueue, Timer | None]:
         """The timer due first and its queue; at equal deadlines the coordinator's fire before the clients'."""
@@ -209,6 +215,7 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
         if event.type in CLIENT_DIRECTIVE_CLASSES:
             self.fleet.handle_client_directive(event)
             return
+        self.timers.item = request_item(event.seq, getattr(event, "member_id", ""))
         handler = self._handle_request if sent_to in (None, self.coordinator_epoch) else self._answer_not_coordinator
         if event.run is not None:
             self.handle_periodic(event, raw, handler)

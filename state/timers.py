@@ -3,11 +3,19 @@
 the group state.
 
 Timers fire in deadline order. At equal deadlines the coordinator's own timers come first, in the order they
-were scheduled (as Kafka's timer wheel fires them); then the synthetic clients' timers (keys starting with
-"client" or "deliver") in key order. Client timers tie-break on their content rather than on when they were
-scheduled, so a client whose periodic work is computed in closed form (state/periodic.py) fires in the same
-order as one simulated step by step. For the same reason the coordinator's scheduling order is a point in
-time, (clock, then a counter within the same time): closed-form work can schedule "as of" an earlier time.
+were scheduled (as Kafka's timer wheel fires them: in insertion order); then the synthetic clients' timers
+(keys starting with "client" or "deliver") in key order. Client timers tie-break on their content rather than
+on when they were scheduled, so a client whose periodic work is computed in closed form (state/periodic.py)
+fires in the same order as one simulated step by step.
+
+For the same reason the coordinator's scheduling order is a point in the group's handling order rather than a
+count: (clock, the item being handled, then a counter within that item), so closed-form work can schedule "as
+of" an earlier request. The item is a request by (seq, member id); a step at a new time that is not a
+request is a deadline firing (FIRING), and one at the same time keeps the item before it. Requests that reach
+the coordinator at the same (ts, seq) are ordered by the input's source and line, which a run's `requests`
+table does not keep (a quiet run's row is written when the run ends, its repeats share its line): taking
+them by member id instead, for the timers they insert, lets a replay of that table expire same-millisecond
+sessions in the run's order.
 """
 
 from __future__ import annotations
@@ -16,6 +24,13 @@ import heapq
 from typing import NamedTuple
 
 CLIENT_SIDE = ("client", "deliver")
+# The item of a deadline firing: before any request handled at the same time (deadlines fire first).
+FIRING = (0,)
+
+
+def request_item(seq: int, member_id: str) -> tuple:
+    """The item of a request with this `seq` from this member ("" when it names none)."""
+    return (1, seq, member_id)
 
 
 # A named tuple rather than a frozen dataclass: a busy group makes one per scheduling, and a tuple is
@@ -23,7 +38,7 @@ CLIENT_SIDE = ("client", "deliver")
 class Timer(NamedTuple):
     key: tuple
     deadline: int
-    order: tuple  # coordinator timers: (scheduled at, -1 | counter, event key); client timers: the key
+    order: tuple  # coordinator timers: (scheduled at, item, stamp); client timers: the key
     kind: str
     args: tuple = ()
     stamp: int = 0  # unique per scheduling: tells a live heap entry from a replaced one
@@ -38,19 +53,20 @@ class TimerQueue:
         self._by_key: dict[tuple, Timer] = {}
         self._heap: list[tuple] = []
         self._stamp = 0
-        self.clock = 0  # the runtime's current time, set before each step
+        self.clock = 0  # the runtime's current time and item, set before each step
+        self.item = FIRING
 
     def schedule(self, key: tuple, deadline: int, kind: str, *args) -> None:
         self._stamp += 1
-        order = key if key[0] in CLIENT_SIDE else (self.clock, self._stamp, ())
+        order = key if key[0] in CLIENT_SIDE else (self.clock, self.item, self._stamp)
         self._push(Timer(key, deadline, order, kind, args, self._stamp))
 
-    def schedule_as_of(self, scheduled_at: int, event_key: tuple, key: tuple, deadline: int, kind: str,
+    def schedule_as_of(self, scheduled_at: int, item: tuple, key: tuple, deadline: int, kind: str,
                        *args) -> None:
-        """Schedule a coordinator timer as if it had been scheduled while handling an event with sort key
-        `event_key` at `scheduled_at`, a time at which nothing else ran (closed-form work)."""
+        """Schedule a coordinator timer as if it had been scheduled while handling `item` at `scheduled_at`,
+        a time at which nothing else ran (closed-form work)."""
         self._stamp += 1
-        self._push(Timer(key, deadline, (scheduled_at, -1, event_key), kind, args, self._stamp))
+        self._push(Timer(key, deadline, (scheduled_at, item, self._stamp), kind, args, self._stamp))
 
     def restore(self, timer: Timer) -> None:
         """Put back a timer taken out with `take`, in its original place in the order."""
@@ -107,10 +123,10 @@ class TimerQueue:
         return len(self._by_key)
 
     def __getstate__(self):
-        return (sorted(self._by_key.values(), key=lambda t: t.stamp), self._stamp, self.clock)
+        return (sorted(self._by_key.values(), key=lambda t: t.stamp), self._stamp, self.clock, self.item)
 
     def __setstate__(self, state) -> None:
-        timers, stamp, clock = state
+        timers, stamp, clock, self.item = state
         self._by_key = {t.key: t for t in timers}
         self._heap = [(t.deadline, t.rank, t.order, t.stamp, t.key) for t in timers]
         heapq.heapify(self._heap)
