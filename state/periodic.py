@@ -187,12 +187,16 @@ class PeriodicHandlers:
             self.close_run(key)
 
     # -- elision -------------------------------------------------------------------------------------------
-    def elide_quiet_clients(self) -> None:
-        """Take the periodic timers of every client in the steady state out of the queue."""
+    def elide_quiet_clients(self, target: str | None, whole_group: bool) -> None:
+        """After a step: take the periodic timers of the clients it may have brought to the steady state out
+        of the queue. A step that concerned one client (its own timer, answer, directive or periodic request)
+        changed nothing another client's steadiness depends on, so only that client is tried; a step that
+        concerned the whole group tries them all."""
         group = self.group
         if group is None or group.state != GroupState.STABLE or self.loading_until is not None or self.write_failures:
             return
-        for client in self.fleet.clients.values():
+        clients = self.fleet.clients
+        for client in clients.values() if whole_group else filter(None, [clients.get(target)]):
             if client.client_id not in self.elided and client.alive and client.phase == Phase.STABLE:
                 self._try_elide(client, group)
 

@@ -110,13 +110,15 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
             queue, timer = self._next_timer()
             event_ts = self._held[0][0][0] if self._held else None
             if timer is not None and timer.deadline <= t and (event_ts is None or timer.deadline <= event_ts):
-                if self.elided and self.catch_up(timer.deadline, *_concerns_timer(timer)):
+                concerns = _concerns_timer(timer)
+                if self.elided and self.catch_up(timer.deadline, *concerns):
                     continue
                 queue.pop_due(timer.deadline)
                 self._set_clock(max(self.now, timer.deadline))
                 self._fire(timer)
             elif event_ts is not None and event_ts <= t:
-                if self.elided and self.catch_up(event_ts, *_concerns_event(self._held[0][1])):
+                concerns = _concerns_event(self._held[0][1])
+                if self.elided and self.catch_up(event_ts, *concerns):
                     continue
                 key, event = heapq.heappop(self._held)
                 self._set_clock(event.ts)
@@ -128,7 +130,7 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
             self.steps += 1
             self._reschedule_sweep()
             if elision:
-                self.elide_quiet_clients()
+                self.elide_quiet_clients(*concerns)
         self.now = max(self.now, t)
 
     def _set_clock(self, now: int) -> None:
