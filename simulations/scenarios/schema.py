@@ -20,7 +20,6 @@ from state.config import ConfigError, CoordinatorConfig
 
 DEFAULT_START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z: fixed, so a scenario without `start` reproduces
 DEFAULT_RECORDS_PER_SECOND = 100.0
-DEFAULT_STAGGER_MS = 1_000
 NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]*"
 NAME_HINT = " (letters, digits, '.', '_' and '-', starting with a letter or digit)"
 ASSIGNMENT_STRATEGY = "partition.assignment.strategy"
@@ -249,8 +248,20 @@ def _group_set(node: Node) -> GroupSet:
             raise topics_node.value[index].error(f"topic {topic.name!r} is listed twice")
     membership = _optional(section, "membership", lambda n: as_choice(n, ("dynamic", "static")), "dynamic")
     config = _consumer_config(section.get("config"), section.get("assignors"))
-    stagger_ms = _optional(section, "stagger", as_duration_ms, DEFAULT_STAGGER_MS)
+    stagger_ms = _optional(section, "stagger", as_duration_ms, None)
+    if stagger_ms is None:
+        stagger_ms = default_stagger_ms(ClientConfig.from_kafka(config))
     return GroupSet(name, groups, members, topics, membership == "static", config, stagger_ms, node.line)
+
+
+def default_stagger_ms(config: ClientConfig) -> int:
+    """The default spread of a group set's group clocks: the longer of the heartbeat interval and the poll
+    loop's commit interval. A Java client's heartbeat timer starts when its group's JoinGroup completes and its
+    auto-commit timer when its group's SyncGroup does (ConsumerCoordinator.onJoinComplete), so the members of
+    one group heartbeat and commit in phase, while groups whose pods started at unrelated times are in any
+    phase: spreading the groups over one full interval of each spreads their requests evenly over every
+    second, instead of stacking them into one."""
+    return max(config.heartbeat_interval_ms, config.commit_interval_ms)
 
 
 def _topic(node: Node) -> Topic:

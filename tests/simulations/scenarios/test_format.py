@@ -24,6 +24,14 @@ def parse(text: str):
     return parse_scenario(textwrap.dedent(text), "s.yaml", "s")
 
 
+def test_groups_are_staggered_over_the_longer_of_the_heartbeat_and_commit_intervals_by_default():
+    for config, stagger in (("{}", 5_000), ("{heartbeat.interval.ms: 8000}", 8_000),
+                            ("{enable.auto.commit: false, coordsim.manual.commit.interval.ms: 0}", 3_000)):
+        text = MINIMAL.replace("members: 3", f"members: 3\n    config: {config}")
+        assert text != MINIMAL
+        assert parse(text).group_sets[0].stagger_ms == stagger
+
+
 def test_a_minimal_scenario_and_its_defaults():
     scenario = parse(MINIMAL)
     assert scenario.name == "s" and scenario.seed == 0 and scenario.broker == {} and scenario.timeline == ()
@@ -31,7 +39,7 @@ def test_a_minimal_scenario_and_its_defaults():
     assert scenario.until_ms == scenario.start_ms + 600_000
     [group_set] = scenario.group_sets
     assert (group_set.groups, group_set.members, group_set.static, group_set.config) == (1, 3, False, {})
-    assert group_set.topics[0].records_per_second == 100.0 and group_set.stagger_ms == 1_000
+    assert group_set.topics[0].records_per_second == 100.0 and group_set.stagger_ms == 5_000
 
 
 def test_a_full_scenario():
