@@ -40,6 +40,18 @@ def rolling_restart(ctx: GroupContext, names: list[str], config=None, static=Fal
         ctx.sleep(15_000)
 
 
+def restarted_fleet() -> GroupContext:
+    """Three consumers formed; c2 closes, comes back 5 s later, and the group settles for 20 s."""
+    ctx = GroupContext()
+    start(ctx, 3)
+    ctx.sleep(20_000)
+    ctx.send("CLIENT_STOP", client_id="c2")
+    ctx.sleep(5_000)
+    ctx.send("CLIENT_START", client_id="c2", topics=["orders"], config=SESSION)
+    ctx.sleep(20_000)
+    return ctx
+
+
 def owners(ctx: GroupContext) -> dict:
     """partition -> client ids owning it (live clients only)."""
     result: dict = {}
@@ -271,13 +283,7 @@ def test_a_crash_costs_the_records_processed_since_the_last_commit():
 
 
 def test_a_graceful_eager_restart_commits_before_revoking_so_nothing_is_processed_twice():
-    ctx = GroupContext()
-    start(ctx, 3)
-    ctx.sleep(20_000)
-    ctx.send("CLIENT_STOP", client_id="c2")
-    ctx.sleep(5_000)
-    ctx.send("CLIENT_START", client_id="c2", topics=["orders"], config=SESSION)
-    ctx.sleep(20_000)
+    ctx = restarted_fleet()
     m = end_metrics(ctx)
     assert m["duplicate_records"] == 0 and m["skipped_records"] == 0
     assert m["rebalances"] == 3 and [c["cause"] for c in m["rebalance_causes"]] == ["member_join", "member_leave"]

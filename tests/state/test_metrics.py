@@ -7,7 +7,7 @@ from collections import Counter
 
 from state.metrics import distribution, merged, nearest_rank
 from tests.state.harness import GroupContext
-from tests.state.test_consumer import SESSION, end_metrics, start
+from tests.state.test_consumer import SESSION, end_metrics, restarted_fleet, start
 
 
 def test_nearest_rank_is_a_value_that_occurred():
@@ -33,13 +33,7 @@ def test_the_formation_is_not_a_rebalance_duration():
     assert formed["time_to_stable_ms"] >= 6_000 and formed["rebalances"] == 1
     assert formed["rebalance_ms_max"] is None and formed["rebalance_durations"] == []
 
-    ctx = GroupContext()
-    start(ctx, 3)
-    ctx.sleep(20_000)
-    ctx.send("CLIENT_STOP", client_id="c2")
-    ctx.sleep(5_000)
-    ctx.send("CLIENT_START", client_id="c2", topics=["orders"], config=SESSION)
-    ctx.sleep(20_000)
+    ctx = restarted_fleet()
     m = end_metrics(ctx)
     later = sorted(r["stable_ts"] - r["rebalance_start_ts"] for r in ctx.rows("generations")
                    if r["generation_id"] > 1 and r["stable_ts"] is not None)
