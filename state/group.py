@@ -9,11 +9,32 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from state.events import JoinGroup, PartitionList, Protocol, SyncGroup
+from state import consumer_protocol
+from state.events import JoinGroup, PartitionList, Protocol, SyncGroup, group_partitions
 from state.group_state import GroupState, check_transition
 from state.java_compat import JavaHashMap
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
+
+
+def subscription_topics(protocol_type: str | None, metadata: bytes) -> tuple[str, ...] | None:
+    if protocol_type != CONSUMER_PROTOCOL_TYPE:
+        return None
+    try:
+        return tuple(sorted(set(consumer_protocol.decode_subscription(metadata).topics)))
+    except ValueError:
+        return None
+
+
+def decode_assignment_partitions(protocol_type: str | None, data: bytes) -> tuple[PartitionList, ...] | None:
+    if not data:
+        return ()
+    if protocol_type != CONSUMER_PROTOCOL_TYPE:
+        return None
+    try:
+        return group_partitions(consumer_protocol.decode_assignment(data).partitions)
+    except ValueError:
+        return None
 
 
 @dataclass

@@ -8,13 +8,13 @@ order (leader re-election, the leader's member list, vote ties) use `JavaHashMap
 
 from __future__ import annotations
 
-from state import consumer_protocol
 from state.config import NEW_MEMBER_JOIN_TIMEOUT_MS
 from state.errors import append_error_to_response_error
-from state.events import Heartbeat, JoinGroup, LeaveGroup, PartitionList, SyncGroup, group_partitions
-from state.group import CONSUMER_PROTOCOL_TYPE, ClassicGroup, ClassicGroupMember
+from state.events import Heartbeat, JoinGroup, LeaveGroup, SyncGroup
+from state.group import ClassicGroup, ClassicGroupMember, decode_assignment_partitions
 from state.group_state import GroupState
 from state.output import partitions_column
+from state.records import GroupMetadataRecord, group_metadata_value
 
 EMPTY, PREPARING, COMPLETING, STABLE, DEAD = (
     GroupState.EMPTY, GroupState.PREPARING_REBALANCE, GroupState.COMPLETING_REBALANCE, GroupState.STABLE,
@@ -27,26 +27,6 @@ class MemberError(Exception):
     def __init__(self, error: str) -> None:
         super().__init__(error)
         self.error = error
-
-
-def subscription_topics(protocol_type: str | None, metadata: bytes) -> tuple[str, ...] | None:
-    if protocol_type != CONSUMER_PROTOCOL_TYPE:
-        return None
-    try:
-        return tuple(sorted(set(consumer_protocol.decode_subscription(metadata).topics)))
-    except ValueError:
-        return None
-
-
-def decode_assignment_partitions(protocol_type: str | None, data: bytes) -> tuple[PartitionList, ...] | None:
-    if not data:
-        return ()
-    if protocol_type != CONSUMER_PROTOCOL_TYPE:
-        return None
-    try:
-        return group_partitions(consumer_protocol.decode_assignment(data).partitions)
-    except ValueError:
-        return None
 
 
 def validate_member(group: ClassicGroup, member_id: str, group_instance_id: str | None) -> None:
@@ -78,13 +58,15 @@ class MembershipHandlers:
             if req.member_id != "":
                 self.respond(req, "UNKNOWN_MEMBER_ID", generation_id=-1, leader_id="")
                 return
-            error = self.write()  # a new group is committed with an empty GroupMetadata record
+            # A new group is committed with an empty GroupMetadata record: the write's outcome decides whether
+            # the group exists, and its state change precedes the record's row.
+            error = self.write()
             if error is not None:
                 self._answer_failed_group_creation(req, error)
                 return
             self.group = ClassicGroup(self.group_id, self.now)
             self.record_state_change(None, EMPTY, "group_created")
-            self.append_group_record(self.group_record(None, protocol_type=""))
+            self.appended([GroupMetadataRecord(group_metadata_value(self.group, None, protocol_type=""))])
         group = self.group
         if not self._accept_joining_member(group, req.member_id):
             self.remove_member(group, req.member_id, "group_max_size_reached")
@@ -633,7 +615,7 @@ class MembershipHandlers:
 
     def record_loaded_members(self) -> None:
         """A loaded group's members, in the order of its record: the order they entered the member map."""
-        for count, stored in enumerate(self.last_group_record["members"], 1):
+        for count, stored in enumerate(self.log.group_metadata()["members"], 1):
             self.record_member_change("added", self.group.member(stored["member_id"]), "coordinator_load", count)
 
     def record_unloaded_members(self) -> None:

@@ -115,7 +115,7 @@ class MetricsHandlers:
             if zombie is not None:
                 # The previous owner still consumes it, not knowing it lost it (e.g. paused, then evicted).
                 processed = self.position_of(zombie, tp)
-            committed = self.offsets.get(tp)
+            committed = self.log.committed(*tp)  # what the partition holds, whoever has it loaded
             if processed is not None:
                 if committed is not None:
                     m.duplicates += max(0, processed - committed["offset"])

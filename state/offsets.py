@@ -1,9 +1,10 @@
 """Committed offsets: OffsetCommit and OffsetFetch, and KIP-211 expiry by the periodic sweep (Kafka 4.x
 OffsetMetadataManager for classic groups).
 
-The committed-offsets map is the replay of the group's OffsetCommit records: every accepted partition
-appends a record (a row of the `offsets` table) and every expiry appends a tombstone, so replaying the table
-gives back the map. A mixin of `GroupRuntime`.
+The committed-offsets map is the replay of the group's OffsetCommit records (state/records.py): every
+accepted partition appends a record (a row of the `offsets` table) and every expiry appends a tombstone; the
+map changes only by replaying what was appended, so replaying the table gives back the map. A mixin of
+`GroupRuntime`.
 
 The sweep runs every offsets.retention.check.interval.ms (ticks aligned to multiples of the interval since
 the epoch). Instead of waking every group at every tick, the runtime schedules the sweep only at the first
@@ -19,6 +20,7 @@ from state.group import CONSUMER_PROTOCOL_TYPE, ClassicGroup
 from state.group_state import GroupState
 from state.java_compat import java_string_length
 from state.membership import MemberError, validate_member
+from state.records import GroupMetadataRecord, OffsetCommitRecord
 
 
 def _result(topic: str, partition: int, error: str, offset=None, leader_epoch=None, metadata=None) -> dict:
@@ -32,6 +34,7 @@ class OffsetHandlers:
 
     # -- OffsetCommit --------------------------------------------------------------------------------------
     def handle_offset_commit(self, req: OffsetCommit) -> None:
+        # A commit without a generation to a group that does not exist creates it when its records are replayed.
         creates_group = self.group is None and req.generation_id < 0
         error = None if creates_group else self._validate_offset_commit(req)
         if error is not None:
@@ -42,36 +45,29 @@ class OffsetHandlers:
             # Classic members keep their session alive by committing.
             self.schedule_heartbeat(group.member(req.member_id))
         expire_ts = None if req.retention_time_ms == -1 else self.now + req.retention_time_ms
-        results, accepted = [], []
+        results, records = [], []
+        context = {"generation_id": req.generation_id, "member_id": req.member_id}
         for p in req.offsets:
             if p.metadata is not None and java_string_length(p.metadata) > self.config.offset_metadata_max_bytes:
                 results.append(_result(p.topic, p.partition, "OFFSET_METADATA_TOO_LARGE"))
-            else:
-                results.append(_result(p.topic, p.partition, "NONE"))
-                accepted.append(p)
-        if accepted and self.write() is not None:
+                continue
+            results.append(_result(p.topic, p.partition, "NONE"))
+            value = {
+                "offset": p.offset,
+                "leader_epoch": p.leader_epoch,
+                "metadata": "" if p.metadata is None else p.metadata,
+                "commit_ts": self.now if p.commit_timestamp == -1 else p.commit_timestamp,
+                "expire_ts": expire_ts,
+            }
+            log_end = self.reported_log_end_offset((p.topic, p.partition))
+            records.append(OffsetCommitRecord(p.topic, p.partition, value, dict(context, log_end_offset=log_end)))
+        if not records:
+            if creates_group:
+                self._create_simple_group()  # in memory, as Kafka's validation does, though nothing is written
+        elif self.append(records) is not None:
             # The failed append rolls back the whole operation, including a group it would have created.
             self.fail_offset_commit(req, append_error_to_response_error(self.last_write_error))
             return
-        if creates_group:
-            # A "simple" group: created by the commit itself, with no protocol type and no members.
-            self.group = ClassicGroup(self.group_id, self.now)
-            self.record_state_change(None, GroupState.EMPTY, "group_created")
-        if accepted:
-            for p in accepted:
-                committed = {
-                    "offset": p.offset,
-                    "leader_epoch": p.leader_epoch,
-                    "metadata": "" if p.metadata is None else p.metadata,
-                    "commit_ts": self.now if p.commit_timestamp == -1 else p.commit_timestamp,
-                    "expire_ts": expire_ts,
-                }
-                self.offsets[(p.topic, p.partition)] = committed
-                self.offsets_version += 1
-                self.out.offset(dict(committed, topic=p.topic, partition=p.partition, write_ts=self.now,
-                                     log_end_offset=self.reported_log_end_offset((p.topic, p.partition)),
-                                     generation_id=req.generation_id, member_id=req.member_id,
-                                     coordinator_partition=self.coordinator_partition))
         self.respond(req, "NONE", results=results)
 
     def fail_offset_commit(self, req: OffsetCommit, error: str) -> None:
@@ -173,18 +169,28 @@ class OffsetHandlers:
         delete_group = all_expired and group.is_in(GroupState.EMPTY)
         if not expired and not delete_group:
             return
-        if self.write() is not None:
-            return  # the sweep's records were not written; the next tick tries again
-        for topic, partition in expired:
-            del self.offsets[(topic, partition)]
-            self.offsets_version += 1
-            self.out.offset({"topic": topic, "partition": partition, "offset": None, "log_end_offset": None,
-                             "metadata": None,
-                             "leader_epoch": None, "commit_ts": None, "expire_ts": None, "write_ts": self.now,
-                             "generation_id": None, "member_id": None,
-                             "coordinator_partition": self.coordinator_partition})
+        records = [OffsetCommitRecord(topic, partition, None) for topic, partition in expired]
         if delete_group:
-            self.append_group_record(None)
+            records.append(GroupMetadataRecord(None))
+        if self.append(records) is not None:
+            return  # the sweep's records were not written; the next tick tries again
+        if delete_group:
             self.transition(GroupState.DEAD, "group_expired")
             self.group = None
             self.timers.cancel_all()
+
+    # -- replay --------------------------------------------------------------------------------------------
+    def replay_offset_commit(self, record: OffsetCommitRecord) -> None:
+        """An appended offset record, replayed into the committed offsets (Kafka's OffsetMetadataManager.replay)."""
+        if record.value is None:
+            self.offsets.pop((record.topic, record.partition), None)
+        else:
+            if self.group is None:
+                self._create_simple_group()
+            self.offsets[(record.topic, record.partition)] = record.value
+        self.offsets_version += 1
+
+    def _create_simple_group(self) -> None:
+        """Offsets committed without the membership protocol: a "simple" group, no protocol type, no members."""
+        self.group = ClassicGroup(self.group_id, self.now)
+        self.record_state_change(None, GroupState.EMPTY, "group_created")

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from state.consumer import Phase, SyntheticConsumer
 from state.group_state import GroupState
 from state.production import rule_offset
+from state.records import OffsetCommitRecord
 from state.timers import request_item
 
 HEARTBEAT_CHAIN = "heartbeat"
@@ -342,11 +343,11 @@ class PeriodicHandlers:
         return changed
 
     def _commit_in_closed_form(self, run: QuietRun) -> None:
-        for row, rule in zip(run.offsets, run.rules):
-            self.offsets[(row["topic"], row["partition"])] = {
-                "offset": rule_offset(rule, run.last_ts), "leader_epoch": row["leader_epoch"],
-                "metadata": row["metadata"], "commit_ts": run.last_ts, "expire_ts": row["expire_ts"]}
-        self.offsets_version += 1
+        """The run's last commit, appended and replayed; its rows are the run's own."""
+        self.appended([OffsetCommitRecord(row["topic"], row["partition"], {
+            "offset": rule_offset(rule, run.last_ts), "leader_epoch": row["leader_epoch"],
+            "metadata": row["metadata"], "commit_ts": run.last_ts, "expire_ts": row["expire_ts"]})
+            for row, rule in zip(run.offsets, run.rules)], rows=False)
 
     def _restore(self, client: SyntheticConsumer, elided: ElidedClient, at: int) -> None:
         """Put back the explicit state the client would have at `at` had it run step by step."""

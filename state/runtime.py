@@ -36,10 +36,16 @@ from state.offsets import OffsetHandlers
 from state.output import Output
 from state.periodic import PeriodicHandlers
 from state.production import rule_offset
+from state.records import (GroupLog, GroupMetadataRecord, OffsetCommitRecord, Record, group_from_value,
+                           group_metadata_value)
 from state.timers import FIRING, Timer, TimerQueue, request_item
 
 STATE_FORMAT = b"coordsim-group-state"
 STATE_FORMAT_VERSION = 6
+
+# The `offsets` columns a tombstone has no value for, and those of a record written without a request.
+TOMBSTONE_OFFSET = {"offset": None, "leader_epoch": None, "metadata": None, "commit_ts": None, "expire_ts": None}
+NO_CONTEXT = {"log_end_offset": None, "generation_id": None, "member_id": None}
 
 # Timer kinds that belong to the group's protocol (the periodic offsets sweep is housekeeping).
 SWEEP_TIMER = ("sweep",)
@@ -68,7 +74,7 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
         self.write_failures: list[str] = []
         self.last_write_error: str | None = None
         self.loading_until: int | None = None
-        self.last_group_record: dict | None = None
+        self.log = GroupLog()  # the group's records in its __consumer_offsets partition
         self.pending_generation: dict | None = None
         self.last_sweep_ts = -1
         self._held: list[tuple[tuple, Event]] = []
@@ -338,45 +344,37 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
         self.record_state_change(previous, target, cause)
 
     def write(self) -> str | None:
-        """One append of this group's records. Returns None on success, or the error Kafka's append failed
-        with when a COORDINATOR_FAULT injected a failure (also kept in `last_write_error`)."""
+        """The outcome of one append to the group's partition: None on success, or the error Kafka's append
+        failed with when a COORDINATOR_FAULT injected a failure (also kept in `last_write_error`)."""
         self.last_write_error = self.write_failures.pop(0) if self.write_failures else None
         return self.last_write_error
 
-    def write_group_metadata(self, assignment: dict[str, bytes] | None) -> str | None:
-        """Append a GroupMetadata record with every member, its subscription and the given assignment."""
+    def append(self, records: list[Record]) -> str | None:
+        """Append `records` in one write; returns the write's error, or None once they are appended."""
         error = self.write()
         if error is None:
-            self.append_group_record(self.group_record(assignment))
+            self.appended(records)
         return error
 
-    def group_record(self, assignment: dict[str, bytes] | None, protocol_type: str | None = None) -> dict:
-        group = self.group
-        members = []
-        for m in group.all_members():
-            members.append({
-                "member_id": m.member_id,
-                "group_instance_id": m.group_instance_id,
-                "client_id": m.client_id,
-                "client_host": m.client_host,
-                "rebalance_timeout_ms": m.rebalance_timeout_ms,
-                "session_timeout_ms": m.session_timeout_ms,
-                "subscription": m.metadata(group.protocol_name) if group.protocol_name is not None else b"",
-                "assignment": (assignment or {}).get(m.member_id, b""),
-            })
-        return {
-            "protocol_type": group.protocol_type or "" if protocol_type is None else protocol_type,
-            "generation_id": group.generation_id,
-            "protocol_name": group.protocol_name,
-            "leader_id": group.leader_id,
-            "current_state_ts": group.current_state_ts,
-            "members": members,
-        }
+    def appended(self, records: list[Record], rows: bool = True) -> None:
+        """Records whose write succeeded: they join the partition's log, offset records are replayed into the
+        committed offsets (a classic group's GroupMetadata is not: its handlers already changed the group),
+        and each becomes a row of its table (`rows` False: a quiet run's, written as the run)."""
+        for record in records:
+            self.log.append(record)
+            if isinstance(record, OffsetCommitRecord):
+                self.replay_offset_commit(record)
+                if not rows:
+                    continue
+                row = {"topic": record.topic, "partition": record.partition, "write_ts": self.now,
+                       "coordinator_partition": self.coordinator_partition}
+                self.out.offset(dict(record.value or TOMBSTONE_OFFSET, **row, **(record.context or NO_CONTEXT)))
+            elif rows:
+                self.out.group_metadata(self.now, record.value, self.coordinator_partition)
 
-    def append_group_record(self, record: dict | None) -> None:
-        """Record a GroupMetadata value (None = tombstone) whose write already succeeded."""
-        self.last_group_record = record
-        self.out.group_metadata(self.now, record, self.coordinator_partition)
+    def write_group_metadata(self, assignment: dict[str, bytes] | None) -> str | None:
+        """Append a GroupMetadata record with every member, its subscription and the given assignment."""
+        return self.append([GroupMetadataRecord(group_metadata_value(self.group, assignment))])
 
     # -- coordinator faults --------------------------------------------------------------------------------
     def _handle_fault(self, fault: CoordinatorFault) -> None:
@@ -391,10 +389,13 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
         self.timers.schedule(("load",), self.loading_until, "load")
 
     def _unload(self) -> None:
-        """The coordinator lost the group's partition: parked requests get NOT_COORDINATOR, the group is Dead
-        and the coordinator's timers are dropped (the clients' go on)."""
+        """The coordinator lost the group's partition: parked requests get NOT_COORDINATOR, the group is Dead,
+        and the group, its offsets and the coordinator's timers leave its memory (the clients' timers go on;
+        the partition keeps the records a load replays)."""
         group = self.group
         self.timers.cancel_all()
+        self.offsets = {}
+        self.offsets_version += 1
         if group is None:
             return
         for member in group.all_members():
@@ -410,17 +411,20 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
         self.group = None
 
     def _load_group(self) -> None:
-        """A coordinator loads the group by replaying its records: Stable at the last persisted generation if
-        that record has members, Empty otherwise; each member gets a fresh session deadline."""
+        """A coordinator loads the group by replaying its records: the committed offsets, and the group Stable
+        at the last persisted generation if that record has members, Empty otherwise (a simple group if only
+        offsets were written); each member gets a fresh session deadline."""
         self.loading_until = None
         self.group = None
-        record = self.last_group_record
-        if record is None:
+        self.offsets = self.log.offsets()
+        self.offsets_version += 1
+        value = self.log.group_metadata()
+        if value is None:
             if self.offsets:
                 self.group = ClassicGroup(self.group_id, self.now)
                 self.record_state_change(None, GroupState.EMPTY, "coordinator_load")
             return
-        self.group = group_from_record(self.group_id, record, self.now)
+        self.group = group_from_value(self.group_id, value, self.now)
         self.record_loaded_members()
         self.record_state_change(None, self.group.state, "coordinator_load")
         for member in self.group.all_members():
@@ -511,35 +515,3 @@ def _concerns_event(event: Event) -> tuple[str | None, bool]:
     if event.run is not None and event.origin is not None:
         return event.client_id, False
     return None, True
-
-
-def group_from_record(group_id: str, record: dict, now: int) -> ClassicGroup:
-    """Rebuild a group from its last GroupMetadata record, as a coordinator does when it loads the partition."""
-    from state.events import Protocol
-    from state.group import ClassicGroupMember
-    from state.membership import decode_assignment_partitions, subscription_topics
-
-    group = ClassicGroup(group_id, now)
-    group.protocol_type = record["protocol_type"] or None
-    group.generation_id = record["generation_id"]
-    group.protocol_name = record["protocol_name"]
-    group.leader_id = record["leader_id"]
-    for m in record["members"]:
-        topics = subscription_topics(group.protocol_type, m["subscription"])
-        member = ClassicGroupMember(
-            member_id=m["member_id"], group_instance_id=m["group_instance_id"], client_id=m["client_id"],
-            client_host=m["client_host"], rebalance_timeout_ms=m["rebalance_timeout_ms"],
-            session_timeout_ms=m["session_timeout_ms"], protocol_type=group.protocol_type or "",
-            protocols=(Protocol(group.protocol_name, m["subscription"], topics),),
-            assignment=m["assignment"],
-            assignment_partitions=decode_assignment_partitions(group.protocol_type, m["assignment"]),
-        )
-        group.add(member, None)
-    group.leader_id = record["leader_id"] if record["members"] else None
-    if record["members"]:
-        group.state = GroupState.STABLE
-        group.subscribed_topics = group.compute_subscribed_topics()
-    else:
-        group.subscribed_topics = group.compute_subscribed_topics()
-    group.current_state_ts = record["current_state_ts"] if record["current_state_ts"] >= 0 else now
-    return group
