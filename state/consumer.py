@@ -145,14 +145,6 @@ class ConsumerFleet:
         self.timers = TimerQueue()
         self.host: ClientHost | None = None  # attached by the runtime; not part of the stored state
 
-    def __getstate__(self) -> dict:
-        state = dict(self.__dict__)
-        del state["host"]
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state, host=None)
-
     @property
     def now(self) -> int:
         return self.host.now

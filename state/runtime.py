@@ -4,7 +4,7 @@
 `t` in time order (at equal times deadlines fire first, then events in (ts, seq) order); `take_output()`
 returns the rows produced since the last call. With coordsim.periodic.elision, steady clients' periodic
 requests are not among those items: they are caught up in closed form before each item (state/periodic.py).
-The object pickles (`encode`/`decode`), so the Spark engine can keep it as the group's state between
+The object encodes to bytes (`encode`/`decode`, state/encoding.py), so the Spark engine can keep it as the group's state between
 micro-batches and get the same rows as one uninterrupted local run: outputs never depend on how events were
 batched.
 
@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import hashlib
 import heapq
-import pickle
 import uuid
 from typing import Iterable
 
-from state import pickling
+from state import encoding
 from state.captured_ids import IdMap
 from state.config import CoordinatorConfig
 from state.consumer import ConsumerFleet
@@ -39,9 +38,6 @@ from state.production import rule_offset
 from state.records import (GroupLog, GroupMetadataRecord, OffsetCommitRecord, Record, group_from_value,
                            group_metadata_value)
 from state.timers import FIRING, Timer, TimerQueue, request_item
-
-STATE_FORMAT = b"coordsim-group-state"
-STATE_FORMAT_VERSION = 6
 
 # The `offsets` columns a tombstone has no value for, and those of a record written without a request.
 TOMBSTONE_OFFSET = {"offset": None, "leader_epoch": None, "metadata": None, "commit_ts": None, "expire_ts": None}
@@ -78,6 +74,7 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
         self.pending_generation: dict | None = None
         self.last_sweep_ts = -1
         self._held: list[tuple[tuple, Event]] = []
+        self._last_key: tuple | None = None  # the sort key of the last event applied
         self.last_event_ts = -1
         self.cluster_topics: dict[str, int] = {}
         self.production: dict[str, tuple[int, float, int]] = {}  # topic -> (since_ts, records/s, base offset)
@@ -106,8 +103,6 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
     def _processed_past(self, event: Event) -> bool:
         # Events at exactly `now` are still in order unless an event with a larger key was already applied.
         return self._last_key is not None and event.sort_key < self._last_key
-
-    _last_key: tuple | None = None
 
     def advance_to(self, t: int) -> None:
         """Apply held events and deadlines up to and including time t."""
@@ -464,28 +459,17 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
 
     # -- encoding ------------------------------------------------------------------------------------------
     def encode(self) -> bytes:
+        """The state in its stored form (state/encoding.py); the configuration comes with `decode`."""
         if len(self.out):
             raise AssertionError("take_output() before encode(): rows would be lost")
-        state = dict(self.__dict__)
-        # Not stored: the configuration comes with decode, the empty output only needs its next out_seq,
-        # and the sweep's inputs hold the group object's id, meaningless once decoded.
-        del state["config"]
-        state["out"] = self.out.next_seq
-        state["_sweep_inputs_seen"] = None
-        return STATE_FORMAT + bytes([STATE_FORMAT_VERSION]) + pickling.dumps(state)
+        return encoding.dumps((self, self.out.next_seq))
 
     @classmethod
     def decode(cls, blob: bytes, config: CoordinatorConfig) -> "GroupRuntime":
-        if not blob.startswith(STATE_FORMAT):
-            raise ValueError("not a coordsim group state")
-        version = blob[len(STATE_FORMAT)]
-        if version != STATE_FORMAT_VERSION:
-            raise ValueError(f"group state format v{version} is not readable by this release "
-                             f"(reads v{STATE_FORMAT_VERSION})")
-        runtime = cls.__new__(cls)
-        runtime.__dict__.update(pickle.loads(blob[len(STATE_FORMAT) + 1:]))
+        runtime, next_seq = encoding.loads(blob)
         runtime.config = config
-        runtime.out = Output(runtime.group_id, runtime.out)
+        runtime.out = Output(runtime.group_id, next_seq)
+        runtime._sweep_inputs_seen = None  # the sweep's inputs hold object ids, meaningless once decoded
         runtime.fleet.host = runtime
         return runtime
 
