@@ -24,8 +24,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Callable
 
-from simulations.scenarios.schema import (Action, Crash, Flap, GroupSet, Idle, PartitionIncrease, Pause,
-                                          RollingRestart, ScaleIn, ScaleOut, Scenario, ScenarioError)
+from simulations.scenarios.schema import (Action, CoordinatorMove, Crash, Flap, GroupSet, Idle, PartitionIncrease,
+                                          Pause, RollingRestart, ScaleIn, ScaleOut, Scenario, ScenarioError)
 
 # Members of one group start within this many milliseconds of each other (pods of one deployment starting).
 JOIN_SPREAD_MS = 50
@@ -265,6 +265,11 @@ def _partition_increase(action: PartitionIncrease, plan: GroupPlan, t: int, rng:
     return 0, 0, t
 
 
+def _coordinator_move(action: CoordinatorMove, plan: GroupPlan, t: int, rng: random.Random) -> tuple[int, int, int]:
+    plan.emit(t, "COORDINATOR_FAULT", fault="move", load_delay_ms=action.load_ms)
+    return 0, 0, t + action.load_ms
+
+
 def _jitter(rng: random.Random, jitter_ms: int) -> int:
     return rng.randrange(jitter_ms) if jitter_ms else 0
 
@@ -277,6 +282,7 @@ APPLY: dict[type, Callable[[Action, GroupPlan, int, random.Random], tuple[int, i
     ScaleOut: _scale_out,
     ScaleIn: _scale_in,
     PartitionIncrease: _partition_increase,
+    CoordinatorMove: _coordinator_move,
 }
 
 

@@ -148,6 +148,11 @@ class Idle(Action):
 
 
 @dataclass(frozen=True)
+class CoordinatorMove(Action):
+    load_ms: int
+
+
+@dataclass(frozen=True)
 class Scenario:
     name: str
     description: str
@@ -382,6 +387,10 @@ def _partition_increase(section: Section, common: dict, group_sets: dict[str, Gr
     return PartitionIncrease(**common, topic=topic, partitions=partitions)
 
 
+def _coordinator_move(section: Section, common: dict) -> Action:
+    return CoordinatorMove(**common, load_ms=_optional(section, "load_time", as_duration_ms, 0))
+
+
 def _idle(section: Section, common: dict) -> Action:
     return Idle(**common, duration_ms=as_duration_ms(section.require("duration"), positive=True))
 
@@ -396,6 +405,7 @@ ACTIONS: dict[str, tuple[Callable, tuple[str, ...], Share | None]] = {
     "scale_out": (lambda section, common: ScaleOut(**common), (), ONE),
     "scale_in": (lambda section, common: ScaleIn(**common), (), ONE),
     "partition_increase": (_partition_increase, ("topic", "partitions"), None),
+    "coordinator_move": (_coordinator_move, ("load_time",), None),
     "idle": (_idle, ("duration",), None),
 }
 COMMON_KEYS = ("action", "at", "target", "groups", "members", "seed")

@@ -156,3 +156,19 @@ def test_manual_commits_on_revocation_hand_partitions_over_without_duplicates():
     assert all(m["duplicate_records"] > 0 and m["skipped_records"] == 0 for m in figures["batched"])
     assert all(m["skipped_records"] > 0 and m["duplicate_records"] == 0 for m in figures["never"])
     assert not [row for g in r.group_ids("never") for row in r.rows("offsets", g)]
+
+
+def test_a_coordinator_move_is_rediscovered_and_only_a_move_mid_rebalance_costs_a_rebalance():
+    r = run(shipped_small("coordinator-move", sets={"*": {"groups": 2}}))
+    for group_id in r.group_ids():
+        states = [(row["to_state"], row["cause"]) for row in r.rows("group_states", group_id)]
+        assert states.count(("Dead", "coordinator_unload")) == 2 and states.count(("Stable", "coordinator_load")) == 2
+        # The steady move costs nothing; the one while a restarted member joins makes it join once more.
+        assert after_the_first(r.rebalances(group_id)) == ["member_leave", "member_join", "member_join"] + \
+            ["member_leave", "member_join"] * 3
+        responses = r.rows("responses", group_id)
+        errors = {(row["api"], row["error"]) for row in responses}
+        assert {("Heartbeat", "NOT_COORDINATOR"), ("FindCoordinator", "NONE"),
+                ("OffsetCommit", "COORDINATOR_LOAD_IN_PROGRESS"), ("JoinGroup", "UNKNOWN_MEMBER_ID")} <= errors
+        metrics = r.metrics(group_id)
+        assert metrics["failed_commits"] == 4 and metrics["end_state"] == "Stable" and metrics["end_members"] == 4
