@@ -29,8 +29,8 @@ from simulations import scenarios  # noqa: E402
 from simulations.engines import run_local  # noqa: E402
 from simulations.reports import figures  # noqa: E402
 from simulations.reports.panels import TOP_GROUPS  # noqa: E402
-from simulations.settings import load_config  # noqa: E402
-from simulations.views.lag_status import LagHistory, lag_status  # noqa: E402
+from tableio.coordinator_settings import load_config  # noqa: E402
+from tableio.lag_status import LagHistory, lag_status  # noqa: E402
 from state.events import parse_event  # noqa: E402
 from benchmarks.recording import record  # noqa: E402
 

@@ -113,7 +113,7 @@ def runtime_work(scenario_file: Path) -> dict:
     import dataclasses
 
     from simulations import scenarios
-    from simulations.settings import load_config
+    from tableio.coordinator_settings import load_config
     from state.events import parse_event
     from state.runtime import GroupRuntime
 

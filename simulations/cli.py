@@ -19,22 +19,23 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from simulations import scenarios
 from simulations.capture.commands import USER_ERRORS as CAPTURE_ERRORS
-from simulations.capture.captured import captured_records
+from tableio.captured import captured_records
 from simulations.capture.commands import capture, captured_report
-from simulations.capture.replay import attach_captured, captured_answers
+from tableio.captured_answers import attach_captured, captured_answers
 from simulations.capture.compare import DIVERGENCES_TABLE, print_divergence_summary, write_divergences
 from simulations.cli_common import CommandGroup, Console, Timestamp, UserError, print_lines
 from simulations.reports.commands import COMMANDS as REPORT_COMMANDS
-from simulations.engines import RunResult, run_local_to
+from simulations.engines import run_local_to
 from tableio.inputs import JSONL_SUFFIXES, InputError, coordinator_reject, read_events
 from tableio.parquet import OutputError, make_folder, output_errors, read_columns, written_rows
 from simulations.reports import REPORT_FILE
 from simulations.scenarios import ScenarioError
 from simulations.scenarios.summary import render, summarize
-from simulations.settings import load_config, non_default_settings
+from tableio.coordinator_settings import load_config, non_default_settings
 from simulations.views.quiet_runs import count_requests
 from state.config import ConfigError, CoordinatorConfig
 from state.events import EventError
+from tableio.run_result import RunResult
 
 USER_ERRORS = (InputError, OutputError, ConfigError, EventError, ScenarioError, *CAPTURE_ERRORS)
 # Where `coordsim run` keeps the scenario it ran and the events it generated, inside --out.

@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tableio.parquet import PartFileWriter, arrow_schema, output_errors, sort_table, to_arrow
-from simulations.views.lag_status import INPUT_COLUMNS, lag_status_arrow_rows
+from tableio.lag_status import INPUT_COLUMNS, lag_status_arrow_rows
 from state.tables import GROUP_TABLES, TABLES
 from streaming import sink
 

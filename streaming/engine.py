@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-from simulations.capture.captured import captured_records
-from simulations.engines.local import RunResult
+from tableio.captured import captured_records
 from tableio.inputs import event_files
 from tableio.parquet import WrittenTables
 from tableio.run_record import RUN_FILE, final_time, write_run_record
+from tableio.run_result import RunResult
 from state.config import CoordinatorConfig
 from streaming import compaction
 from streaming.buckets import bucket_labels
@@ -55,8 +55,8 @@ class RunMismatch(Exception):
 
 @dataclass
 class SparkRunResult(RunResult):
-    """The local engine's result, plus what only a Spark run has. `tables` (a `WrittenTables`) reads every
-    table as written under `out_dir`, input rejects included."""
+    """A run's result, as the local engine's, plus what only a Spark run has. `tables` (a `WrittenTables`) reads
+    every table as written under `out_dir`, input rejects included."""
 
     tables: WrittenTables = field(default_factory=WrittenTables)
     out_dir: str = ""
@@ -92,7 +92,7 @@ def run_spark(paths: Sequence[str], out_dir: str, config: CoordinatorConfig, unt
     """Replay the event files `paths` into `out_dir` on Spark; the same tables as `run_local`.
 
     `captured`: a captured-responses file (`coordsim capture import`); its answers are attached to the events
-    they answer, as `simulations.capture.replay.attach_captured` does for `run_local` (an unreadable file
+    they answer, as `tableio.captured_answers.attach_captured` does for `run_local` (an unreadable file
     raises CapturedError before Spark starts).
 
     `settings`: engine (`streaming.*`) and `spark.*` settings over the profile's (`conf/spark-<profile>.yaml`).
@@ -319,10 +319,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     setting or time that cannot be used, an OUT of another run) ends with its message and exit status 2."""
     import sys
 
-    from simulations.capture.captured import CapturedError
+    from tableio.captured import CapturedError
     from tableio.inputs import InputError
     from tableio.parquet import OutputError
-    from simulations.settings import load_config, parse_overrides
+    from tableio.coordinator_settings import load_config, parse_overrides
     from state.config import ConfigError
     from state.events import EventError, parse_ts
     from streaming.session import SettingsError

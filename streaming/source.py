@@ -8,7 +8,7 @@ ever appends to the list. After the input files come the engine's control files 
 alone in its micro-batch, so the watermark it moves is in force before the next one is read.
 
 With a captured-responses file (`captured` option, `coordsim replay --compare-captured`), each event gets
-the captured broker's answer to it attached, as the local engine's replay does (simulations/capture/replay.py);
+the captured broker's answer to it attached, as the local engine's replay does (tableio/captured_answers.py);
 every reading process loads the file once.
 
 Rows: `kind` ('event' | 'reject' | 'sentinel' | 'end'), `key` (the group id; null for rejects and
@@ -133,7 +133,7 @@ class EventFileReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
 
 def _input_rows(path: str, name: str, captured: str | None) -> Iterator[tuple]:
-    from simulations.capture.replay import attach_captured
+    from tableio.captured_answers import attach_captured
     from tableio.inputs import read_events
     from state.pickling import ValuesPickler
 
@@ -154,7 +154,7 @@ def _input_rows(path: str, name: str, captured: str | None) -> Iterator[tuple]:
 def _captured_answers(path: str, mtime_ns: int) -> dict:
     """The file's answers by request id, kept for the process's later partitions (`mtime_ns`: a file
     rewritten since is read again)."""
-    from simulations.capture.replay import captured_answers
+    from tableio.captured_answers import captured_answers
 
     return captured_answers(path)
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from simulations.capture.captured import CapturedError
+from tableio.captured import CapturedError
 from simulations.capture.compare import compare_captured, final_offsets
 from simulations.capture.importer import DEFAULT_PORTS, ImportResult, import_capture, write_import
 from simulations.capture.segments import CaptureError

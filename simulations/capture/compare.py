@@ -18,7 +18,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from simulations.capture.captured import CapturedInput, captured_records
+from tableio.captured import CapturedInput, captured_records
 from tableio.parquet import PART_FILE, output_errors
 from state.captured_ids import RETRY_SUFFIX
 from state.periodic import expand_rows

@@ -19,7 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from simulations.capture.captured import CAPTURED_SUFFIX, REJECTS_SUFFIX, empty_row, sidecar, write_json_lines
+from tableio.captured import CAPTURED_SUFFIX, REJECTS_SUFFIX, empty_row, sidecar, write_json_lines
 from simulations.capture.contract import (Part, Request, captured_request_fields, captured_response_fields,
                                           event_row, parts)
 from simulations.capture.messages import (GROUP_APIS, decode_request, decode_response, read_request_header,

@@ -9,7 +9,7 @@ same for every group:
   Deadlines armed on the way (a rebalance timeout started by a session expiry) fire only if they fall
   before that time: the run is not extended again, so it always ends.
 The periodic offsets sweep does not extend the run: on its own it would only ever wait for retention.
-At the final time the `lag_status` table is derived from the offsets (`simulations.views.lag_status`).
+At the final time the `lag_status` table is derived from the offsets (`tableio.lag_status`).
 
 `run_local` returns every row in memory; `run_local_to` writes the tables as the groups finish
 (`StreamedTables`), so a run holds one group's rows at a time instead of all of them, then the run record
@@ -20,39 +20,22 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
 from tableio.heap import long_lived_heap
 from tableio.parquet import PartFileWriter, WrittenTables, output_errors, to_arrow
-from simulations.views.lag_status import lag_status_rows
 from state.config import CoordinatorConfig
 from state.events import Event
 from state.output import Output
 from state.runtime import GroupRuntime
 from state.tables import GROUP_TABLES
 from tableio.run_record import final_time, write_run_record
+from tableio.lag_status import lag_status_rows
+from tableio.run_result import RunResult
 
 # Rows of a table turned into Arrow at once while a run writes its tables: many groups per conversion.
 STREAM_ROWS = 50_000
-
-
-@dataclass
-class RunResult:
-    """Every table's rows (rejects: only the engine's own) and the counts the run summary reports."""
-
-    tables: dict[str, list[dict]] = field(
-        default_factory=lambda: {name: [] for name in GROUP_TABLES + ("rejects", "lag_status")})
-    groups: int = 0
-    events_applied: int = 0
-    events_after_until: int = 0
-    final_ts: int | None = None
-
-    def end_at(self, final: int | None) -> None:
-        """The run ended at `final`: the tables derived from the others once it has are added."""
-        self.final_ts = final
-        self.tables["lag_status"] = lag_status_rows(self.tables, final)
 
 
 def events_by_group(events: Iterable[Event], until: int | None, result: RunResult) -> dict[str, list[Event]]:

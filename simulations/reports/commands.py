@@ -145,7 +145,8 @@ def validate(run_dir: str, events: tuple[str, ...], until: int | None, data_docs
 def lag(run_dir: str, group: str | None, at: int | None, intervals: int, min_distance: float,
         offset_refresh: float, allowed_lag: int) -> None:
     """Burrow's consumer lag status (OK, WARN, ERR; partitions OK, WARN, STOP, STALL, REWIND) at a time."""
-    from simulations.views.lag_status import Settings, lag_report
+    from simulations.views.lag_status import lag_report
+    from tableio.lag_status import Settings
 
     settings = Settings(intervals=intervals, min_distance_ms=round(min_distance * 1000),
                         offset_refresh_ms=round(offset_refresh * 1000), allowed_lag=allowed_lag)

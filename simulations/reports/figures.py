@@ -18,7 +18,7 @@ Definitions the panels rely on:
   static member that restarts under a new member id keeps its partitions;
 - ownership over time: a Stable generation's assignment holds from its `stable_ts` until the group leaves
   Stable;
-- lag status over time: Burrow's evaluation (`simulations.views.lag_status`) at the end of each bin.
+- lag status over time: Burrow's evaluation (`tableio.lag_status`) at the end of each bin.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from simulations.views.lag_status import PARTITION_STATUSES, LagHistory
+from tableio.lag_status import PARTITION_STATUSES, LagHistory
 from simulations.views.quiet_runs import count_requests, counts_per_window, repeat_times
 from simulations.views.run_tables import RunTables
 

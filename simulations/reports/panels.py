@@ -11,8 +11,9 @@ from html import escape
 
 from simulations.reports import figures, svg
 from simulations.reports.figures import Bins
-from simulations.views.lag_status import INPUT_COLUMNS as LAG_INPUT_COLUMNS
-from simulations.views.lag_status import NO_LOG_END_OFFSET, GroupStatus, LagHistory
+from simulations.views.lag_status import NO_LOG_END_OFFSET
+from tableio.lag_status import INPUT_COLUMNS as LAG_INPUT_COLUMNS
+from tableio.lag_status import GroupStatus, LagHistory
 from simulations.views.run_tables import RunTables
 
 TOP_GROUPS = 8  # groups in the state timeline and the in-rebalance stack; the others are summed as "other"

@@ -17,7 +17,7 @@ import pandas as pd
 import yaml
 
 from simulations.validation.result import Check
-from simulations.views.lag_status import GROUP_STATUSES, PARTITION_STATUSES
+from tableio.lag_status import GROUP_STATUSES, PARTITION_STATUSES
 from state.errors import ERROR_CODES
 from state.events import API_NAMES
 from state.group_state import GroupState

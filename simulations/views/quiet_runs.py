@@ -1,6 +1,6 @@
-"""How a quiet-run row reads back (docs/tables.md, "Quiet runs"): the one reader, outside state/, of
-`repeat_count` and `repeat_interval_ms` in the `requests`, `responses` and `offsets` tables, and of an
-`offsets` run's rule (`records_per_second`, `rate_origin_ts`, `log_end_origin_ts`).
+"""How a quiet-run row reads back (docs/tables.md, "Quiet runs"): with `tableio.quiet_run`, the one reader,
+outside state/, of `repeat_count` and `repeat_interval_ms` in the `requests`, `responses` and `offsets`
+tables, and of an `offsets` run's rule (`records_per_second`, `rate_origin_ts`, `log_end_origin_ts`).
 
 Every operation reads a row the same way, as `state.periodic.expand_row` (the reference expansion) does:
 - a row stands for `repeat_count` requests; a missing count (null, or NaN as pandas reads a null back) reads
@@ -12,23 +12,20 @@ Every operation reads a row the same way, as `state.periodic.expand_row` (the re
 - commit i of an `offsets` run commits the offset and has the log-end offset its rule gives at its time.
 
 The column operations work on pandas frames without expanding a run (unless asked to, `expand_runs`), so
-a run of a day of heartbeats costs one row; `Run` reads one row's requests one at a time, for the lag
-evaluator's commit log.
+a run of a day of heartbeats costs one row; `tableio.quiet_run.Run` reads one row's requests one at a time,
+for the lag evaluator's commit log.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
 from state.periodic import expand_row
-from state.production import rule_offset
-
-COUNT, INTERVAL = "repeat_count", "repeat_interval_ms"
+from tableio.quiet_run import COUNT, INTERVAL
 
 
 def repeat_counts(frame: pd.DataFrame) -> pd.Series:
@@ -103,53 +100,3 @@ def expand_runs(table: str, frame: pd.DataFrame) -> pd.DataFrame:
     expanded = [r for row in data.to_pylist() for r in expand_row(table, row)]
     # The schema's pandas metadata gives the columns their types back (nullable integers stay nullable).
     return pa.Table.from_pylist(expanded, schema=data.schema).to_pandas()
-
-
-def _known(value) -> bool:
-    return value is not None and value == value  # NaN: a null read back by pandas
-
-
-@dataclass(frozen=True, slots=True)
-class Run:
-    """One row's requests read one at a time (request k from 0), without expanding the row."""
-
-    count: int
-    interval: int
-    rate: float | None = None            # records/s of the offsets rule; None: the offset stays the same
-    origin: int | None = None            # rate_origin_ts
-    log_end_origin: int | None = None    # log_end_origin_ts; None: the log-end offset stays the same
-
-    @classmethod
-    def of(cls, row: Mapping) -> "Run":
-        count = row.get(COUNT)
-        count = max(1, int(count)) if _known(count) else 1
-        if count == 1:
-            return LONE
-        interval = row.get(INTERVAL)
-        rate = row.get("records_per_second")
-        if not _known(rate) or rate == 0:
-            return cls(count, int(interval) if _known(interval) else 0)
-        log_end_origin = row.get("log_end_origin_ts")
-        return cls(count, int(interval) if _known(interval) else 0, rate, row.get("rate_origin_ts"),
-                   log_end_origin if _known(log_end_origin) else None)
-
-    def time(self, first: int, k: int) -> int:
-        """Request k's time, given the row's time `first`."""
-        return first + k * self.interval
-
-    def offset(self, offset: int, commit_ts: int, k: int) -> int:
-        """Commit k's offset, given the row's `offset` and `commit_ts`."""
-        return self._grown(offset, self.origin, commit_ts, k)
-
-    def log_end_offset(self, log_end_offset: int, commit_ts: int, k: int) -> int:
-        """Commit k's log-end offset, given the row's `log_end_offset` and `commit_ts`."""
-        return self._grown(log_end_offset, self.log_end_origin, commit_ts, k)
-
-    def _grown(self, value: int, origin: int | None, commit_ts: int, k: int) -> int:
-        if not k or self.rate is None or origin is None:
-            return value
-        rule = (self.rate, origin, 0)
-        return value + rule_offset(rule, self.time(commit_ts, k)) - rule_offset(rule, commit_ts)
-
-
-LONE = Run(1, 0)

@@ -9,7 +9,7 @@ from pyspark.sql import SparkSession
 
 from simulations.capture.compare import DIVERGENCES_TABLE, compare_captured, write_divergences
 from simulations.capture.importer import import_capture, write_import
-from simulations.capture.replay import attach_captured, captured_answers
+from tableio.captured_answers import attach_captured, captured_answers
 from simulations.cli import main
 from simulations.engines.local import run_local
 from tableio.inputs import read_events

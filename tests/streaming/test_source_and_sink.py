@@ -9,12 +9,12 @@ import shutil
 import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles
 
-from simulations.capture import replay
 from state.events import CapturedAnswer
 from streaming import sink, source
 from streaming.source import (EventFileReader, FilePartition, _control_rows, end_of_run_final, read_control_final,
                               write_control)
 from streaming.step import OUTPUT_SCHEMA
+from tableio import captured_answers
 
 
 def plan(files: list[str], files_per_trigger: int) -> list[list[str]]:
@@ -50,8 +50,8 @@ def test_events_carry_their_captured_answers_and_a_process_reads_the_file_once(t
     captured.write_text(json.dumps({"request_id": "r0", "api": "Heartbeat", "connection": "c1", "error": "NONE",
                                     "member_id": "0x1", "generation_id": 2}) + "\n")
     reads = []
-    monkeypatch.setattr(replay, "captured_answers", lambda path, read=replay.captured_answers: reads.append(path)
-                        or read(path))
+    monkeypatch.setattr(captured_answers, "captured_answers",
+                        lambda path, read=captured_answers.captured_answers: reads.append(path) or read(path))
     source._captured_answers.cache_clear()
     reader = EventFileReader([[str(events), "events.jsonl"]], 0, str(captured))
     for _ in range(2):  # two partitions of the same file, as a re-executed micro-batch reads them

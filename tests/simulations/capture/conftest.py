@@ -17,10 +17,11 @@ import pytest
 
 from simulations.capture.compare import compare_captured, final_offsets
 from simulations.capture.importer import ImportResult, import_capture, write_import
-from simulations.capture.replay import attach_captured, captured_answers
-from simulations.engines.local import RunResult, run_local
+from tableio.captured_answers import attach_captured, captured_answers
+from simulations.engines.local import run_local
 from tableio.inputs import read_events
 from state.config import CoordinatorConfig
+from tableio.run_result import RunResult
 
 CAPTURES = Path(__file__).resolve().parents[2] / "data" / "captures"
 MANIFEST = json.loads((CAPTURES / "manifest.json").read_text())

@@ -8,8 +8,8 @@ from click.testing import CliRunner
 
 from simulations.capture.commands import capture, captured_report
 from simulations.capture.compare import write_divergences
-from simulations.capture.captured import CapturedError, read_captured
-from simulations.capture.replay import attach_captured, captured_answers
+from tableio.captured import CapturedError, read_captured
+from tableio.captured_answers import attach_captured, captured_answers
 from simulations.engines.local import run_local
 from tableio.inputs import read_events
 

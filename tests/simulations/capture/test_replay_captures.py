@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 from rich.console import Console
 
 from simulations.capture.compare import KINDS, print_divergence_summary, write_divergences
-from simulations.capture.replay import attach_captured
+from tableio.captured_answers import attach_captured
 from tableio.inputs import read_events
 from tableio.parquet import write_tables
 from state.captured_ids import RETRY_SUFFIX

@@ -15,11 +15,11 @@ from tableio.parquet import PART_FILE
 from simulations.reports.figures import Bins
 from simulations.reports.page import summary
 from simulations.reports.panels import NEEDS_CLIENTS, build_panels
-from simulations.settings import load_config
+from tableio.coordinator_settings import load_config
 from simulations.views import load_run
-from simulations.views.lag_status import LagHistory
 from simulations.views.run_tables import RunTables
 from state.events import parse_event
+from tableio.lag_status import LagHistory
 
 from ..scenarios.helpers import shipped_small
 from ..views.runs import T0

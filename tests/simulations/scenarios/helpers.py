@@ -7,11 +7,12 @@ from dataclasses import dataclass
 import yaml
 
 from simulations import scenarios
-from simulations.engines import RunResult, run_local
+from simulations.engines import run_local
 from simulations.scenarios import Generated, Scenario
-from simulations.settings import load_config
+from tableio.coordinator_settings import load_config
 from state.events import parse_event
 from state.periodic import expand_rows
+from tableio.run_result import RunResult
 
 
 def shipped_small(name: str, sets: dict | None = None, timeline: list | None = None, **top) -> Scenario:

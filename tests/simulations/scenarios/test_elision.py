@@ -7,7 +7,7 @@ import pytest
 
 from simulations import scenarios
 from tableio.parquet import write_tables
-from simulations.settings import load_config
+from tableio.coordinator_settings import load_config
 
 from .helpers import run, shipped_small
 

@@ -3,7 +3,7 @@ partitions are consumed again, and the group is ERR meanwhile."""
 
 from __future__ import annotations
 
-from simulations.views.lag_status import LagHistory, Settings
+from tableio.lag_status import LagHistory, Settings
 
 from .helpers import run, shipped_small
 

@@ -15,13 +15,13 @@ import pytest
 
 from click.testing import CliRunner
 
-from simulations.capture.replay import attach_captured
+from tableio.captured_answers import attach_captured
 from simulations.cli import main
 from simulations.engines import run_local
 from tableio.inputs import read_events
 from tableio.parquet import PART_FILE, read_table, write_tables
 from simulations.reports import commands
-from simulations.settings import load_config
+from tableio.coordinator_settings import load_config
 from simulations.validation import validate
 from simulations.group_ranges import WHOLE
 from simulations.validation.accounting import InputAccounting

@@ -13,7 +13,7 @@ import pytest
 from simulations.engines import run_local
 from tableio.inputs import read_events
 from tableio.parquet import write_tables
-from simulations.settings import load_config
+from tableio.coordinator_settings import load_config
 from simulations.views.run_tables import BATCHES, TIME_COLUMNS
 from streaming.sink import BatchSink, encode_table
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from simulations.views import UnknownGroup, describe, load_run, offsets_log
-from simulations.settings import load_config
+from tableio.coordinator_settings import load_config
 from simulations.views.describe import tool_order
 from state.runtime import GroupRuntime
 

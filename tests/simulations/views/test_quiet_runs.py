@@ -1,6 +1,7 @@
-"""Readers of quiet runs: `simulations.views.quiet_runs` reads a run's row as `state.periodic.expand_row`
-expands it, and a run whose periodic requests are written as runs reads the same, through every view and
-report figure, as the same run written one row per request."""
+"""Readers of quiet runs: `simulations.views.quiet_runs` (whole columns) and `tableio.quiet_run.Run` (one row,
+request by request) read a run's row as `state.periodic.expand_row` expands it, and a run whose periodic
+requests are written as runs reads the same, through every view and report figure, as the same run written
+one row per request."""
 
 from __future__ import annotations
 
@@ -11,12 +12,13 @@ import pytest
 from tableio.parquet import write_tables
 from simulations.reports.figures import Bins, commit_rates, coordinator_load
 from simulations.views.describe import describe
-from simulations.views.lag_status import LagHistory
 from simulations.views.offsets_log import offsets_log
-from simulations.views.quiet_runs import (Run, count_requests, counts_per_window, expand_runs, last_repeat,
+from simulations.views.quiet_runs import (count_requests, counts_per_window, expand_runs, last_repeat,
                                           repeat_counts, repeat_times)
 from simulations.views.run_tables import load_run
 from state.periodic import expand_row, expand_rows
+from tableio.lag_status import LagHistory
+from tableio.quiet_run import Run
 
 from ..scenarios.helpers import run, shipped_small
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from simulations import settings
-from simulations.settings import load_config, read_conf_file
+from tableio import coordinator_settings as settings
+from tableio.coordinator_settings import load_config, read_conf_file
 from state.config import ConfigError, CoordinatorConfig
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterable, Iterator, Mapping
 
-from simulations.capture.captured import CapturedInput, captured_records
+from tableio.captured import CapturedInput, captured_records
 from state.events import CapturedAnswer, Event
 
 

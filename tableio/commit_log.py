@@ -10,7 +10,7 @@ from __future__ import annotations
 import bisect
 from typing import Mapping
 
-from simulations.views.quiet_runs import Run
+from tableio.quiet_run import Run
 
 
 def _value(row: Mapping, name: str):

@@ -2,7 +2,7 @@
 `broker:` settings (`coordsim run`), then a user's `--conf FILE`, then `--set name=value` overrides, all under
 Kafka's config names.
 
-The defaults file sits at the repository root (`conf/`), next to the `simulations` package of a clone
+The defaults file sits at the repository root (`conf/`), next to the `tableio` package of a clone
 installed with `pip install -e .`; an installation without it runs on `CoordinatorConfig()`'s built-in
 defaults, which are the same values.
 """

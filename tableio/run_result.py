@@ -1,0 +1,27 @@
+"""What a run returns, whichever engine ran it: every table's rows and the counts the run summaries and the
+run record (`tableio.run_record`) report. The Spark engine's `SparkRunResult` adds what only a Spark run has.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from state.tables import GROUP_TABLES
+from tableio.lag_status import lag_status_rows
+
+
+@dataclass
+class RunResult:
+    """Every table's rows (rejects: only the engine's own) and the counts the run summary reports."""
+
+    tables: dict[str, list[dict]] = field(
+        default_factory=lambda: {name: [] for name in GROUP_TABLES + ("rejects", "lag_status")})
+    groups: int = 0
+    events_applied: int = 0
+    events_after_until: int = 0
+    final_ts: int | None = None
+
+    def end_at(self, final: int | None) -> None:
+        """The run ended at `final`: the tables derived from the others once it has are added."""
+        self.final_ts = final
+        self.tables["lag_status"] = lag_status_rows(self.tables, final)
