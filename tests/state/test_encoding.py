@@ -121,7 +121,7 @@ def test_a_rolling_restart_goes_through_the_schema_at_every_stop() -> None:
     # Every class a running group holds (clients, quiet runs, elided chains, the log, parked joins) is listed,
     # and the decoded group carries on as the uninterrupted one.
     from simulations import scenarios
-    from simulations.settings import load_config
+    from tableio.coordinator_settings import load_config
 
     loaded = scenarios.load_scenario(scenarios.resolve("rolling-restart-cooperative"))
     generated = scenarios.generate(loaded)
