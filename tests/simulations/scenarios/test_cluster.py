@@ -121,3 +121,15 @@ def test_errors_name_the_line_and_the_key_path(text, message):
         parse(text)
     assert str(error.value).startswith(message), str(error.value)
     assert "\n" not in str(error.value)
+
+
+def test_the_worked_example_in_docs_scenarios_md():
+    import re
+
+    text = (Path(__file__).resolve().parents[3] / "docs" / "scenarios.md").read_text()
+    block = re.search(r"```yaml\n(seed: 0\ncluster:.*?)```", text, re.S).group(1)
+    cluster = parse(block + MINIMAL).cluster
+    for broker, partitions in cluster.partitions_led(cluster.broker_ids).items():
+        assert f"| {broker} | {', '.join(map(str, partitions))} |" in text
+    assert cluster.replicas[:3] == ((4, 5, 6), (5, 6, 1), (6, 1, 2)) and cluster.replicas[48] == (1, 3, 2)
+    assert (cluster.coordinator_of("orders-0", {1, 2, 3, 4, 5, 6}), cluster.coordinator_of("orders-0", {2, 3})) == (1, 3)
