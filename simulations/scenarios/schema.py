@@ -1,7 +1,8 @@
 """The scenario format: what a scenario file may say, read into typed objects and checked.
 
 A scenario names group sets (many groups alike: members, topics, assignors, membership, consumer settings)
-and a timeline of actions on them, and optionally the cluster under them (`cluster:`, a state.cluster.Cluster). Anything wrong is a `ScenarioError` naming the file, line and key path.
+and a timeline of actions on them, and optionally the cluster under them (`cluster:`, a
+state.cluster.Cluster). Anything wrong is a `ScenarioError` naming the file, line and key path.
 docs/scenarios.md is the user's reference for the same format; `generator` turns a `Scenario` into events.
 """
 
