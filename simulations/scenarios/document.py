@@ -73,6 +73,8 @@ def _convert(node: yaml.Node, path: str, source: str, loader: yaml.SafeLoader, l
         for index, (key_node, value_node) in enumerate(node.value):
             key = loader.construct_object(key_node)
             key_line = key_node.start_mark.line + 1
+            if isinstance(key, int) and not isinstance(key, bool):  # a partition number: `replicas: {0: [1, 2]}`
+                key = str(key)
             if not isinstance(key, str):
                 raise ScenarioError(f"keys must be text, got {key!r}", source, key_line, path)
             if index >= merged:  # a key written here may override a merged one, not another written one

@@ -1,7 +1,8 @@
 """The scenario format: what a scenario file may say, read into typed objects and checked.
 
 A scenario names group sets (many groups alike: members, topics, assignors, membership, consumer settings)
-and a timeline of actions on them. Anything wrong is a `ScenarioError` naming the file, line and key path.
+and a timeline of actions on them, and optionally the cluster under them (`cluster:`, a
+state.cluster.Cluster). Anything wrong is a `ScenarioError` naming the file, line and key path.
 docs/scenarios.md is the user's reference for the same format; `generator` turns a `Scenario` into events.
 """
 
@@ -16,6 +17,8 @@ from typing import Any, Callable
 from simulations.scenarios.document import (Node, ScenarioError, Section, as_choice, as_duration_ms, as_int, as_list,
                                             as_mapping, as_number, as_str, as_time_ms, describe, parse_yaml)
 from state.client_config import ClientConfig
+from state.cluster import (DEFAULT_NUM_PARTITIONS, DEFAULT_REPLICATION_FACTOR, NUM_PARTITIONS, REPLICATION_FACTOR,
+                           Broker, Cluster, ClusterError, TopicDescription, parse_topic_description)
 from state.config import ConfigError, CoordinatorConfig
 
 DEFAULT_START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z: fixed, so a scenario without `start` reproduces
@@ -163,6 +166,7 @@ class Scenario:
     group_sets: tuple[GroupSet, ...]
     timeline: tuple[Action, ...]
     source: str
+    cluster: Cluster | None = None  # None: one implicit coordinator for every group
 
     @property
     def until_ms(self) -> int:
@@ -184,14 +188,19 @@ def load_scenario(path: str | Path) -> Scenario:
 
 def parse_scenario(text: str, source: str = "<scenario>", default_name: str = "scenario") -> Scenario:
     root = Section(parse_yaml(text, source), "the scenario").allow(
-        ["name", "description", "start", "duration", "seed", "broker", "group_sets", "timeline"])
+        ["name", "description", "start", "duration", "seed", "broker", "cluster", "group_sets", "timeline"])
     name = _optional(root, "name", lambda n: as_str(n, NAME_PATTERN, NAME_HINT), default_name)
     description = _optional(root, "description", as_str, "")
     start_ms = _optional(root, "start", as_time_ms, DEFAULT_START_MS)
     duration = root.require("duration")
     duration_ms = as_duration_ms(duration, positive=True)
     seed = _optional(root, "seed", _seed, 0)
-    broker = _optional(root, "broker", _broker, {})
+    broker_node = root.get("broker")
+    broker = {} if broker_node is None else _broker(broker_node)
+    cluster_node = root.get("cluster")
+    cluster = None if cluster_node is None else _cluster(cluster_node, broker_node, seed)
+    if cluster is not None:
+        broker = {**broker, NUM_PARTITIONS: cluster.num_partitions}
     sets_node = root.require("group_sets")
     group_sets = tuple(_group_set(item) for item in as_list(sets_node))
     names = [s.name for s in group_sets]
@@ -202,7 +211,7 @@ def parse_scenario(text: str, source: str = "<scenario>", default_name: str = "s
     timeline_node = root.get("timeline")
     actions = [] if timeline_node is None or timeline_node.value is None else as_list(timeline_node, non_empty=False)
     timeline = tuple(_action(item, group_sets, duration_ms) for item in actions)
-    return Scenario(name, description, start_ms, duration_ms, seed, broker, group_sets, timeline, source)
+    return Scenario(name, description, start_ms, duration_ms, seed, broker, group_sets, timeline, source, cluster)
 
 
 def _optional(section: Section, key: str, read: Callable[[Node], Any], default: Any) -> Any:
@@ -236,6 +245,117 @@ def _check_settings(node: Node, located: dict[str, Node], settings: dict[str, An
             except ConfigError as alone:
                 if str(alone) == str(error):
                     raise value.error(str(error)) from None
+        raise node.error(str(error)) from None
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The cluster
+
+def _cluster(node: Node, broker_node: Node | None, seed: int | str) -> Cluster:
+    """Placed as a controller places a new topic (seeded from the scenario), or from a partition map. The
+    partition count has one source of truth, the cluster: the coordinator's `offsets.topic.num.partitions`
+    is set from it, and a different value under `broker:` is an error."""
+    section = Section(node, "the cluster").allow(
+        ["brokers", NUM_PARTITIONS, REPLICATION_FACTOR, "partitions_from", "replicas"])
+    brokers_node = section.get("brokers")
+    count_node, factor_node = section.get(NUM_PARTITIONS), section.get(REPLICATION_FACTOR)
+    from_node, replicas_node = section.get("partitions_from"), section.get("replicas")
+    brokers = None if brokers_node is None else _brokers(brokers_node)
+    count = None if count_node is None else as_int(count_node, lo=1)
+    factor = None if factor_node is None else as_int(factor_node, lo=1)
+    if from_node is not None and replicas_node is not None:
+        raise replicas_node.error("give the partition map either here or as partitions_from, not both")
+    map_node = from_node or replicas_node
+    if map_node is None:
+        if brokers is None:
+            raise ScenarioError("missing required key 'brokers' (the cluster)", node.source, node.line, node.path)
+        count = _agreed_partition_count(count, count_node or node, broker_node)
+        factor = DEFAULT_REPLICATION_FACTOR if factor is None else factor
+        if factor > len(brokers):
+            raise (factor_node or node).error(f"{REPLICATION_FACTOR} is {factor}, more than the {len(brokers)} "
+                                              f"broker(s)" + ("" if factor_node else " (the default is 3)"))
+        placement_seed = random.Random(f"{seed}/cluster").getrandbits(64)
+        return _located(lambda: Cluster.placed(brokers, count, factor, placement_seed), brokers_node)
+    replicas, line_of = (_replicas_from(from_node) if from_node is not None else _replicas(replicas_node))
+    if brokers is None:
+        brokers = tuple(Broker(i) for i in sorted({r for ids in replicas.values() for r in ids}))
+    cluster = _located(lambda: Cluster.of(brokers, replicas), map_node, line_of)
+    if count is not None and count != cluster.num_partitions:
+        raise count_node.error(f"is {count}, but {map_node.path} has {cluster.num_partitions} partitions")
+    if factor is not None and factor != cluster.replication_factor:
+        raise factor_node.error(f"is {factor}, but {map_node.path} has {cluster.replication_factor} replicas "
+                                "per partition")
+    _agreed_partition_count(cluster.num_partitions, map_node, broker_node)
+    return cluster
+
+
+def _agreed_partition_count(count: int | None, where: Node, broker_node: Node | None) -> int:
+    """The cluster's partition count, which the broker setting of the same name must not contradict."""
+    setting = None if broker_node is None else broker_node.value.get(NUM_PARTITIONS)
+    if count is None:
+        return DEFAULT_NUM_PARTITIONS if setting is None else setting.value
+    if setting is not None and setting.value != count:
+        raise setting.error(f"is {setting.value}, but the cluster has {count} partitions ({where.path}, line "
+                            f"{where.line}): give {NUM_PARTITIONS} once, under cluster:")
+    return count
+
+
+def _brokers(node: Node) -> tuple[Broker, ...]:
+    """`brokers: 6` (ids 1 to 6, as Kafka's shipped server.properties starts at node.id=1) or a list of
+    `{id: 1, rack: a}`."""
+    if isinstance(node.value, int) and not isinstance(node.value, bool):
+        return tuple(Broker(i) for i in range(1, as_int(node, lo=1) + 1))
+    if not isinstance(node.value, list):
+        raise node.error(f"must be a broker count or a list of {{id: 1, rack: a}}, got {describe(node.value)}")
+    brokers = []
+    for item in as_list(node):
+        section = Section(item, "a broker").allow(["id", "rack"])
+        id_node = section.require("id")
+        broker_id = as_int(id_node, lo=0)
+        if broker_id in {b.id for b in brokers}:
+            raise id_node.error(f"broker id {broker_id} is listed twice")
+        rack_node = section.get("rack")
+        if rack_node is not None and (isinstance(rack_node.value, bool)
+                                      or not isinstance(rack_node.value, (str, int)) or rack_node.value == ""):
+            raise rack_node.error(f"must be a rack name, got {describe(rack_node.value)}")
+        brokers.append(Broker(broker_id, None if rack_node is None else str(rack_node.value)))
+    return tuple(brokers)
+
+
+def _replicas(node: Node) -> tuple[dict[int, list[int]], Callable[[int], tuple[str, int, str]]]:
+    mapping = as_mapping(node, "the partition map (partition: [broker ids])")
+    replicas: dict[int, list[int]] = {}
+    for key, value in mapping.items():
+        if not key.isdigit():
+            raise value.error(f"{key!r} is not a partition number")
+        replicas[int(key)] = [as_int(item, lo=0) for item in as_list(value)]
+    nodes = {int(key): value for key, value in mapping.items()}
+    return replicas, lambda partition: (node.source, nodes[partition].line, nodes[partition].path)
+
+
+def _replicas_from(node: Node) -> tuple[dict[int, tuple[int, ...]], Callable[[int], tuple[str, int, str]]]:
+    """A `kafka-topics.sh --describe --topic __consumer_offsets` output, relative to the scenario's folder."""
+    path = Path(node.source).parent / as_str(node)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise node.error(f"cannot read {path} ({getattr(error, 'strerror', None) or error})") from None
+    try:
+        description: TopicDescription = parse_topic_description(text)
+    except ClusterError as error:
+        raise node.error(f"{path}: {error}") from None
+    lines = {p.partition: p.line for p in description.partitions}
+    return description.replicas(), lambda partition: (str(path), lines[partition], node.path)
+
+
+def _located(build: Callable[[], Cluster], node: Node,
+             where: Callable[[int], tuple[str, int, str]] | None = None) -> Cluster:
+    """The cluster, or its ClusterError at the partition's own line when it names one, else at `node`."""
+    try:
+        return build()
+    except ClusterError as error:
+        if error.partition is not None and where is not None:
+            raise ScenarioError(str(error), *where(error.partition)) from None
         raise node.error(str(error)) from None
 
 
