@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
-from state.java_compat import JavaHashMap, coordinator_partition, java_string_sort_key, string_hash_code, to_int32
+from state.java_compat import JavaHashMap, JavaRandom, coordinator_partition, java_string_sort_key, string_hash_code
 
 OFFSETS_TOPIC = "__consumer_offsets"
 NUM_PARTITIONS = "offsets.topic.num.partitions"
@@ -32,44 +32,6 @@ class ClusterError(ValueError):
     def __init__(self, message: str, partition: int | None = None) -> None:
         super().__init__(message)
         self.partition = partition
-
-
-# ----------------------------------------------------------------------------------------------------------
-# java.util.Random
-
-class JavaRandom:
-    """java.util.Random: the 48-bit LCG, `nextInt(bound)` and `Collections.shuffle(list, random)`.
-
-    The controller draws placement offsets from an unseeded `new Random()` (QuorumController.Builder), so a
-    real cluster's placement starts at a different point on every run; here the seed comes from the scenario.
-    """
-
-    MULTIPLIER = 0x5DEECE66D
-    MASK = (1 << 48) - 1
-
-    def __init__(self, seed: int) -> None:
-        self._seed = (seed ^ self.MULTIPLIER) & self.MASK
-
-    def next(self, bits: int) -> int:
-        self._seed = (self._seed * self.MULTIPLIER + 0xB) & self.MASK
-        return to_int32(self._seed >> (48 - bits))
-
-    def next_int(self, bound: int) -> int:
-        r = self.next(31)
-        m = bound - 1
-        if bound & m == 0:  # a power of two: the high bits, which are the more random ones in an LCG
-            return (bound * r) >> 31
-        u = r
-        r = u % bound
-        while to_int32(u - r + m) < 0:  # u falls in the last, incomplete run of `bound`: draw again
-            u = self.next(31)
-            r = u % bound
-        return r
-
-    def shuffle(self, items: list) -> None:
-        for i in range(len(items), 1, -1):
-            j = self.next_int(i)
-            items[i - 1], items[j] = items[j], items[i - 1]
 
 
 # ----------------------------------------------------------------------------------------------------------

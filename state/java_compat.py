@@ -1,5 +1,5 @@
-"""Java semantics that Kafka's outcomes depend on: String.hashCode, Utils.abs, String.compareTo and the
-iteration order of java.util.HashMap / HashSet.
+"""Java semantics that Kafka's outcomes depend on: String.hashCode, Utils.abs, String.compareTo, the
+iteration order of java.util.HashMap / HashSet, and java.util.Random.
 
 Kafka picks leaders, breaks protocol-vote ties and resolves sticky-assignor claims in HashMap iteration
 order, so reproducing a real broker's answers needs that order exactly (spec §13.6). Treeified buckets
@@ -215,3 +215,37 @@ class JavaHashSet(Generic[K]):
         if not keys:
             raise KeyError("first() on an empty JavaHashSet")
         return keys[0]
+
+
+class JavaRandom:
+    """java.util.Random: the 48-bit LCG, `nextInt(bound)` and `Collections.shuffle(list, random)`.
+
+    Kafka's controller places replicas with one (state/cluster.py).
+    """
+
+    MULTIPLIER = 0x5DEECE66D
+    MASK = (1 << 48) - 1
+
+    def __init__(self, seed: int) -> None:
+        self._seed = (seed ^ self.MULTIPLIER) & self.MASK
+
+    def next(self, bits: int) -> int:
+        self._seed = (self._seed * self.MULTIPLIER + 0xB) & self.MASK
+        return to_int32(self._seed >> (48 - bits))
+
+    def next_int(self, bound: int) -> int:
+        r = self.next(31)
+        m = bound - 1
+        if bound & m == 0:  # a power of two: the high bits, which are the more random ones in an LCG
+            return (bound * r) >> 31
+        u = r
+        r = u % bound
+        while to_int32(u - r + m) < 0:  # u falls in the last, incomplete run of `bound`: draw again
+            u = self.next(31)
+            r = u % bound
+        return r
+
+    def shuffle(self, items: list) -> None:
+        for i in range(len(items), 1, -1):
+            j = self.next_int(i)
+            items[i - 1], items[j] = items[j], items[i - 1]

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from state.cluster import (Broker, Cluster, ClusterError, JavaRandom, Leadership, _BrokerList, _RackList,
+from state.java_compat import JavaRandom
+from state.cluster import (Broker, Cluster, ClusterError, Leadership, _BrokerList, _RackList,
                            parse_topic_description, place_replicas)
 from state.java_compat import coordinator_partition, to_int32
 
