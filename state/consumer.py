@@ -360,16 +360,9 @@ class ConsumerFleet:
         for slot, request_id in list(client.in_flight.items()):
             if request_id == response["request_id"]:
                 del client.in_flight[slot]
-        handler = {
-            "JoinGroup": self._on_join_response,
-            "SyncGroup": self._on_sync_response,
-            "Heartbeat": self._on_heartbeat_response,
-            "OffsetCommit": self._on_commit_response,
-            "FindCoordinator": self._on_find_coordinator_response,
-            "OffsetFetch": self._on_offset_fetch_response,
-        }.get(response["api"])
+        handler = _RESPONSE_HANDLERS.get(response["api"])
         if handler is not None:
-            handler(client, response)
+            handler(self, client, response)
 
     def route_response(self, request: Event, row: dict) -> None:
         """A synthetic client's request was answered: the answer reaches it after the return trip."""
@@ -796,6 +789,16 @@ class ConsumerFleet:
                 self._request_rejoin(client)
                 return
         self.client_timer(client, "metadata", self.now + client.config.metadata_max_age_ms)
+
+
+_RESPONSE_HANDLERS = {
+    "JoinGroup": ConsumerFleet._on_join_response,
+    "SyncGroup": ConsumerFleet._on_sync_response,
+    "Heartbeat": ConsumerFleet._on_heartbeat_response,
+    "OffsetCommit": ConsumerFleet._on_commit_response,
+    "FindCoordinator": ConsumerFleet._on_find_coordinator_response,
+    "OffsetFetch": ConsumerFleet._on_offset_fetch_response,
+}
 
 
 def _commit_offsets(positions: dict[TopicPartition, int]) -> list[dict]:

@@ -32,8 +32,8 @@ from state.timers import request_item
 HEARTBEAT_CHAIN = "heartbeat"
 COMMIT_CHAIN = "commit"
 # Response fields that differ from one request of a run to the next; everything else must be equal.
-VARYING_RESPONSE = ("request_ts", "response_ts", "request_id", "request_seq", "out_seq")
-VARYING_OFFSET = ("offset", "log_end_offset", "commit_ts", "write_ts", "out_seq")
+VARYING_RESPONSE = frozenset(("request_ts", "response_ts", "request_id", "request_seq", "out_seq"))
+VARYING_OFFSET = frozenset(("offset", "log_end_offset", "commit_ts", "write_ts", "out_seq"))
 # What an `offsets` row needs besides its own values to be expanded into one row per commit.
 OFFSETS_RUN_COLUMNS = ("repeat_count", "repeat_interval_ms", "records_per_second", "rate_origin_ts",
                        "log_end_origin_ts")
@@ -68,6 +68,10 @@ class ElidedClient:
     metadata: Chain | None      # the leader's metadata refresh
     session: object             # the member's session Timer taken out of the queue
     last_reset: tuple | None = None  # (arrival ts, timer item) of the last folded request: the session restarts
+    # The chains were last folded up to `folded_to`; nothing of theirs happens from then until `quiet_until`
+    # (no timer runs, no request arrives, no answer comes back), so an item in between needs no catching up.
+    folded_to: int | None = None
+    quiet_until: int = 0
 
 
 class PeriodicHandlers:
@@ -143,10 +147,10 @@ class PeriodicHandlers:
             return False
         if len(rows) != len(run.offsets) + 1 or rows[-1][0] != "responses":
             return False
-        if _strip(rows[-1][1], VARYING_RESPONSE) != _strip(run.response, VARYING_RESPONSE):
+        if not _equal_except(rows[-1][1], run.response, VARYING_RESPONSE):
             return False
         for (table, row), first, rule, log_end in zip(rows, run.offsets, run.rules, run.log_end_rules):
-            if (table != "offsets" or _strip(row, VARYING_OFFSET) != _strip(first, VARYING_OFFSET)
+            if (table != "offsets" or not _equal_except(row, first, VARYING_OFFSET)
                     or row["offset"] != rule_offset(rule, event.ts) or row["commit_ts"] != event.ts
                     or row["write_ts"] != event.ts
                     or row["log_end_offset"] != (None if log_end is None else rule_offset(log_end, event.ts))):
@@ -197,14 +201,15 @@ class PeriodicHandlers:
             return
         clients = self.fleet.clients
         for client in clients.values() if whole_group else filter(None, [clients.get(target)]):
-            if client.client_id not in self.elided and client.alive and client.phase == Phase.STABLE:
+            # A request in flight is the usual reason not to: checked before anything costlier.
+            if (not client.in_flight and client.client_id not in self.elided and client.alive
+                    and client.phase == Phase.STABLE):
                 self._try_elide(client, group)
 
     def _try_elide(self, client: SyntheticConsumer, group) -> None:
         now, cfg = self.now, client.config
         latency = cfg.request_latency_ms + cfg.response_latency_ms
-        if (client.closing or not client.heartbeat_enabled or client.rejoin_needed or client.in_flight
-                or client.awaiting or client.paused_until > now or client.poll_stalled_until > now
+        if (client.closing or not client.heartbeat_enabled or client.rejoin_needed or client.awaiting or client.paused_until > now or client.poll_stalled_until > now
                 or client.generation != group.generation_id or not group.has_member(client.member_id)
                 or client.coordinator != self.coordinator_epoch
                 or latency >= cfg.heartbeat_interval_ms):
@@ -287,6 +292,9 @@ class PeriodicHandlers:
         changed = False
         for client_id in list(self.elided):
             elided = self.elided[client_id]
+            if (not whole_group and client_id != target and elided.folded_to is not None
+                    and elided.folded_to <= at < elided.quiet_until):
+                continue  # checked every item, so the common answer is a comparison away
             client = self.fleet.clients[client_id]
             changed |= self._fold(client, elided, at)
             if whole_group or client_id == target or self._due_at(client, elided, at):
@@ -339,7 +347,19 @@ class PeriodicHandlers:
                 self._commit_in_closed_form(run)
         if elided.metadata is not None:
             elided.metadata.done = self._count_before(elided.metadata, 0, at)
+        elided.folded_to, elided.quiet_until = at, self._next_instant(client, elided, at)
         return changed
+
+    def _next_instant(self, client: SyntheticConsumer, elided: ElidedClient, at: int) -> int:
+        """The first instant at or after `at` at which one of the client's chains does anything: `_due_at`
+        is true there, and `_fold` changes nothing before it."""
+        cfg = client.config
+        instants = []
+        for c in self._chains(elided):
+            for d in (0, cfg.request_latency_ms, cfg.request_latency_ms + cfg.response_latency_ms):
+                k = max(0, -(-(at - c.first - d) // c.period))
+                instants.append(c.first + k * c.period + d)
+        return min(instants)
 
     def _commit_in_closed_form(self, run: QuietRun) -> None:
         for row, rule in zip(run.offsets, run.rules):
@@ -490,5 +510,8 @@ def _rated(rate) -> bool:
     return rate is not None and rate == rate and rate != 0  # NaN: a missing rate read back by pandas
 
 
-def _strip(row: dict, keys) -> dict:
-    return {k: v for k, v in row.items() if k not in keys}
+def _equal_except(row: dict, first: dict, keys: frozenset) -> bool:
+    """Whether two rows are equal but for the columns `keys`."""
+    # `is` first, as dict equality compares values
+    return row.keys() - keys == first.keys() - keys and all(
+        v is first[k] or v == first[k] for k, v in row.items() if k not in keys)

@@ -21,6 +21,7 @@ sessions in the run's order.
 from __future__ import annotations
 
 import heapq
+from functools import partial
 from typing import NamedTuple
 
 CLIENT_SIDE = ("client", "deliver")
@@ -48,6 +49,10 @@ class Timer(NamedTuple):
         return 1 if self.key[0] in CLIENT_SIDE else 0
 
 
+# A Timer from its fields without the Python-level frame of Timer.__new__: every scheduling makes one.
+_new_timer = partial(tuple.__new__, Timer)
+
+
 class TimerQueue:
     def __init__(self) -> None:
         self._by_key: dict[tuple, Timer] = {}
@@ -58,8 +63,14 @@ class TimerQueue:
 
     def schedule(self, key: tuple, deadline: int, kind: str, *args) -> None:
         self._stamp += 1
-        order = key if key[0] in CLIENT_SIDE else (self.clock, self.item, self._stamp)
-        self._push(Timer(key, deadline, order, kind, args, self._stamp))
+        stamp = self._stamp
+        if key[0] in CLIENT_SIDE:
+            self._by_key[key] = _new_timer((key, deadline, key, kind, args, stamp))
+            heapq.heappush(self._heap, (deadline, 1, key, stamp, key))
+        else:
+            order = (self.clock, self.item, stamp)
+            self._by_key[key] = _new_timer((key, deadline, order, kind, args, stamp))
+            heapq.heappush(self._heap, (deadline, 0, order, stamp, key))
 
     def schedule_as_of(self, scheduled_at: int, item: tuple, key: tuple, deadline: int, kind: str,
                        *args) -> None:
