@@ -200,7 +200,7 @@ class PeriodicHandlers:
         if group is None or group.state != GroupState.STABLE or self.loading_until is not None or self.write_failures:
             return
         clients = self.fleet.clients
-        for client in clients.values() if whole_group else filter(None, [clients.get(target)]):
+        for client in clients.values() if whole_group else filter(None, (clients.get(target),)):
             # A request in flight is the usual reason not to: checked before anything costlier.
             if (not client.in_flight and client.client_id not in self.elided and client.alive
                     and client.phase == Phase.STABLE):
@@ -297,7 +297,8 @@ class PeriodicHandlers:
                 continue  # checked every item, so the common answer is a comparison away
             client = self.fleet.clients[client_id]
             changed |= self._fold(client, elided, at)
-            if whole_group or client_id == target or self._due_at(client, elided, at):
+            # `at` is one of its periodic instants if the first one at or after it is `at` itself.
+            if whole_group or client_id == target or elided.quiet_until == at:
                 self._restore(client, elided, at)
                 changed = True
         return changed
@@ -309,12 +310,6 @@ class PeriodicHandlers:
 
     def _chains(self, elided: ElidedClient):
         return [c for c in (elided.heartbeat, elided.commit, elided.metadata) if c is not None]
-
-    def _due_at(self, client: SyntheticConsumer, elided: ElidedClient, at: int) -> bool:
-        cfg = client.config
-        offsets = (0, cfg.request_latency_ms, cfg.request_latency_ms + cfg.response_latency_ms)
-        return any(at >= c.first + d and (at - c.first - d) % c.period == 0
-                   for c in self._chains(elided) for d in offsets)
 
     @staticmethod
     def _count_before(chain: Chain, offset: int, at: int) -> int:
@@ -351,15 +346,14 @@ class PeriodicHandlers:
         return changed
 
     def _next_instant(self, client: SyntheticConsumer, elided: ElidedClient, at: int) -> int:
-        """The first instant at or after `at` at which one of the client's chains does anything: `_due_at`
-        is true there, and `_fold` changes nothing before it."""
+        """The first of the client's periodic instants at or after `at`: when one of its chains' timers
+        runs (first + k * period, k >= 0), its request arrives (+ request latency) or its answer comes back
+        (+ the round trip). `_fold` changes nothing before it."""
         cfg = client.config
-        instants = []
-        for c in self._chains(elided):
-            for d in (0, cfg.request_latency_ms, cfg.request_latency_ms + cfg.response_latency_ms):
-                k = max(0, -(-(at - c.first - d) // c.period))
-                instants.append(c.first + k * c.period + d)
-        return min(instants)
+        there = cfg.request_latency_ms
+        offsets = (0, there, there + cfg.response_latency_ms)
+        return min(c.first + d + (0 if at <= c.first + d else -(-(at - c.first - d) // c.period) * c.period)
+                   for c in self._chains(elided) for d in offsets)
 
     def _commit_in_closed_form(self, run: QuietRun) -> None:
         for row, rule in zip(run.offsets, run.rules):

@@ -127,6 +127,10 @@ class TimerQueue:
         key = heapq.heappop(self._heap)[4]
         return self._by_key.pop(key)
 
+    def pop_peeked(self) -> None:
+        """Remove the timer `peek` just returned (nothing was scheduled or cancelled since)."""
+        del self._by_key[heapq.heappop(self._heap)[4]]
+
     def pending(self) -> list[Timer]:
         return list(self._by_key.values())
 
