@@ -18,8 +18,8 @@ from state.group_state import GroupState
 from state.tables import GROUP_TABLES
 
 
-# What json.dumps(raw, sort_keys=True) does, without making an encoder per row.
-REQUEST_JSON = json.JSONEncoder(sort_keys=True)
+# What json.dumps(raw, sort_keys=True) writes, by one encoder; rows are trees (no cycles to look for).
+REQUEST_JSON = json.JSONEncoder(sort_keys=True, check_circular=False)
 
 
 def partitions_column(partitions) -> list[dict] | None:
