@@ -9,8 +9,8 @@ the group runtime, through the small surface `ClientHost` names.
 
 A client's requests are built as the events their input-contract rows parse to (`parse_event` would
 accept every one; the row is what `requests` records) and answered by the same coordinator code as captured
-requests; they reach the coordinator after half the configured round trip and
-their answers come back after the other half. Heartbeats and the poll loop's commits are periodic requests: written as
+requests; they reach the coordinator after half the configured round trip and their answers come back after
+the other half. Heartbeats and the poll loop's commits are periodic requests: written as
 quiet runs, and computed in closed form while the client is steady (state/periodic.py). Client deadlines
 live in the fleet's own timer queue under ("client", client_id, kind) and ("deliver", client_id, request id)
 keys.
@@ -267,7 +267,8 @@ class ConsumerFleet:
             self._find_coordinator(client)  # the lookup's answer runs the poll loop, which fetches again
             return
         partitions = group_partitions(client.unpositioned)
-        self._send(client, "fetch", "OFFSET_FETCH", {"partitions": partitions_column(partitions), "require_stable": True},
+        self._send(client, "fetch", "OFFSET_FETCH",
+                   {"partitions": partitions_column(partitions), "require_stable": True},
                    partitions=partitions, require_stable=True)
 
     def _on_offset_fetch_response(self, client: SyntheticConsumer, r: dict) -> None:
@@ -668,7 +669,8 @@ class ConsumerFleet:
             self._fatal(client, "ASSIGNOR_FAILURE")
             return
         client.metadata_snapshot = snapshot
-        assignments = [{"member_id": member_id, "partitions": partitions_column(group_partitions(tps))} for member_id, tps in plan.items()]
+        assignments = [{"member_id": member_id, "partitions": partitions_column(group_partitions(tps))}
+                       for member_id, tps in plan.items()]
         delay = client.config.coordsim_assignment_time_ms
         if delay:
             self.client_timer(client, "assigned", self.now + delay, client.generation, assignments)

@@ -521,10 +521,12 @@ def _assignment(entry: Mapping) -> MemberAssignment:
         return MemberAssignment(member_id, data, parts)
     parts = _partition_lists(_list(entry, "partitions", []), "assignments.partitions")
     user_data = entry.get("user_data")
-    return member_assignment(member_id, parts, None if user_data is None else _bytes(user_data, "assignments.user_data"))
+    return member_assignment(member_id, parts,
+                             None if user_data is None else _bytes(user_data, "assignments.user_data"))
 
 
-def member_assignment(member_id: str, parts: tuple[PartitionList, ...], user_data: bytes | None = None) -> MemberAssignment:
+def member_assignment(member_id: str, parts: tuple[PartitionList, ...],
+                      user_data: bytes | None = None) -> MemberAssignment:
     """A SyncGroup assignment from its plain form (a consumer Assignment encoded as bytes)."""
     data = consumer_protocol.encode_assignment(consumer_protocol.Assignment(
         partitions=[(p.topic, q) for p in parts for q in p.partitions], user_data=user_data))

@@ -210,7 +210,8 @@ class PeriodicHandlers:
     def _try_elide(self, client: SyntheticConsumer, group) -> None:
         now, cfg = self.now, client.config
         latency = cfg.request_latency_ms + cfg.response_latency_ms
-        if (client.closing or not client.heartbeat_enabled or client.rejoin_needed or client.awaiting or client.paused_until > now or client.poll_stalled_until > now
+        if (client.closing or not client.heartbeat_enabled or client.rejoin_needed or client.awaiting
+                or client.paused_until > now or client.poll_stalled_until > now
                 or client.generation != group.generation_id or not group.has_member(client.member_id)
                 or client.coordinator != self.coordinator_epoch
                 or latency >= cfg.heartbeat_interval_ms):

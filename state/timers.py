@@ -102,30 +102,28 @@ class TimerQueue:
     def get(self, key: tuple) -> Timer | None:
         return self._by_key.get(key)
 
-    def _drop_stale(self) -> None:
+    def next_deadline(self) -> int | None:
+        timer = self.peek()
+        return None if timer is None else timer.deadline
+
+    def peek(self) -> Timer | None:
+        """The timer due first; heap entries of replaced or cancelled timers on top are dropped on the way."""
         heap = self._heap
         while heap:
             entry = heap[0]
             timer = self._by_key.get(entry[4])
             if timer is not None and timer.stamp == entry[3]:
-                return
+                return timer
             heapq.heappop(heap)
-
-    def next_deadline(self) -> int | None:
-        self._drop_stale()
-        return self._heap[0][0] if self._heap else None
-
-    def peek(self) -> Timer | None:
-        self._drop_stale()
-        return self._by_key[self._heap[0][4]] if self._heap else None
+        return None
 
     def pop_due(self, now: int) -> Timer | None:
         """The earliest timer with deadline <= now, removed from the queue; None if nothing is due."""
-        self._drop_stale()
-        if not self._heap or self._heap[0][0] > now:
+        timer = self.peek()
+        if timer is None or timer.deadline > now:
             return None
-        key = heapq.heappop(self._heap)[4]
-        return self._by_key.pop(key)
+        self.pop_peeked()
+        return timer
 
     def pop_peeked(self) -> None:
         """Remove the timer `peek` just returned (nothing was scheduled or cancelled since)."""
