@@ -7,9 +7,10 @@ requests it puts on the wire and the answers delivered back to it; everything el
 (the clock, the cluster's topics and production, the run's figures, the wire itself) comes from its host,
 the group runtime, through the small surface `ClientHost` names.
 
-A client's requests are ordinary input-contract rows, validated by `parse_event` and answered by the same
-coordinator code as captured requests; they reach the coordinator after half the configured round trip and
-their answers come back after the other half. Heartbeats and the poll loop's commits are periodic requests: written as
+A client's requests are built as the events their input-contract rows parse to (`parse_event` would
+accept every one; the row is what `requests` records) and answered by the same coordinator code as captured
+requests; they reach the coordinator after half the configured round trip and their answers come back after
+the other half. Heartbeats and the poll loop's commits are periodic requests: written as
 quiet runs, and computed in closed form while the client is steady (state/periodic.py). Client deadlines
 live in the fleet's own timer queue under ("client", client_id, kind) and ("deliver", client_id, request id)
 keys.
@@ -35,8 +36,10 @@ from typing import Protocol
 from state import assignors, consumer_protocol
 from state.assignors import AssignorError, MemberSubscription, RebalanceProtocol, TopicPartition
 from state.client_config import ClientConfig
-from state.events import (ClientCrash, ClientPause, ClientStart, ClientStop, Event, Subscribe,
-                          parse_event)
+from state.events import (EVENT_CLASSES, NEWEST_API_VERSION, ClientCrash, ClientPause, ClientStart, ClientStop,
+                          CommitPartition, Event, LeaveIdentity, PartitionList, Subscribe, group_partitions,
+                          member_assignment, subscription_protocol)
+from state.output import partitions_column
 from state.production import rule_offset
 from state.timers import TimerQueue
 
@@ -215,8 +218,7 @@ class ConsumerFleet:
 
     def _leave_and_stop(self, client: SyntheticConsumer) -> None:
         if (client.group_instance_id is None and client.member_id and client.config.internal_leave_group_on_close):
-            self._send(client, None, "LEAVE_GROUP", members=[{"member_id": client.member_id,
-                                                              "reason": "the consumer is being closed"}])
+            self._leave(client, "the consumer is being closed")
         self._stop_client(client)
         if not any(c.alive for c in self.clients.values()):
             self.host.consumption_ended()
@@ -256,8 +258,10 @@ class ConsumerFleet:
         if client.coordinator is None:
             self._find_coordinator(client)  # the lookup's answer runs the poll loop, which fetches again
             return
-        self._send(client, "fetch", "OFFSET_FETCH", partitions=_partition_lists(client.unpositioned),
-                   require_stable=True)
+        partitions = group_partitions(client.unpositioned)
+        self._send(client, "fetch", "OFFSET_FETCH",
+                   {"partitions": partitions_column(partitions), "require_stable": True},
+                   partitions=partitions, require_stable=True)
 
     def _on_offset_fetch_response(self, client: SyntheticConsumer, r: dict) -> None:
         if r["error"] != "NONE":
@@ -349,16 +353,9 @@ class ConsumerFleet:
         for slot, request_id in list(client.in_flight.items()):
             if request_id == response["request_id"]:
                 del client.in_flight[slot]
-        handler = {
-            "JoinGroup": self._on_join_response,
-            "SyncGroup": self._on_sync_response,
-            "Heartbeat": self._on_heartbeat_response,
-            "OffsetCommit": self._on_commit_response,
-            "FindCoordinator": self._on_find_coordinator_response,
-            "OffsetFetch": self._on_offset_fetch_response,
-        }.get(response["api"])
+        handler = _RESPONSE_HANDLERS.get(response["api"])
         if handler is not None:
-            handler(client, response)
+            handler(self, client, response)
 
     def route_response(self, request: Event, row: dict) -> None:
         """A synthetic client's request was answered: the answer reaches it after the return trip."""
@@ -389,33 +386,58 @@ class ConsumerFleet:
         """Whether `request_id` is one of `periodic_request_id`'s for `client` and `chain`."""
         return request_id.startswith(f"{client.origin}/{chain}@")
 
-    def _send(self, client: SyntheticConsumer, slot: str | None, etype: str, **fields) -> None:
+    def _send(self, client: SyntheticConsumer, slot: str | None, etype: str, fields: dict, **typed) -> None:
+        """Send a request other than a periodic one: `fields` are its row's own columns, `typed` the
+        event's."""
         client.request_counter += 1
-        self._put_on_wire(client, slot, None, f"{client.origin}/{client.request_counter}", self.now, etype, fields)
+        self._put_on_wire(client, slot, None, f"{client.origin}/{client.request_counter}", self.now, etype, fields,
+                          typed)
 
     def send_periodic(self, client: SyntheticConsumer, chain: str, sent: int) -> None:
         """The heartbeat or auto-commit the client sends at `sent` (now, or earlier when elided requests
         are put back on the wire)."""
+        request_id = self.periodic_request_id(client, chain, sent)
+        if chain == "commit":
+            fields, typed = self._commit_fields(client, self.positions(client, sent))
+            self._put_on_wire(client, chain, chain, request_id, sent, "OFFSET_COMMIT", fields, typed)
+            return
         fields = dict(member_id=client.member_id, generation_id=client.generation)
+        typed = dict(fields, group_instance_id=client.group_instance_id)
         if client.group_instance_id is not None:
             fields["group_instance_id"] = client.group_instance_id
-        if chain == "commit":
-            fields["offsets"] = _commit_offsets(self.positions(client, sent))
-        etype = "HEARTBEAT" if chain == "heartbeat" else "OFFSET_COMMIT"
-        self._put_on_wire(client, chain, chain, self.periodic_request_id(client, chain, sent), sent, etype, fields)
+        self._put_on_wire(client, chain, chain, request_id, sent, "HEARTBEAT", fields, typed)
+
+    @staticmethod
+    def _commit_fields(client: SyntheticConsumer, positions: dict[TopicPartition, int]) -> tuple[dict, dict]:
+        """An OffsetCommit of `positions`: its row's own columns and its event's fields."""
+        fields = dict(member_id=client.member_id, generation_id=client.generation)
+        typed = dict(fields, group_instance_id=client.group_instance_id, offsets=tuple(
+            CommitPartition(tp[0], tp[1], offset, -1, None, -1) for tp, offset in positions.items()))
+        if client.group_instance_id is not None:
+            fields["group_instance_id"] = client.group_instance_id
+        fields["offsets"] = _commit_offsets(positions)
+        return fields, typed
 
     def _put_on_wire(self, client: SyntheticConsumer, slot: str | None, chain: str | None, request_id: str,
-                     sent: int, etype: str, fields: dict) -> None:
+                     sent: int, etype: str, fields: dict, typed: dict) -> None:
         # FindCoordinator goes to any broker; anything else to the coordinator the client knows.
         sent_to = None if etype == "FIND_COORDINATOR" else NO_COORDINATOR if client.coordinator is None \
             else client.coordinator
-        raw = {"ts": sent + client.config.request_latency_ms, "group_id": self.group_id, "type": etype,
-               "seq": client.request_counter, "request_id": request_id, "client_id": client.client_id, **fields}
-        event = parse_event(raw, source="synthetic", line=self._line(client, chain), origin=client.origin,
-                            run=None if chain is None else f"{client.origin}/{chain}")
+        ts, seq, origin = sent + client.config.request_latency_ms, client.request_counter, client.origin
+        raw = {"ts": ts, "group_id": self.group_id, "type": etype, "seq": seq, "request_id": request_id,
+               "client_id": client.client_id, **fields}
+        # The clients are trusted: the event is built as `parse_event` would read `raw`, without validating it.
+        event = EVENT_CLASSES[etype](ts=ts, group_id=self.group_id, type=etype, seq=seq, source="synthetic",
+                                     line=self._line(client, chain), request_id=request_id,
+                                     client_id=client.client_id, api_version=NEWEST_API_VERSION[etype],
+                                     origin=origin, run=None if chain is None else f"{origin}/{chain}", **typed)
         if slot is not None:
             client.in_flight[slot] = request_id
         self.host.transmit(event, raw, sent_to)
+
+    def _leave(self, client: SyntheticConsumer, reason: str) -> None:
+        self._send(client, None, "LEAVE_GROUP", {"members": [{"member_id": client.member_id, "reason": reason}]},
+                   members=(LeaveIdentity(client.member_id, None, reason),))
 
     def _join(self, client: SyntheticConsumer) -> None:
         """onJoinPrepare then JoinGroup, as poll() does when a rejoin is needed."""
@@ -432,27 +454,32 @@ class ConsumerFleet:
         client.phase = Phase.PREPARING_REBALANCE
         client.heartbeat_enabled = False
         self.timers.cancel(("client", client.client_id, "heartbeat"))
-        protocols = []
+        protocols, typed_protocols = [], []
+        owned = group_partitions(client.owned)
         for name in client.config.partition_assignment_strategy:
+            user_data = assignors.client_user_data(name, client.last_assignment, client.last_assignment_generation)
             protocols.append({
                 "name": name,
                 "topics": list(client.topics),
-                "owned_partitions": _partition_lists(client.owned),
+                "owned_partitions": partitions_column(owned),
                 "generation_id": client.generation,
-                **_user_data_field(assignors.client_user_data(name, client.last_assignment,
-                                                              client.last_assignment_generation)),
+                **_user_data_field(user_data),
             })
+            typed_protocols.append(subscription_protocol(name, tuple(client.topics), owned, client.generation,
+                                                         user_data))
         fields = dict(member_id=client.member_id, protocol_type=consumer_protocol.PROTOCOL_TYPE,
-                      protocols=protocols, session_timeout_ms=client.config.session_timeout_ms,
+                      session_timeout_ms=client.config.session_timeout_ms,
                       rebalance_timeout_ms=client.config.max_poll_interval_ms, reason="rebalance")
+        typed = dict(fields, group_instance_id=client.group_instance_id, protocols=tuple(typed_protocols),
+                     client_host="")
         if client.group_instance_id is not None:
             fields["group_instance_id"] = client.group_instance_id
-        self._send(client, "join", "JOIN_GROUP", **fields)
+        self._send(client, "join", "JOIN_GROUP", dict(fields, protocols=protocols), **typed)
 
     def _find_coordinator(self, client: SyntheticConsumer) -> None:
         """lookupCoordinator: one FindCoordinator at a time; its answer lets whatever waited for it go on."""
         if "find" not in client.in_flight:
-            self._send(client, "find", "FIND_COORDINATOR")
+            self._send(client, "find", "FIND_COORDINATOR", {})
 
     def _heartbeat(self, client: SyntheticConsumer) -> None:
         if not client.heartbeat_enabled or client.phase not in (Phase.COMPLETING_REBALANCE, Phase.STABLE):
@@ -474,11 +501,8 @@ class ConsumerFleet:
         if client.coordinator is None:
             self._find_coordinator(client)  # the poll loop or the close takes the commit up again once found
             return
-        fields = dict(member_id=client.member_id, generation_id=client.generation,
-                      offsets=_commit_offsets(positions))
-        if client.group_instance_id is not None:
-            fields["group_instance_id"] = client.group_instance_id
-        self._send(client, "commit", "OFFSET_COMMIT", **fields)
+        fields, typed = self._commit_fields(client, positions)
+        self._send(client, "commit", "OFFSET_COMMIT", fields, **typed)
 
     # ======================================================================================================
     # The application's poll loop
@@ -541,8 +565,7 @@ class ConsumerFleet:
         self._release(client, client.owned)
         client.owned, client.unpositioned = (), ()
         if client.group_instance_id is None and client.member_id and client.coordinator is not None:
-            self._send(client, None, "LEAVE_GROUP", members=[{"member_id": client.member_id,
-                                                              "reason": "consumer poll timeout has expired."}])
+            self._leave(client, "consumer poll timeout has expired.")
         self._reset_generation(client, reset_member_id=True)
         client.rejoin_needed = True
         self._schedule_poll(client, client.poll_stalled_until)
@@ -601,7 +624,7 @@ class ConsumerFleet:
             if r["leader_id"] == r["member_id"] and not r["skip_assignment"]:
                 self._lead(client, r["members"])
             else:
-                self._send(client, "join", "SYNC_GROUP", **self._sync_fields(client, []))
+                self._send_sync(client, [])
             return
         if error == "MEMBER_ID_REQUIRED":
             client.member_id = r["member_id"]
@@ -613,13 +636,15 @@ class ConsumerFleet:
             return
         self._retry_join(client, error)
 
-    def _sync_fields(self, client: SyntheticConsumer, assignments: list[dict]) -> dict:
+    def _send_sync(self, client: SyntheticConsumer, assignments: list[dict]) -> None:
         fields = dict(member_id=client.member_id, generation_id=client.generation,
-                      protocol_type=consumer_protocol.PROTOCOL_TYPE, protocol_name=client.protocol,
-                      assignments=assignments)
+                      protocol_type=consumer_protocol.PROTOCOL_TYPE, protocol_name=client.protocol)
+        typed = dict(fields, group_instance_id=client.group_instance_id, assignments=tuple(
+            member_assignment(a["member_id"], tuple(PartitionList(p["topic"], tuple(p["partitions"]))
+                                                    for p in a["partitions"])) for a in assignments))
         if client.group_instance_id is not None:
             fields["group_instance_id"] = client.group_instance_id
-        return fields
+        self._send(client, "join", "SYNC_GROUP", dict(fields, assignments=assignments), **typed)
 
     def _lead(self, client: SyntheticConsumer, members: list[dict]) -> None:
         subscriptions = []
@@ -636,7 +661,8 @@ class ConsumerFleet:
             self._fatal(client, "ASSIGNOR_FAILURE")
             return
         client.metadata_snapshot = snapshot
-        assignments = [{"member_id": member_id, "partitions": _partition_lists(tps)} for member_id, tps in plan.items()]
+        assignments = [{"member_id": member_id, "partitions": partitions_column(group_partitions(tps))}
+                       for member_id, tps in plan.items()]
         delay = client.config.coordsim_assignment_time_ms
         if delay:
             self.client_timer(client, "assigned", self.now + delay, client.generation, assignments)
@@ -646,7 +672,7 @@ class ConsumerFleet:
 
     def _send_leader_sync(self, client: SyntheticConsumer, generation: int, assignments: list[dict]) -> None:
         if client.phase == Phase.COMPLETING_REBALANCE and client.generation == generation:
-            self._send(client, "join", "SYNC_GROUP", **self._sync_fields(client, assignments))
+            self._send_sync(client, assignments)
 
     def _on_sync_response(self, client: SyntheticConsumer, r: dict) -> None:
         error = r["error"]
@@ -759,15 +785,18 @@ class ConsumerFleet:
         self.client_timer(client, "metadata", self.now + client.config.metadata_max_age_ms)
 
 
+_RESPONSE_HANDLERS = {
+    "JoinGroup": ConsumerFleet._on_join_response,
+    "SyncGroup": ConsumerFleet._on_sync_response,
+    "Heartbeat": ConsumerFleet._on_heartbeat_response,
+    "OffsetCommit": ConsumerFleet._on_commit_response,
+    "FindCoordinator": ConsumerFleet._on_find_coordinator_response,
+    "OffsetFetch": ConsumerFleet._on_offset_fetch_response,
+}
+
+
 def _commit_offsets(positions: dict[TopicPartition, int]) -> list[dict]:
     return [{"topic": tp.topic, "partition": tp.partition, "offset": offset} for tp, offset in positions.items()]
-
-
-def _partition_lists(partitions) -> list[dict]:
-    by_topic: dict[str, list[int]] = {}
-    for tp in partitions:
-        by_topic.setdefault(tp[0], []).append(tp[1])
-    return [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]
 
 
 def _user_data_field(user_data: bytes | None) -> dict:

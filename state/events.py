@@ -480,9 +480,17 @@ def _read_protocol(entry: Mapping, protocol_type: str) -> Protocol:
     generation = _int(entry, "generation_id", -1, INT32_MIN, INT32_MAX)
     rack = _opt_str(entry, "rack")
     version = _int(entry, "version", consumer_protocol.HIGHEST_VERSION, 0, consumer_protocol.HIGHEST_VERSION)
+    return subscription_protocol(name, topics, owned, generation,
+                                 None if user_data is None else _bytes(user_data, "protocols.user_data"), rack, version)
+
+
+def subscription_protocol(name: str, topics: tuple[str, ...], owned: tuple[PartitionList, ...], generation: int,
+                          user_data: bytes | None, rack: str | None = None,
+                          version: int = consumer_protocol.HIGHEST_VERSION) -> Protocol:
+    """A consumer-protocol JoinGroup protocol from its plain form (its Subscription encoded as metadata)."""
     subscription = consumer_protocol.Subscription(
         topics=topics,
-        user_data=None if user_data is None else _bytes(user_data, "protocols.user_data"),
+        user_data=user_data,
         owned_partitions=[(p.topic, q) for p in owned for q in p.partitions],
         generation_id=generation,
         rack_id=rack,
@@ -513,10 +521,15 @@ def _assignment(entry: Mapping) -> MemberAssignment:
         return MemberAssignment(member_id, data, parts)
     parts = _partition_lists(_list(entry, "partitions", []), "assignments.partitions")
     user_data = entry.get("user_data")
+    return member_assignment(member_id, parts,
+                             None if user_data is None else _bytes(user_data, "assignments.user_data"))
+
+
+def member_assignment(member_id: str, parts: tuple[PartitionList, ...],
+                      user_data: bytes | None = None) -> MemberAssignment:
+    """A SyncGroup assignment from its plain form (a consumer Assignment encoded as bytes)."""
     data = consumer_protocol.encode_assignment(consumer_protocol.Assignment(
-        partitions=[(p.topic, q) for p in parts for q in p.partitions],
-        user_data=None if user_data is None else _bytes(user_data, "assignments.user_data"),
-    ))
+        partitions=[(p.topic, q) for p in parts for q in p.partitions], user_data=user_data))
     return MemberAssignment(member_id, data, parts)
 
 

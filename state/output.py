@@ -9,7 +9,6 @@ are collected here too (the runtime is the last place such an event is seen).
 from __future__ import annotations
 
 import base64
-import contextlib
 import dataclasses
 import json
 
@@ -17,6 +16,10 @@ from state.events import API_NAMES, Event
 from state.group import ClassicGroup, ClassicGroupMember
 from state.group_state import GroupState
 from state.tables import GROUP_TABLES
+
+
+# What json.dumps(raw, sort_keys=True) writes, by one encoder; rows are trees (no cycles to look for).
+REQUEST_JSON = json.JSONEncoder(sort_keys=True, check_circular=False)
 
 
 def partitions_column(partitions) -> list[dict] | None:
@@ -36,15 +39,9 @@ class Output:
     def __len__(self) -> int:
         return sum(len(rows) for rows in self.tables.values()) + len(self.rejects)
 
-    @contextlib.contextmanager
-    def deferred(self):
-        """Collect the rows produced inside the block as (table, row) pairs instead of writing them."""
-        rows: list[tuple[str, dict]] = []
-        self._deferred = rows
-        try:
-            yield rows
-        finally:
-            self._deferred = None
+    def deferred(self) -> "_Deferred":
+        """Collect the rows produced inside the `with` block as (table, row) pairs instead of writing them."""
+        return _Deferred(self)
 
     def _add(self, table: str, row: dict) -> None:
         if self._deferred is not None:
@@ -99,7 +96,7 @@ class Output:
         captured request)."""
         self.emit("requests", {"group_id": self.group_id, "ts": raw["ts"], "seq": raw["seq"], "type": raw["type"],
                                "client_id": raw["client_id"], "request_id": raw["request_id"],
-                               "raw": json.dumps(raw, sort_keys=True), "repeat_count": repeat_count,
+                               "raw": REQUEST_JSON.encode(raw), "repeat_count": repeat_count,
                                "repeat_interval_ms": repeat_interval_ms})
 
     def state_change(self, now: int, previous: GroupState | None, target: GroupState, group: ClassicGroup,
@@ -153,6 +150,23 @@ class Output:
 
     def reject(self, event: Event, reason: str) -> None:
         self.rejects.append({"raw": event_json(event), "reason": reason, "source": event.source, "line": event.line})
+
+
+class _Deferred:
+    """Output.deferred's block: a plain context manager, as every periodic request opens one."""
+
+    __slots__ = ("out",)
+
+    def __init__(self, out: Output) -> None:
+        self.out = out
+
+    def __enter__(self) -> list[tuple[str, dict]]:
+        rows: list[tuple[str, dict]] = []
+        self.out._deferred = rows
+        return rows
+
+    def __exit__(self, *exc) -> None:
+        self.out._deferred = None
 
 
 def event_json(event: Event) -> str:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from state.consumer import Phase, SyntheticConsumer
 from state.group_state import GroupState
+from state.output import REQUEST_JSON
 from state.production import rule_offset
 from state.records import OffsetCommitRecord
 from state.timers import request_item
@@ -69,6 +70,10 @@ class ElidedClient:
     metadata: Chain | None      # the leader's metadata refresh
     session: object             # the member's session Timer taken out of the queue
     last_reset: tuple | None = None  # (arrival ts, timer item) of the last folded request: the session restarts
+    # The chains were last folded up to `folded_to`; nothing of theirs happens from then until `quiet_until`
+    # (no timer runs, no request arrives, no answer comes back), so an item in between needs no catching up.
+    folded_to: int | None = None
+    quiet_until: int = 0
 
 
 class PeriodicHandlers:
@@ -144,10 +149,10 @@ class PeriodicHandlers:
             return False
         if len(rows) != len(run.offsets) + 1 or rows[-1][0] != "responses":
             return False
-        if _strip(rows[-1][1], VARYING_RESPONSE) != _strip(run.response, VARYING_RESPONSE):
+        if not _equal_except(rows[-1][1], run.response, VARYING_RESPONSE):
             return False
         for (table, row), first, rule, log_end in zip(rows, run.offsets, run.rules, run.log_end_rules):
-            if (table != "offsets" or _strip(row, VARYING_OFFSET) != _strip(first, VARYING_OFFSET)
+            if (table != "offsets" or not _equal_except(row, first, VARYING_OFFSET)
                     or row["offset"] != rule_offset(rule, event.ts) or row["commit_ts"] != event.ts
                     or row["write_ts"] != event.ts
                     or row["log_end_offset"] != (None if log_end is None else rule_offset(log_end, event.ts))):
@@ -171,7 +176,7 @@ class PeriodicHandlers:
                 raw = _run_raw(run)
                 rows["requests"].append({"group_id": self.group_id, "ts": raw["ts"], "seq": raw["seq"],
                                          "type": raw["type"], "client_id": raw["client_id"],
-                                         "request_id": raw["request_id"], "raw": json.dumps(raw, sort_keys=True),
+                                         "request_id": raw["request_id"], "raw": REQUEST_JSON.encode(raw),
                                          "repeat_count": run.count, "repeat_interval_ms": run.interval})
             for table, row in _run_rows(run):
                 rows[table].append(row)
@@ -197,15 +202,17 @@ class PeriodicHandlers:
         if group is None or group.state != GroupState.STABLE or self.loading_until is not None or self.write_failures:
             return
         clients = self.fleet.clients
-        for client in clients.values() if whole_group else filter(None, [clients.get(target)]):
-            if client.client_id not in self.elided and client.alive and client.phase == Phase.STABLE:
+        for client in clients.values() if whole_group else filter(None, (clients.get(target),)):
+            # A request in flight is the usual reason not to: checked before anything costlier.
+            if (not client.in_flight and client.client_id not in self.elided and client.alive
+                    and client.phase == Phase.STABLE):
                 self._try_elide(client, group)
 
     def _try_elide(self, client: SyntheticConsumer, group) -> None:
         now, cfg = self.now, client.config
         latency = cfg.request_latency_ms + cfg.response_latency_ms
-        if (client.closing or not client.heartbeat_enabled or client.rejoin_needed or client.in_flight
-                or client.awaiting or client.paused_until > now or client.poll_stalled_until > now
+        if (client.closing or not client.heartbeat_enabled or client.rejoin_needed or client.awaiting
+                or client.paused_until > now or client.poll_stalled_until > now
                 or client.generation != group.generation_id or not group.has_member(client.member_id)
                 or client.coordinator != self.coordinator_epoch
                 or latency >= cfg.heartbeat_interval_ms):
@@ -288,9 +295,13 @@ class PeriodicHandlers:
         changed = False
         for client_id in list(self.elided):
             elided = self.elided[client_id]
+            if (not whole_group and client_id != target and elided.folded_to is not None
+                    and elided.folded_to <= at < elided.quiet_until):
+                continue  # checked every item, so the common answer is a comparison away
             client = self.fleet.clients[client_id]
             changed |= self._fold(client, elided, at)
-            if whole_group or client_id == target or self._due_at(client, elided, at):
+            # `at` is one of its periodic instants if the first one at or after it is `at` itself.
+            if whole_group or client_id == target or elided.quiet_until == at:
                 self._restore(client, elided, at)
                 changed = True
         return changed
@@ -302,12 +313,6 @@ class PeriodicHandlers:
 
     def _chains(self, elided: ElidedClient):
         return [c for c in (elided.heartbeat, elided.commit, elided.metadata) if c is not None]
-
-    def _due_at(self, client: SyntheticConsumer, elided: ElidedClient, at: int) -> bool:
-        cfg = client.config
-        offsets = (0, cfg.request_latency_ms, cfg.request_latency_ms + cfg.response_latency_ms)
-        return any(at >= c.first + d and (at - c.first - d) % c.period == 0
-                   for c in self._chains(elided) for d in offsets)
 
     @staticmethod
     def _count_before(chain: Chain, offset: int, at: int) -> int:
@@ -340,7 +345,18 @@ class PeriodicHandlers:
                 self._commit_in_closed_form(run)
         if elided.metadata is not None:
             elided.metadata.done = self._count_before(elided.metadata, 0, at)
+        elided.folded_to, elided.quiet_until = at, self._next_instant(client, elided, at)
         return changed
+
+    def _next_instant(self, client: SyntheticConsumer, elided: ElidedClient, at: int) -> int:
+        """The first of the client's periodic instants at or after `at`: when one of its chains' timers
+        runs (first + k * period, k >= 0), its request arrives (+ request latency) or its answer comes back
+        (+ the round trip). `_fold` changes nothing before it."""
+        cfg = client.config
+        there = cfg.request_latency_ms
+        offsets = (0, there, there + cfg.response_latency_ms)
+        return min(c.first + d + (0 if at <= c.first + d else -(-(at - c.first - d) // c.period) * c.period)
+                   for c in self._chains(elided) for d in offsets)
 
     def _commit_in_closed_form(self, run: QuietRun) -> None:
         """The run's last commit, appended and replayed; its rows are the run's own."""
@@ -491,5 +507,10 @@ def _rated(rate) -> bool:
     return rate is not None and rate == rate and rate != 0  # NaN: a missing rate read back by pandas
 
 
-def _strip(row: dict, keys) -> dict:
-    return {k: v for k, v in row.items() if k not in keys}
+def _equal_except(row: dict, first: dict, keys: tuple) -> bool:
+    """Whether two rows are equal but for the columns `keys`."""
+    row, first = dict(row), dict(first)  # copied whole and trimmed: cheaper than filtering every column
+    for key in keys:
+        row.pop(key, None)
+        first.pop(key, None)
+    return row == first

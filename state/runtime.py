@@ -114,7 +114,7 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
                 concerns = _concerns_timer(timer)
                 if self.elided and self.catch_up(timer.deadline, *concerns):
                     continue
-                queue.pop_due(timer.deadline)
+                queue.pop_peeked()
                 self._set_clock(max(self.now, timer.deadline))
                 self._fire(timer)
             elif event_ts is not None and event_ts <= t:

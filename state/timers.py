@@ -21,6 +21,7 @@ sessions in the run's order.
 from __future__ import annotations
 
 import heapq
+from functools import partial
 from typing import NamedTuple
 
 CLIENT_SIDE = ("client", "deliver")
@@ -48,6 +49,10 @@ class Timer(NamedTuple):
         return 1 if self.key[0] in CLIENT_SIDE else 0
 
 
+# A Timer from its fields without the Python-level frame of Timer.__new__: every scheduling makes one.
+_new_timer = partial(tuple.__new__, Timer)
+
+
 class TimerQueue:
     def __init__(self) -> None:
         self._by_key: dict[tuple, Timer] = {}
@@ -58,8 +63,14 @@ class TimerQueue:
 
     def schedule(self, key: tuple, deadline: int, kind: str, *args) -> None:
         self._stamp += 1
-        order = key if key[0] in CLIENT_SIDE else (self.clock, self.item, self._stamp)
-        self._push(Timer(key, deadline, order, kind, args, self._stamp))
+        stamp = self._stamp
+        if key[0] in CLIENT_SIDE:
+            self._by_key[key] = _new_timer((key, deadline, key, kind, args, stamp))
+            heapq.heappush(self._heap, (deadline, 1, key, stamp, key))
+        else:
+            order = (self.clock, self.item, stamp)
+            self._by_key[key] = _new_timer((key, deadline, order, kind, args, stamp))
+            heapq.heappush(self._heap, (deadline, 0, order, stamp, key))
 
     def schedule_as_of(self, scheduled_at: int, item: tuple, key: tuple, deadline: int, kind: str,
                        *args) -> None:
@@ -91,30 +102,32 @@ class TimerQueue:
     def get(self, key: tuple) -> Timer | None:
         return self._by_key.get(key)
 
-    def _drop_stale(self) -> None:
+    def next_deadline(self) -> int | None:
+        timer = self.peek()
+        return None if timer is None else timer.deadline
+
+    def peek(self) -> Timer | None:
+        """The timer due first; heap entries of replaced or cancelled timers on top are dropped on the way."""
         heap = self._heap
         while heap:
             entry = heap[0]
             timer = self._by_key.get(entry[4])
             if timer is not None and timer.stamp == entry[3]:
-                return
+                return timer
             heapq.heappop(heap)
-
-    def next_deadline(self) -> int | None:
-        self._drop_stale()
-        return self._heap[0][0] if self._heap else None
-
-    def peek(self) -> Timer | None:
-        self._drop_stale()
-        return self._by_key[self._heap[0][4]] if self._heap else None
+        return None
 
     def pop_due(self, now: int) -> Timer | None:
         """The earliest timer with deadline <= now, removed from the queue; None if nothing is due."""
-        self._drop_stale()
-        if not self._heap or self._heap[0][0] > now:
+        timer = self.peek()
+        if timer is None or timer.deadline > now:
             return None
-        key = heapq.heappop(self._heap)[4]
-        return self._by_key.pop(key)
+        self.pop_peeked()
+        return timer
+
+    def pop_peeked(self) -> None:
+        """Remove the timer `peek` just returned (nothing was scheduled or cancelled since)."""
+        del self._by_key[heapq.heappop(self._heap)[4]]
 
     def pending(self) -> list[Timer]:
         return list(self._by_key.values())

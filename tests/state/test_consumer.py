@@ -235,6 +235,35 @@ def test_replaying_the_requests_table_reproduces_the_run():
         sorted(strip(ctx.rows("offsets")), key=itemgetter(*by_commit))
 
 
+@pytest.mark.parametrize("strategy,static", [("range", False), ("cooperative-sticky", True)])
+def test_every_synthetic_request_is_the_event_its_requests_row_parses_to(monkeypatch, strategy, static):
+    """The clients build their requests' events directly (they are trusted); a replay of the `requests`
+    table must read the same events back."""
+    sent = []
+    transmit = GroupRuntime.transmit
+
+    def checked(runtime, event, raw, sent_to):
+        sent.append(event.type)
+        assert parse_event(raw, "synthetic", event.line, event.origin, event.run) == event
+        transmit(runtime, event, raw, sent_to)
+
+    monkeypatch.setattr(GroupRuntime, "transmit", checked)
+    ctx = GroupContext()
+    config = {"partition.assignment.strategy": [strategy], "max.poll.interval.ms": 20_000,
+              "enable.auto.commit": strategy == "range"}
+    names = start(ctx, 3, topics=("orders", "audit"), config=config, static=static)
+    ctx.sleep(20_000)
+    ctx.fault(fault="move", load_delay_ms=2_000)
+    ctx.sleep(10_000)
+    ctx.send("CLIENT_PAUSE", client_id=names[1], duration_ms=30_000, scope="poll")
+    ctx.sleep(40_000)
+    rolling_restart(ctx, names[:1], config=config, static=static)
+    ctx.send("CLIENT_STOP", client_id=names[2])
+    ctx.sleep(20_000)
+    assert set(sent) == {"JOIN_GROUP", "SYNC_GROUP", "HEARTBEAT", "OFFSET_COMMIT", "OFFSET_FETCH",
+                         "FIND_COORDINATOR"} | ({"LEAVE_GROUP"} if not static else set())
+
+
 def test_client_directives_are_validated():
     with pytest.raises(EventError, match="client_id"):
         parse_event({"ts": 0, "group_id": "g", "type": "CLIENT_START", "topics": ["t"]})
