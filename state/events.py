@@ -11,6 +11,7 @@ import base64
 import binascii
 import dataclasses
 import datetime as _dt
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -724,8 +725,27 @@ def _parse_event(raw: Mapping, source: str, line: int, origin: str | None, run: 
     )
 
 
+TOPIC_MAX_LENGTH = 249  # Kafka's Topic.MAX_NAME_LENGTH
+_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
+
+
+def _topic_name(raw: Mapping, name: str) -> str:
+    """A topic a synthetic client or the cluster names: legal as Kafka's Topic.validate has it (a topic the
+    broker could not have created is refused here, not when a client's request fails to encode)."""
+    topic = _str(raw, name)
+    if topic in ("", ".", ".."):
+        raise EventError(f"field '{name}': topic name {topic!r} is illegal")
+    if len(topic) > TOPIC_MAX_LENGTH:
+        raise EventError(f"field '{name}': topic name is illegal, it can't be longer than {TOPIC_MAX_LENGTH} "
+                         f"characters ({len(topic)})")
+    if not _LEGAL_TOPIC.fullmatch(topic):
+        raise EventError(f"field '{name}': topic name {topic!r} is illegal, it contains a character other than "
+                         f"ASCII alphanumerics, '.', '_' and '-'")
+    return topic
+
+
 def _topic_names(raw: Mapping, name: str) -> tuple[str, ...]:
-    topics = tuple(_str({name: t}, name) for t in _list(raw, name))
+    topics = tuple(_topic_name({name: t}, name) for t in _list(raw, name))
     if len(set(topics)) != len(topics):
         raise EventError(f"field '{name}' lists a topic more than once")
     return topics
@@ -757,7 +777,7 @@ def _client_directive(etype: str, raw: Mapping, header: dict) -> Event:
         topics, rates = [], {}
         for entry in _list(raw, "topics"):
             entry = _obj(entry, "topics")
-            topic = _str(entry, "topic")
+            topic = _topic_name(entry, "topic")
             topics.append((topic, _int(entry, "partitions", lo=0, hi=INT32_MAX)))
             rate = entry.get("records_per_second")
             if rate is not None:

@@ -20,6 +20,7 @@ from state.client_config import ClientConfig
 from state.cluster import (DEFAULT_NUM_PARTITIONS, DEFAULT_REPLICATION_FACTOR, NUM_PARTITIONS, REPLICATION_FACTOR,
                            Broker, Cluster, ClusterError, TopicDescription, parse_topic_description)
 from state.config import ConfigError, CoordinatorConfig
+from state.events import TOPIC_MAX_LENGTH
 
 DEFAULT_START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z: fixed, so a scenario without `start` reproduces
 DEFAULT_RECORDS_PER_SECOND = 100.0
@@ -391,7 +392,10 @@ def default_stagger_ms(config: ClientConfig) -> int:
 
 def _topic(node: Node) -> Topic:
     section = Section(node, "a topic").allow(["name", "partitions", "records_per_second"])
-    name = as_str(section.require("name"), NAME_PATTERN, NAME_HINT)
+    name_node = section.require("name")
+    name = as_str(name_node, NAME_PATTERN, NAME_HINT)
+    if len(name) > TOPIC_MAX_LENGTH:
+        raise name_node.error(f"is {len(name)} characters long; Kafka's topic names have at most {TOPIC_MAX_LENGTH}")
     partitions = as_int(section.require("partitions"), lo=1)
     rate = _optional(section, "records_per_second", as_number, DEFAULT_RECORDS_PER_SECOND)
     return Topic(name, partitions, rate)

@@ -40,3 +40,24 @@ def test_the_plain_protocols_read_stay_bounded(monkeypatch):
     for i in range(10):
         events._protocol({"name": "range", "topics": [f"t{i}"]}, "consumer")
         assert len(events._PLAIN_PROTOCOLS) <= 3
+
+
+LONG = "t" * 250
+
+
+@pytest.mark.parametrize("row, reason", [
+    ({"type": "CLIENT_START", "client_id": "c", "topics": [LONG]},
+     "field 'topics': topic name is illegal, it can't be longer than 249 characters (250)"),
+    ({"type": "SUBSCRIBE", "client_id": "c", "topics": ["ok", "a/b"]},
+     "field 'topics': topic name 'a/b' is illegal, it contains a character other than ASCII alphanumerics, '.', "
+     "'_' and '-'"),
+    ({"type": "TOPIC_METADATA", "topics": [{"topic": "..", "partitions": 3}]}, "field 'topic': topic name '..' is illegal"),
+    ({"type": "TOPIC_METADATA", "topics": [{"topic": "", "partitions": 3}]}, "field 'topic': topic name '' is illegal"),
+])
+def test_a_topic_kafka_could_not_have_created_is_rejected_with_topic_validates_reason(row, reason):
+    # Topic.validate: a synthetic client naming one would otherwise fail to encode its Subscription.
+    with pytest.raises(EventError) as raised:
+        parse_event({"ts": 0, "group_id": "g", **row}, "test", 1)
+    assert str(raised.value) == reason
+    assert parse_event({"ts": 0, "group_id": "g", "type": "CLIENT_START", "client_id": "c", "topics": ["t" * 249]},
+                       "test", 2).topics == ("t" * 249,)

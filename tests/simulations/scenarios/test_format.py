@@ -121,6 +121,8 @@ def test_yaml_anchors_and_merge_keys_work():
     ("start: 2026-01-01T00:00:00\n" + MINIMAL, "s.yaml:1: start: has no time zone"),
     ("start: tomorrow\n" + MINIMAL, "s.yaml:1: start: must be an ISO-8601 time with a zone"),
     ("seed: [1]\n" + MINIMAL, "s.yaml:1: seed: must be an integer or text"),
+    (MINIMAL.replace("{name: orders,", "{name: " + "o" * 250 + ","),
+     "s.yaml:6: group_sets[0].topics[0].name: is 250 characters long; Kafka's topic names have at most 249"),
     (MINIMAL.replace("members: 3", "members: three"), "s.yaml:4: group_sets[0].members: must be an integer, "
                                                      "got str 'three'"),
     (MINIMAL.replace("members: 3", "members: 0"), "s.yaml:4: group_sets[0].members: must be >= 1, got 0"),
