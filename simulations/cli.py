@@ -19,22 +19,22 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from simulations import scenarios
 from simulations.capture.commands import USER_ERRORS as CAPTURE_ERRORS
-from tableio.captured import captured_records
 from simulations.capture.commands import capture, captured_report
-from tableio.captured_answers import attach_captured, captured_answers
 from simulations.capture.compare import DIVERGENCES_TABLE, print_divergence_summary, write_divergences
 from simulations.cli_common import CommandGroup, Console, Timestamp, UserError, print_lines
-from simulations.reports.commands import COMMANDS as REPORT_COMMANDS
 from simulations.engines import run_local_to
-from tableio.inputs import JSONL_SUFFIXES, InputError, coordinator_reject, read_events
-from tableio.parquet import OutputError, make_folder, output_errors, read_columns, written_rows
 from simulations.reports import REPORT_FILE
+from simulations.reports.commands import COMMANDS as REPORT_COMMANDS
 from simulations.scenarios import ScenarioError
 from simulations.scenarios.summary import render, summarize
-from tableio.coordinator_settings import load_config, non_default_settings
 from simulations.views.quiet_runs import count_requests
 from state.config import ConfigError, CoordinatorConfig
 from state.events import EventError
+from tableio.captured import captured_records
+from tableio.captured_answers import attach_captured, captured_answers
+from tableio.coordinator_settings import load_config, non_default_settings, parse_overrides
+from tableio.inputs import JSONL_SUFFIXES, InputError, coordinator_reject, read_events
+from tableio.parquet import OutputError, make_folder, output_errors, read_columns, written_rows
 from tableio.run_result import RunResult
 
 USER_ERRORS = (InputError, OutputError, ConfigError, EventError, ScenarioError, *CAPTURE_ERRORS)
@@ -59,6 +59,27 @@ def main() -> None:
     (replay) or on synthetic consumers driven by a scenario (run, generate)."""
 
 
+def spark_options(command):
+    """The Spark engine's own settings, as `python -m streaming.engine` takes them (docs/spark.md)."""
+    command = click.option("--master", metavar="URL", help="Spark master URL, over the profile's (spark engine).")(command)
+    command = click.option("--profile", default="local", show_default=True, metavar="NAME",
+                           help="Spark profile: conf/spark-NAME.yaml (spark engine).")(command)
+    return click.option("--spark-set", "spark_sets", multiple=True, metavar="NAME=VALUE",
+                        help="Engine (streaming.*) or Spark (spark.*) setting over the profile's, e.g. "
+                             "streaming.state.buckets=64 (spark engine).")(command)
+
+
+def spark_engine(engine: str, spark_sets: tuple[str, ...], profile: str, master: str | None) -> dict | None:
+    """The Spark engine's settings, or None for the local engine (which takes none: one line if given)."""
+    if engine == "spark":
+        return {"settings": parse_overrides(spark_sets, "--spark-set"), "profile": profile, "master": master}
+    given = [option for option, value in (("--spark-set", spark_sets), ("--profile", profile != "local"),
+                                         ("--master", master)) if value]
+    if given:
+        raise UserError(f"{', '.join(given)}: only the spark engine takes Spark settings (--engine local was given)")
+    return None
+
+
 @main.command()
 @click.argument("events", nargs=-1, required=True, metavar="EVENTS...")
 @click.option("--out", "out_dir", required=True, metavar="DIR", help="Folder for the output tables (Parquet).")
@@ -74,8 +95,10 @@ def main() -> None:
               help="Captured responses (*.captured.ndjson from `coordsim capture import`): map the broker's "
                    "member ids to the simulator's and report where the simulated answers diverge (either engine; "
                    "the divergences table goes to DIR).")
+@spark_options
 def replay(events: tuple[str, ...], out_dir: str, engine: str, conf_file: str | None,
-           overrides: tuple[str, ...], until: int | None, captured_file: str | None) -> None:
+           overrides: tuple[str, ...], until: int | None, captured_file: str | None, spark_sets: tuple[str, ...],
+           profile: str, master: str | None) -> None:
     """Replay client requests from EVENTS (JSONL/Parquet files or folders) through the coordinator.
 
     Every output table is written as Parquet under DIR (docs/tables.md); rows that are not valid events go to
@@ -86,13 +109,14 @@ def replay(events: tuple[str, ...], out_dir: str, engine: str, conf_file: str | 
     report = None
     try:
         config = load_config(conf_file, overrides)
+        spark = spark_engine(engine, spark_sets, profile, master)
         captured = None if captured_file is None else captured_records(captured_file)
         out = Path(out_dir)
         # A replay writes no scenario/, but a Spark run's checkpoint may name the events kept there.
         keeps_scenario = (out / SPARK_CHECKPOINTS).exists()
         _clear_earlier_outputs(out, EARLIER_OUTPUTS + (() if keeps_scenario else (RUN_SCENARIO_DIR,)))
         if engine == "spark":
-            result = _run_spark(list(events), config, until, out_dir, captured_file)
+            result = _run_spark(list(events), config, until, out_dir, spark, captured_file)
             tables = result.tables
         else:
             rows = read_events(events)
@@ -247,8 +271,9 @@ def generate(scenario: str, out_path: str) -> None:
               help="Write the HTML report to DIR/report.html at the end.")
 @click.option("--validate/--no-validate", "run_validation", default=True, show_default=True,
               help="Check the tables at the end (schema, values, protocol invariants; exit 1 if one fails).")
+@spark_options
 def run(scenario: str, out_dir: str, engine: str, conf_file: str | None, overrides: tuple[str, ...],
-        write_report: bool, run_validation: bool) -> None:
+        write_report: bool, run_validation: bool, spark_sets: tuple[str, ...], profile: str, master: str | None) -> None:
     """Run SCENARIO: generate its events and simulate them, then summarize per group set. The main job.
 
     SCENARIO is a YAML file, or the name of a shipped scenario ({shipped}). A scenario, in brief:
@@ -280,12 +305,13 @@ def run(scenario: str, out_dir: str, engine: str, conf_file: str | None, overrid
     try:
         path, loaded = _load_scenario(scenario)
         config = load_config(conf_file, overrides, loaded.broker)
+        spark = spark_engine(engine, spark_sets, profile, master)
         generated = scenarios.generate(loaded)
         events_file = _write_run_inputs(path, generated, Path(out_dir), check_checkpoint=engine == "spark")
         if engine == "local":
             result = _run_local(console, events_file, config, generated.until_ms, out_dir)
         else:
-            result = _run_spark([events_file], config, generated.until_ms, out_dir)
+            result = _run_spark([events_file], config, generated.until_ms, out_dir, spark)
     except USER_ERRORS as error:
         raise UserError(str(error)) from None
     wall_s = time.monotonic() - started
@@ -358,7 +384,7 @@ def _run_local(console: Console, events_file: Path, config: CoordinatorConfig, u
     return result
 
 
-def _run_spark(paths: list, config: CoordinatorConfig, until: int | None, out_dir: str,
+def _run_spark(paths: list, config: CoordinatorConfig, until: int | None, out_dir: str, spark: dict,
                captured_file: str | None = None) -> RunResult:
     try:
         from pyspark.sql import SparkSession
@@ -368,7 +394,8 @@ def _run_spark(paths: list, config: CoordinatorConfig, until: int | None, out_di
     except ImportError as error:
         raise UserError(f"the spark engine cannot start ({error}); use --engine local") from None
     try:
-        return run_spark([str(p) for p in paths], out_dir, config, until, captured=captured_file)
+        return run_spark([str(p) for p in paths], out_dir, config, until, spark["settings"], captured=captured_file,
+                         profile=spark["profile"], master=spark["master"])
     except (RunMismatch, SettingsError) as error:
         raise UserError(str(error)) from None
     finally:

@@ -349,7 +349,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = load_config(args.conf, args.set)
         until = None if args.until is None else parse_ts(args.until, "--until")
-        result = run_spark(args.events, args.out, config, until, parse_overrides(args.spark_set), not args.quiet,
+        result = run_spark(args.events, args.out, config, until, parse_overrides(args.spark_set, "--spark-set"), not args.quiet,
                            profile=args.profile, master=args.master, captured=args.captured)
     except (InputError, OutputError, ConfigError, EventError, CapturedError, SettingsError, RunMismatch) as error:
         print(f"error: {error}", file=sys.stderr)

@@ -57,12 +57,13 @@ def read_conf_file(path: Path) -> dict[str, Any]:
     return {str(key): value for key, value in section.items()}
 
 
-def parse_overrides(overrides: Iterable[str]) -> dict[str, str]:
+def parse_overrides(overrides: Iterable[str], option: str = "--set") -> dict[str, str]:
+    """NAME=VALUE items of the command-line `option` as a mapping."""
     settings = {}
     for item in overrides:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
-            raise ConfigError(f"--set expects name=value (a Kafka setting name), got {item!r}")
+            raise ConfigError(f"{option} expects name=value (a setting name), got {item!r}")
         settings[name.strip()] = value.strip()
     return settings
 

@@ -72,6 +72,19 @@ def test_user_errors_exit_2_with_a_message(tmp_path, args, message):
     assert_user_error(replay(SAMPLE, "--out", tmp_path / "out", *args), message)
 
 
+@pytest.mark.parametrize("args, message", [
+    (["--engine", "local", "--spark-set", "streaming.state.buckets=4"],
+     "--spark-set: only the spark engine takes Spark settings (--engine local was given)"),
+    (["--engine", "local", "--profile", "cluster", "--master", "spark://h:7077"],
+     "--profile, --master: only the spark engine takes Spark settings"),
+    (["--engine", "spark", "--spark-set", "buckets"], "--spark-set expects name=value"),
+])
+def test_spark_settings_are_checked_before_any_engine_starts(tmp_path, args, message):
+    for command in (["replay", str(SAMPLE)], ["run", "crash"]):
+        result = CliRunner().invoke(main, [*command, "--out", str(tmp_path / "out"), *args])
+        assert_user_error(result, message)
+
+
 def test_missing_input_and_unwritable_output(tmp_path):
     assert_user_error(replay(tmp_path / "nope.jsonl", "--out", tmp_path / "out"), "nope.jsonl: no such file or folder")
     (tmp_path / "taken").write_text("")

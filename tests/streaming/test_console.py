@@ -3,6 +3,7 @@ line, no stack trace); and how the driver's JVM is given its logging configurati
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -49,8 +50,10 @@ def test_a_successful_spark_run_prints_one_summary_and_nothing_of_spark(tmp_path
     for name in ("SPARK_LOCAL_IP", "COORDSIM_SPARK_LOG_LEVEL"):  # as a user's shell has them: unset
         env.pop(name, None)
 
+    # The engine's own settings reach it from `coordsim run` as from `python -m streaming.engine`.
     done = subprocess.run([Path(sys.executable).with_name("coordsim"), "run", tmp_path / "tiny.yaml", "--out",
-                           tmp_path / "out"], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+                           tmp_path / "out", "--spark-set", "streaming.state.buckets=3"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600)
 
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-3000:]
@@ -60,6 +63,7 @@ def test_a_successful_spark_run_prints_one_summary_and_nothing_of_spark(tmp_path
     assert "\tat " not in output and "Exception" not in output, output
     assert "validate" in done.stdout and "PASSED" in done.stdout
     assert [line for line in done.stderr.splitlines() if line != JVM_NOTICE] == [], done.stderr
+    assert json.loads((tmp_path / "out" / "_checkpoints" / "run.json").read_text())["streaming.state.buckets"] == 3
 
 
 def test_the_driver_is_given_the_logging_file_before_the_profile_s_options(tmp_path, monkeypatch):
