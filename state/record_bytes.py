@@ -1,0 +1,139 @@
+"""The bytes a Kafka 4.x group coordinator appends to `__consumer_offsets` for a classic group's records, and
+their sizes: the record key and value as GroupCoordinatorRecordSerde writes them, each record as the v2
+record format (DefaultRecord) holds it, and the record batch (DefaultRecordBatch) around one operation's
+records.
+
+Key: the record type as int16 (CoordinatorRecordType: OffsetCommit 1, GroupMetadata 2), then the key message,
+not flexible. Value: the value version as int16, then the value message at that version; a tombstone has a
+null value. The versions are GroupCoordinatorRecordHelpers': OffsetCommitValue v3, or v1 when the commit set
+an expire timestamp (a v1 value has no leader epoch), and GroupMetadataValue v3. None of them is a flexible
+version (OffsetCommitValue and GroupMetadataValue are flexible from v4), so strings are int16-length-prefixed
+UTF-8 (-1 for null), bytes int32-length-prefixed, arrays int32-count-prefixed, and there are no tagged
+fields.
+
+The coordinator runtime writes uncompressed batches (`offsets.topic.compression.codec` defaults to none)
+with no producer id outside transactions, and every record of one append carries the append's time, so
+within a batch of one operation the timestamp delta is 0 and the offset delta counts the records.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Iterable
+
+from state.records import OffsetCommitRecord, Record
+
+# CoordinatorRecordType ids: the key's int16 prefix.
+OFFSET_COMMIT = 1
+GROUP_METADATA = 2
+
+OFFSET_COMMIT_VALUE_VERSION = 3
+OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRE_TIMESTAMP = 1
+GROUP_METADATA_VALUE_VERSION = 3
+
+# DefaultRecordBatch.RECORD_BATCH_OVERHEAD: base offset 8, batch length 4, partition leader epoch 4, magic 1,
+# crc 4, attributes 2, last offset delta 4, base timestamp 8, max timestamp 8, producer id 8, producer epoch 2,
+# base sequence 4, record count 4.
+RECORD_BATCH_OVERHEAD = 61
+
+NO_PARTITION_LEADER_EPOCH = -1
+NO_TIMESTAMP = -1
+
+
+def varint(n: int) -> bytes:
+    """ByteUtils.writeVarint: zigzag, then 7 bits a byte, low bits first."""
+    return _unsigned_varint(((n << 1) ^ (n >> 31)) & 0xFFFFFFFF)
+
+
+def varlong(n: int) -> bytes:
+    """ByteUtils.writeVarlong: as `varint`, over 64 bits."""
+    return _unsigned_varint(((n << 1) ^ (n >> 63)) & 0xFFFFFFFFFFFFFFFF)
+
+
+def _unsigned_varint(u: int) -> bytes:
+    out = bytearray()
+    while u > 0x7F:
+        out.append((u & 0x7F) | 0x80)
+        u >>= 7
+    out.append(u)
+    return bytes(out)
+
+
+def _int16(n: int) -> bytes:
+    return struct.pack(">h", n)
+
+
+def _int32(n: int) -> bytes:
+    return struct.pack(">i", n)
+
+
+def _int64(n: int) -> bytes:
+    return struct.pack(">q", n)
+
+
+def _string(s: str | None) -> bytes:
+    if s is None:
+        return _int16(-1)
+    data = s.encode("utf-8")
+    return _int16(len(data)) + data
+
+
+def _bytes(b: bytes) -> bytes:
+    return _int32(len(b)) + b
+
+
+def key_bytes(record: Record, group_id: str) -> bytes:
+    """The record's key: OffsetCommitKey(group, topic, partition) or GroupMetadataKey(group), type-prefixed."""
+    if isinstance(record, OffsetCommitRecord):
+        return _int16(OFFSET_COMMIT) + _string(group_id) + _string(record.topic) + _int32(record.partition)
+    return _int16(GROUP_METADATA) + _string(group_id)
+
+
+def value_bytes(record: Record) -> bytes | None:
+    """The record's value, version-prefixed, or None for a tombstone."""
+    if record.value is None:
+        return None
+    if isinstance(record, OffsetCommitRecord):
+        return _offset_commit_value(record.value)
+    return _group_metadata_value(record.value)
+
+
+def _offset_commit_value(v: dict) -> bytes:
+    offset, metadata, commit_ts = _int64(v["offset"]), _string(v["metadata"]), _int64(v["commit_ts"])
+    if v["expire_ts"] is not None:
+        return _int16(OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRE_TIMESTAMP) + offset + metadata + commit_ts + _int64(
+            v["expire_ts"])
+    epoch = NO_PARTITION_LEADER_EPOCH if v["leader_epoch"] is None else v["leader_epoch"]
+    return _int16(OFFSET_COMMIT_VALUE_VERSION) + offset + _int32(epoch) + metadata + commit_ts
+
+
+def _group_metadata_value(v: dict) -> bytes:
+    state_ts = NO_TIMESTAMP if v["current_state_ts"] is None else v["current_state_ts"]
+    out = [_int16(GROUP_METADATA_VALUE_VERSION), _string(v["protocol_type"]), _int32(v["generation_id"]),
+           _string(v["protocol_name"]), _string(v["leader_id"]), _int64(state_ts), _int32(len(v["members"]))]
+    for m in v["members"]:
+        out += [_string(m["member_id"]), _string(m["group_instance_id"]), _string(m["client_id"]),
+                _string(m["client_host"]), _int32(m["rebalance_timeout_ms"]), _int32(m["session_timeout_ms"]),
+                _bytes(m["subscription"]), _bytes(m["assignment"])]
+    return b"".join(out)
+
+
+def record_bytes(record: Record, group_id: str, offset_delta: int = 0, timestamp_delta: int = 0) -> bytes:
+    """The record as DefaultRecord.writeTo writes it in a v2 batch: its length (varint), then attributes (0),
+    timestamp delta (varlong), offset delta (varint), key length and key, value length (-1 for a tombstone)
+    and value, and the header count (0: coordinator records have no headers)."""
+    key, value = key_bytes(record, group_id), value_bytes(record)
+    body = (b"\x00" + varlong(timestamp_delta) + varint(offset_delta) + varint(len(key)) + key
+            + (varint(-1) if value is None else varint(len(value)) + value) + varint(0))
+    return varint(len(body)) + body
+
+
+def record_size(record: Record, group_id: str, offset_delta: int = 0, timestamp_delta: int = 0) -> int:
+    return len(record_bytes(record, group_id, offset_delta, timestamp_delta))
+
+
+def batch_size(records: Iterable[Record], group_id: str) -> int:
+    """The bytes of one operation's records written as one uncompressed batch: the batch header, then each
+    record at its offset delta, all at the append's timestamp."""
+    return RECORD_BATCH_OVERHEAD + sum(record_size(r, group_id, offset_delta=i) for i, r in enumerate(records))
+
