@@ -15,7 +15,12 @@ its heartbeat, commit and metadata-refresh timers and its session timer taken ou
 before the group handles anything else, the elided requests are caught up in closed form (folded into their
 runs, committed offsets and the member's session deadline brought up to date), and the client's explicit
 state is put back whenever the next item concerns it, the group as a whole, or falls on one of its own
-periodic instants. A mixin of `GroupRuntime`.
+periodic instants. A client need not wait for a request handled step by step to open its runs: a chain
+without an open run gets the run its next request would open, predicted when the client is elided (that
+request as the client builds it, answered as a Stable group answers a current member's heartbeat or
+commit); the run joins the open runs when the request arrives in closed form, among runs opened alike in
+the order their first requests arrived. So a member is elided as soon as its SyncGroup and OffsetFetch
+answers make it steady. A mixin of `GroupRuntime`.
 """
 
 from __future__ import annotations
