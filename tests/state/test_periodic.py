@@ -104,7 +104,7 @@ def test_manual_commits_at_a_fixed_cadence_are_elided_like_auto_commits(mode, in
               "coordsim.manual.commit.interval.ms": interval}
     events = stable_group(3, **config)
     explicit, slow = simulate(EXPLICIT, events, [], 600_000)
-    elided, fast = simulate(ELIDED, events, [], 120_000)
+    elided, fast = simulate(ELIDED, events, [], 600_000)
     assert explicit == elided
     runs = [r for r in elided["responses"] if r["api"] == "OffsetCommit" and r["repeat_count"] > 1]
     # after every 100 ms poll, or at the first poll at least 1 s after the previous commit
