@@ -496,10 +496,11 @@ def _concerns_timer(timer: Timer) -> tuple[str | None, bool]:
 
 
 def _concerns_event(event: Event) -> tuple[str | None, bool]:
-    # A client's directive, and its periodic request (which touches only its own member), concern that
-    # client alone; anything else can change what every member's next request gets.
+    # A client's directive, and its periodic request or other commit (which touch only its own member and the
+    # offsets it commits), concern that client alone; anything else can change what every member's next
+    # request gets.
     if event.type in CLIENT_DIRECTIVE_CLASSES and not isinstance(event, TopicMetadata):
         return event.client_id, False
-    if event.run is not None and event.origin is not None:
+    if event.origin is not None and (event.run is not None or event.type == "OFFSET_COMMIT"):
         return event.client_id, False
     return None, True
