@@ -390,22 +390,31 @@ class ConsumerFleet:
         """Send a request other than a periodic one: `fields` are its row's own columns, `typed` the
         event's."""
         client.request_counter += 1
-        self._put_on_wire(client, slot, None, f"{client.origin}/{client.request_counter}", self.now, etype, fields,
-                          typed)
+        event, raw, sent_to = self._request(client, None, f"{client.origin}/{client.request_counter}", self.now, etype,
+                                            fields, typed)
+        if slot is not None:
+            client.in_flight[slot] = event.request_id
+        self.host.transmit(event, raw, sent_to)
 
     def send_periodic(self, client: SyntheticConsumer, chain: str, sent: int) -> None:
         """The heartbeat or auto-commit the client sends at `sent` (now, or earlier when elided requests
         are put back on the wire)."""
+        event, raw, sent_to = self.periodic_request(client, chain, sent)
+        client.in_flight[chain] = event.request_id
+        self.host.transmit(event, raw, sent_to)
+
+    def periodic_request(self, client: SyntheticConsumer, chain: str, sent: int) -> tuple[Event, dict, int | None]:
+        """The heartbeat or auto-commit the client would send at `sent`, as it stands: its event, its row and
+        the coordinator it goes to."""
         request_id = self.periodic_request_id(client, chain, sent)
         if chain == "commit":
             fields, typed = self._commit_fields(client, self.positions(client, sent))
-            self._put_on_wire(client, chain, chain, request_id, sent, "OFFSET_COMMIT", fields, typed)
-            return
+            return self._request(client, chain, request_id, sent, "OFFSET_COMMIT", fields, typed)
         fields = dict(member_id=client.member_id, generation_id=client.generation)
         typed = dict(fields, group_instance_id=client.group_instance_id)
         if client.group_instance_id is not None:
             fields["group_instance_id"] = client.group_instance_id
-        self._put_on_wire(client, chain, chain, request_id, sent, "HEARTBEAT", fields, typed)
+        return self._request(client, chain, request_id, sent, "HEARTBEAT", fields, typed)
 
     @staticmethod
     def _commit_fields(client: SyntheticConsumer, positions: dict[TopicPartition, int]) -> tuple[dict, dict]:
@@ -418,8 +427,8 @@ class ConsumerFleet:
         fields["offsets"] = _commit_offsets(positions)
         return fields, typed
 
-    def _put_on_wire(self, client: SyntheticConsumer, slot: str | None, chain: str | None, request_id: str,
-                     sent: int, etype: str, fields: dict, typed: dict) -> None:
+    def _request(self, client: SyntheticConsumer, chain: str | None, request_id: str, sent: int, etype: str,
+                 fields: dict, typed: dict) -> tuple[Event, dict, int | None]:
         # FindCoordinator goes to any broker; anything else to the coordinator the client knows.
         sent_to = None if etype == "FIND_COORDINATOR" else NO_COORDINATOR if client.coordinator is None \
             else client.coordinator
@@ -431,9 +440,7 @@ class ConsumerFleet:
                                      line=self._line(client, chain), request_id=request_id,
                                      client_id=client.client_id, api_version=NEWEST_API_VERSION[etype],
                                      origin=origin, run=None if chain is None else f"{origin}/{chain}", **typed)
-        if slot is not None:
-            client.in_flight[slot] = request_id
-        self.host.transmit(event, raw, sent_to)
+        return event, raw, sent_to
 
     def _leave(self, client: SyntheticConsumer, reason: str) -> None:
         self._send(client, None, "LEAVE_GROUP", {"members": [{"member_id": client.member_id, "reason": reason}]},

@@ -44,7 +44,19 @@ class OffsetHandlers:
         if group is not None and group.is_in(GroupState.STABLE, GroupState.PREPARING_REBALANCE):
             # Classic members keep their session alive by committing.
             self.schedule_heartbeat(group.member(req.member_id))
-        expire_ts = None if req.retention_time_ms == -1 else self.now + req.retention_time_ms
+        results, records = self.commit_records(req, self.now)
+        if not records:
+            if creates_group:
+                self._create_simple_group()  # in memory, as Kafka's validation does, though nothing is written
+        elif self.append(records) is not None:
+            # The failed append rolls back the whole operation, including a group it would have created.
+            self.fail_offset_commit(req, append_error_to_response_error(self.last_write_error))
+            return
+        self.respond(req, "NONE", results=results)
+
+    def commit_records(self, req: OffsetCommit, now: int) -> tuple[list[dict], list[OffsetCommitRecord]]:
+        """A valid commit handled at `now`: each partition's result, and the records of those accepted."""
+        expire_ts = None if req.retention_time_ms == -1 else now + req.retention_time_ms
         results, records = [], []
         context = {"generation_id": req.generation_id, "member_id": req.member_id}
         for p in req.offsets:
@@ -56,19 +68,12 @@ class OffsetHandlers:
                 "offset": p.offset,
                 "leader_epoch": p.leader_epoch,
                 "metadata": "" if p.metadata is None else p.metadata,
-                "commit_ts": self.now if p.commit_timestamp == -1 else p.commit_timestamp,
+                "commit_ts": now if p.commit_timestamp == -1 else p.commit_timestamp,
                 "expire_ts": expire_ts,
             }
-            log_end = self.reported_log_end_offset((p.topic, p.partition))
+            log_end = self.reported_log_end_offset((p.topic, p.partition), now)
             records.append(OffsetCommitRecord(p.topic, p.partition, value, dict(context, log_end_offset=log_end)))
-        if not records:
-            if creates_group:
-                self._create_simple_group()  # in memory, as Kafka's validation does, though nothing is written
-        elif self.append(records) is not None:
-            # The failed append rolls back the whole operation, including a group it would have created.
-            self.fail_offset_commit(req, append_error_to_response_error(self.last_write_error))
-            return
-        self.respond(req, "NONE", results=results)
+        return results, records
 
     def fail_offset_commit(self, req: OffsetCommit, error: str) -> None:
         """An error for the whole request applies to each of its partitions."""

@@ -15,17 +15,23 @@ its heartbeat, commit and metadata-refresh timers and its session timer taken ou
 before the group handles anything else, the elided requests are caught up in closed form (folded into their
 runs, committed offsets and the member's session deadline brought up to date), and the client's explicit
 state is put back whenever the next item concerns it, the group as a whole, or falls on one of its own
-periodic instants. A mixin of `GroupRuntime`.
+periodic instants. A client need not wait for a request handled step by step to open its runs: a chain
+without an open run gets the run its next request would open, predicted when the client is elided (that
+request as the client builds it, answered as a Stable group answers a current member's heartbeat or
+commit); the run joins the open runs when the request arrives in closed form, among runs opened alike in
+the order their first requests arrived. So a member is elided as soon as its SyncGroup and OffsetFetch
+answers make it steady. A mixin of `GroupRuntime`.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from state.consumer import Phase, SyntheticConsumer
 from state.group_state import GroupState
+from state.membership import MemberError, validate_member
 from state.output import REQUEST_JSON
 from state.production import rule_offset
 from state.records import OffsetCommitRecord
@@ -74,6 +80,9 @@ class ElidedClient:
     # (no timer runs, no request arrives, no answer comes back), so an item in between needs no catching up.
     folded_to: int | None = None
     quiet_until: int = 0
+    # Chains whose run was not open yet: the run their first request opens (by chain key, with that request's
+    # sort key), predicted when the client was elided; it joins the open runs when that request arrives.
+    opening: dict[str, tuple[tuple, QuietRun]] = field(default_factory=dict)
 
 
 class PeriodicHandlers:
@@ -91,18 +100,23 @@ class PeriodicHandlers:
             return
         if run is not None:
             self.close_run(event.run)
-        rules = self._quiet_rules(event, rows)
-        if rules is None:
+        opened = self._open_run(event, raw, rows)
+        if opened is None:
             if raw is not None:
                 self.out.request(raw)
             for table, row in rows:
                 self.out.emit(table, row)
             return
-        response = rows[-1][1]
+        self.runs[event.run] = opened
+
+    def _open_run(self, event, raw: dict | None, rows) -> QuietRun | None:
+        """The run a request answered with `rows` opens, or None if it is not quiet."""
+        rules = self._quiet_rules(event, rows)
+        if rules is None:
+            return None
         offsets = [row for _, row in rows[:-1]]
-        self.runs[event.run] = QuietRun(raw=raw, response=response, offsets=offsets, rules=rules,
-                                        log_end_rules=[self._log_end_rule(row) for row in offsets],
-                                        last_ts=event.ts)
+        return QuietRun(raw=raw, response=rows[-1][1], offsets=offsets, rules=rules,
+                        log_end_rules=[self._log_end_rule(row) for row in offsets], last_ts=event.ts)
 
     def _quiet_rules(self, event, rows) -> list[tuple] | None:
         """None if the request is not quiet; else the offsets rule of each of its `offsets` rows."""
@@ -217,35 +231,43 @@ class PeriodicHandlers:
                 or client.coordinator != self.coordinator_epoch
                 or latency >= cfg.heartbeat_interval_ms):
             return
-        # Cheap refusals first, as this runs after every step: the client's runs are open only once the
-        # coordinator saw its first heartbeat (and auto-commit, if it polls and owns partitions) since
-        # they last closed.
-        origin = client.origin
-        run = self.runs.get(f"{origin}/{HEARTBEAT_CHAIN}")
-        if run is None or (client.owned and f"{origin}/{COMMIT_CHAIN}" not in self.runs
-                           and self.fleet.timers.get(("client", client.client_id, "poll")) is not None):
-            return
         timers = {t.key[2]: t for t in self._client_timers(client)}
         heartbeat, poll, metadata = (timers.pop(kind, None) for kind in ("heartbeat", "poll", "metadata"))
         if timers or heartbeat is None or heartbeat.deadline <= now:
             return
         interval = cfg.heartbeat_interval_ms
-        if not self._continues(client, run, heartbeat.deadline, interval):
+        origin = client.origin
+        # A chain's run is open (and must take its next request as it stands), or it opens with the chain's
+        # next request, predicted below once every cheaper check passed.
+        run = self.runs.get(f"{origin}/{HEARTBEAT_CHAIN}")
+        if run is not None and not self._continues(client, run, heartbeat.deadline, interval):
             return
-        commit = None
+        commit = commit_run = None
         if poll is not None:
             p = poll.deadline
             period = client.next_poll(p + cfg.commit_interval_ms) - p
             if (p <= now or p < client.next_auto_commit or not cfg.commits_periodically or latency >= period):
                 return
-            if client.owned and not self._commits_fold(client, p, period):
-                return
+            if client.owned:
+                commit_run = self.runs.get(f"{origin}/{COMMIT_CHAIN}")
+                if commit_run is None:
+                    if not client.consuming or client.unpositioned:
+                        return  # its commits would not fold
+                elif not (self._continues(client, commit_run, p, period) and self._commits_fold(client, commit_run)):
+                    return
             commit = Chain(p, period)
         if metadata is not None:
             snapshot = client.metadata_snapshot
             current = {t: self.cluster_topics[t] for t in snapshot if t in self.cluster_topics} if snapshot else None
             if metadata.deadline <= now or current != snapshot:
                 return
+        opening: dict[str, tuple[tuple, QuietRun]] = {}
+        if run is None and not self._predict(client, HEARTBEAT_CHAIN, heartbeat.deadline, opening):
+            return
+        if commit is not None and client.owned and commit_run is None and not (
+                self._predict(client, COMMIT_CHAIN, commit.first, opening)
+                and self._commits_fold(client, opening[f"{origin}/{COMMIT_CHAIN}"][1])):
+            return
         session = self.timers.take(("heartbeat", client.member_id))
         if session is None:
             return
@@ -255,14 +277,38 @@ class PeriodicHandlers:
         self.elided[client.client_id] = ElidedClient(
             heartbeat=Chain(heartbeat.deadline, interval), commit=commit, sends_commits=bool(client.owned),
             metadata=None if metadata is None else Chain(metadata.deadline, cfg.metadata_max_age_ms),
-            session=session)
+            session=session, opening=opening)
 
-    def _commits_fold(self, client: SyntheticConsumer, p: int, period: int) -> bool:
-        """Every periodic commit from `p` on folds into the client's open commit run: it commits its positions
+    def _predict(self, client: SyntheticConsumer, chain: str, sent: int, opening: dict) -> bool:
+        """Open the client's `chain` run in closed form (in `opening`): its first request is the one the client
+        sends at `sent`, answered as a Stable group answers a current member's heartbeat or commit
+        (handle_heartbeat, handle_offset_commit), the group unchanged until then. False if that request
+        would not open a run."""
+        event, raw, _ = self.fleet.periodic_request(client, chain, sent)
+        try:
+            validate_member(self.group, event.member_id, event.group_instance_id)
+        except MemberError:
+            return False
+        with self.out.deferred() as rows:
+            if chain == HEARTBEAT_CHAIN:
+                self.out.response(event, event.ts, "NONE", self.coordinator_partition)
+            else:
+                results, records = self.commit_records(event, event.ts)
+                for record in records:
+                    self.out.offset(self.offset_row(record, event.ts))
+                self.out.response(event, event.ts, "NONE", self.coordinator_partition, results=results)
+        run = self._open_run(event, raw, rows)
+        if run is None:
+            return False
+        run.count = 0  # none of its requests has arrived yet
+        opening[event.run] = (event.sort_key, run)
+        return True
+
+    def _commits_fold(self, client: SyntheticConsumer, run: QuietRun) -> bool:
+        """Every periodic commit of the client's folds into its commit run `run`: it commits its positions
         under the production rates the run's offsets rules were made from."""
-        run = self.runs.get(f"{client.origin}/{COMMIT_CHAIN}")
         latency = client.config.request_latency_ms
-        if not client.consuming or not self._continues(client, run, p, period):
+        if not client.consuming:
             return False
         rate = client.config.coordsim_consume_records_per_second
         if rate and any(rate <= self.production.get(tp.topic, (0, 0.0, 0))[1] for tp in client.owned):
@@ -293,23 +339,35 @@ class PeriodicHandlers:
         explicit state to the clients the item concerns (`target`, or all when `whole_group`) and to those
         with a periodic instant at `at` itself. True if anything changed."""
         changed = False
+        opened: list[tuple[tuple, str]] = []
         for client_id in list(self.elided):
             elided = self.elided[client_id]
             if (not whole_group and client_id != target and elided.folded_to is not None
                     and elided.folded_to <= at < elided.quiet_until):
                 continue  # checked every item, so the common answer is a comparison away
             client = self.fleet.clients[client_id]
-            changed |= self._fold(client, elided, at)
+            changed |= self._fold(client, elided, at, opened)
             # `at` is one of its periodic instants if the first one at or after it is `at` itself.
             if whole_group or client_id == target or elided.quiet_until == at:
                 self._restore(client, elided, at)
                 changed = True
+        self._in_arrival_order(opened)
         return changed
 
     def fold_elided(self, at: int) -> None:
         """Fold the elided requests that arrived before `at` (the end of a run)."""
+        opened: list[tuple[tuple, str]] = []
         for client_id, elided in self.elided.items():
-            self._fold(self.fleet.clients[client_id], elided, at)
+            self._fold(self.fleet.clients[client_id], elided, at, opened)
+        self._in_arrival_order(opened)
+
+    def _in_arrival_order(self, opened: list[tuple[tuple, str]]) -> None:
+        """Runs that opened in closed form during one catch-up (the last ones in `runs`) take their places in
+        the order their first requests arrived, as handled one by one they would have: the open runs are
+        written in that order at the end of the run."""
+        if len(opened) > 1:
+            for _, key in sorted(opened):
+                self.runs[key] = self.runs.pop(key)
 
     def _chains(self, elided: ElidedClient):
         return [c for c in (elided.heartbeat, elided.commit, elided.metadata) if c is not None]
@@ -320,7 +378,7 @@ class PeriodicHandlers:
         span = at - chain.first - offset
         return 0 if span <= 0 else -(-span // chain.period)
 
-    def _fold(self, client: SyntheticConsumer, elided: ElidedClient, at: int) -> bool:
+    def _fold(self, client: SyntheticConsumer, elided: ElidedClient, at: int, opened: list) -> bool:
         latency = client.config.request_latency_ms
         changed = False
         for chain, key, sends in ((elided.heartbeat, HEARTBEAT_CHAIN, True),
@@ -334,9 +392,15 @@ class PeriodicHandlers:
             if arrived <= chain.arrived:
                 continue
             changed = True
-            run = self.runs[f"{client.origin}/{key}"]
+            name = f"{client.origin}/{key}"
+            first = elided.opening.pop(name, None)
+            if first is not None:  # its first request arrived: the run predicted for it opens
+                opened.append((first[0], name))
+                self.runs[name] = first[1]
+            run = self.runs[name]
             run.count += arrived - chain.arrived
-            run.interval = chain.period
+            if run.count > 1:
+                run.interval = chain.period
             run.last_ts = chain.first + (arrived - 1) * chain.period + latency
             chain.arrived = arrived
             reset = (run.last_ts, request_item(client.request_counter, client.member_id))

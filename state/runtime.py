@@ -318,10 +318,11 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
         was declared."""
         return self._produced(tp[0], at)
 
-    def reported_log_end_offset(self, tp) -> int | None:
-        """The log-end offset a broker would report for the partition, or None when the run has no production
-        model for its topic (no TOPIC_METADATA rate, as in a replay of captured requests)."""
-        return self._produced(tp[0]) if tp[0] in self.production else None
+    def reported_log_end_offset(self, tp, at: int | None = None) -> int | None:
+        """The log-end offset a broker would report for the partition (now, or at `at` under the current
+        rates), or None when the run has no production model for its topic (no TOPIC_METADATA rate, as in a
+        replay of captured requests)."""
+        return self._produced(tp[0], at) if tp[0] in self.production else None
 
     def respond_generic_error(self, request: Event, error: str) -> None:
         """An error raised before any handler logic: the response carries only Kafka's default fields."""
@@ -359,13 +360,16 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
             self.log.append(record)
             if isinstance(record, OffsetCommitRecord):
                 self.replay_offset_commit(record)
-                if not rows:
-                    continue
-                row = {"topic": record.topic, "partition": record.partition, "write_ts": self.now,
-                       "coordinator_partition": self.coordinator_partition}
-                self.out.offset(dict(record.value or TOMBSTONE_OFFSET, **row, **(record.context or NO_CONTEXT)))
+                if rows:
+                    self.out.offset(self.offset_row(record, self.now))
             elif rows:
                 self.out.group_metadata(self.now, record.value, self.coordinator_partition)
+
+    def offset_row(self, record: OffsetCommitRecord, write_ts: int) -> dict:
+        """The `offsets` row of an offset record written at `write_ts`."""
+        row = {"topic": record.topic, "partition": record.partition, "write_ts": write_ts,
+               "coordinator_partition": self.coordinator_partition}
+        return dict(record.value or TOMBSTONE_OFFSET, **row, **(record.context or NO_CONTEXT))
 
     def write_group_metadata(self, assignment: dict[str, bytes] | None) -> str | None:
         """Append a GroupMetadata record with every member, its subscription and the given assignment."""
@@ -492,10 +496,11 @@ def _concerns_timer(timer: Timer) -> tuple[str | None, bool]:
 
 
 def _concerns_event(event: Event) -> tuple[str | None, bool]:
-    # A client's directive, and its periodic request (which touches only its own member), concern that
-    # client alone; anything else can change what every member's next request gets.
+    # A client's directive, and its periodic request or other commit (which touch only its own member and the
+    # offsets it commits), concern that client alone; anything else can change what every member's next
+    # request gets.
     if event.type in CLIENT_DIRECTIVE_CLASSES and not isinstance(event, TopicMetadata):
         return event.client_id, False
-    if event.run is not None and event.origin is not None:
+    if event.origin is not None and (event.run is not None or event.type == "OFFSET_COMMIT"):
         return event.client_id, False
     return None, True

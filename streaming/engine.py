@@ -5,8 +5,9 @@ three phases; each phase is a restart of the same query over a longer file list:
 
 1. main: every input file. The watermark trails the latest event by `streaming.watermark.delay.ms`.
 2. drain to L (skipped with `until`): a control file whose sentinel row moves the watermark to L + 1, L
-   being the last event's time; every group is then at L, as the local engine's groups are before it picks
-   the final time. The driver reads the groups' latest pending deadlines from the committed `engine_meta` rows:
+   being the last event's time, and whose wake rows bring every group to L, as the local engine's groups
+   are before it picks the final time (a group with nothing due would otherwise report its deadlines as of
+   its last visit, and an elided client's session deadline moves on with the clock). The driver reads the groups' latest pending deadlines from the committed `engine_meta` rows:
    final = max(L, the latest of them), or `until`.
 3. finish at final: one control file moves the watermark past final, the next carries an end-of-run row for
    every group; each group applies everything up to final, then ends its run.
@@ -184,7 +185,7 @@ class _Run:
         if facts.known:
             if self.until is None:
                 last = facts.max_event_ts
-                self.ensure_control(DRAIN_TO_LAST, last, last)
+                self.ensure_control(DRAIN_TO_LAST, last, last, wake_groups=facts.known)
                 self.begin("drain to the last event")
                 self.run_query(spark)
                 facts = self.facts()
@@ -264,12 +265,13 @@ class _Run:
         for group_id, payload in zip(part["group_id"].to_pylist(), part["payload"].to_pylist()):
             yield group_id, decode_facts(payload)
 
-    def ensure_control(self, name: str, beyond: int, final: int, end_groups: Sequence[str] = ()) -> None:
+    def ensure_control(self, name: str, beyond: int, final: int, end_groups: Sequence[str] = (),
+                       wake_groups: Sequence[str] = ()) -> None:
         """Write control file `name` unless a previous attempt of this run already did: its sentinel sits
         `delay + 1` ms after `beyond`, so the watermark reaches beyond + 1 and nothing it carries is late."""
         path = self.control / name
         if not path.exists():
-            write_control(path, beyond + self.delay + 1, final, end_groups)
+            write_control(path, beyond + self.delay + 1, final, end_groups, wake_groups)
 
     def decided_final(self) -> int | None:
         path = self.control / ADVANCE_TO_FINAL

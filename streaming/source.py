@@ -4,16 +4,16 @@ Input files are read with the local engine's own reader (`tableio.inputs.read_ev
 validated and numbered exactly as `coordsim replay --engine local` does it. Offsets are indexes into the
 file list, so a query restarted from its checkpoint replays exactly the same micro-batches; the engine only
 ever appends to the list. After the input files come the engine's control files (`*.control`, written by
-`write_control`): the sentinel and end-of-run rows that drain a finite run. A control file always travels
+`write_control`): the sentinel, wake and end-of-run rows that drain a finite run. A control file always travels
 alone in its micro-batch, so the watermark it moves is in force before the next one is read.
 
 With a captured-responses file (`captured` option, `coordsim replay --compare-captured`), each event gets
 the captured broker's answer to it attached, as the local engine's replay does (tableio/captured_answers.py);
 every reading process loads the file once.
 
-Rows: `kind` ('event' | 'reject' | 'sentinel' | 'end'), `key` (the group id; null for rejects and
-sentinels), `event_time` (null for rejects), `payload` (a pickled Event or reject row dict, or an
-end-of-run marker).
+Rows: `kind` ('event' | 'reject' | 'sentinel' | 'wake' | 'end'), `key` (the group id; null for rejects
+and sentinels), `event_time` (null for rejects), `payload` (a pickled Event or reject row dict, or a wake
+or end-of-run marker).
 """
 
 from __future__ import annotations
@@ -49,15 +49,31 @@ def end_of_run_final(payload: bytes) -> int | None:
     return int(payload[len(END_OF_RUN):]) if payload.startswith(END_OF_RUN) else None
 
 
+# Payload of a wake row: the group is brought to the given time though nothing else is due for it, so the
+# deadlines it reports are as of that time (an elided client's session deadline moves on with the clock).
+WAKE = b"coordsim-wake:"
+
+
+def wake_payload(at: int) -> bytes:
+    return WAKE + str(at).encode("ascii")
+
+
+def wake_at(payload: bytes) -> int | None:
+    return int(payload[len(WAKE):]) if payload.startswith(WAKE) else None
+
+
 def is_control(path: str) -> bool:
     return path.endswith(CONTROL_SUFFIX)
 
 
-def write_control(path: Path, sentinel_ts: int, final: int, end_groups: Iterable[str] = ()) -> None:
-    """Write a control file atomically: a sentinel row at `sentinel_ts` (it moves the watermark), and one
-    end-of-run row per group of `end_groups` for `final`. `final` is kept in the file either way, so a
-    resumed run reads the decision back instead of recomputing it from state that has moved on since."""
+def write_control(path: Path, sentinel_ts: int, final: int, end_groups: Iterable[str] = (),
+                  wake_groups: Iterable[str] = ()) -> None:
+    """Write a control file atomically: a sentinel row at `sentinel_ts` (it moves the watermark), one wake
+    row per group of `wake_groups` and one end-of-run row per group of `end_groups`, both for `final`.
+    `final` is kept in the file either way, so a resumed run reads the decision back instead of recomputing
+    it from state that has moved on since."""
     lines = [json.dumps({"kind": "sentinel", "ts": sentinel_ts, "final": final})]
+    lines += [json.dumps({"kind": "wake", "ts": sentinel_ts, "final": final, "group_id": g}) for g in wake_groups]
     lines += [json.dumps({"kind": "end", "ts": sentinel_ts, "final": final, "group_id": g}) for g in end_groups]
     temp = path.with_name(path.name + ".tmp")
     with temp.open("w", encoding="utf-8") as handle:
@@ -165,6 +181,8 @@ def _control_rows(path: str) -> Iterator[tuple]:
             row = json.loads(line)
             if row["kind"] == "sentinel":
                 yield "sentinel", None, row["ts"], b""
+            elif row["kind"] == "wake":
+                yield "wake", row["group_id"], row["ts"], wake_payload(row["final"])
             else:
                 yield "end", row["group_id"], row["ts"], end_of_run_payload(row["final"])
 

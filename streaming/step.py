@@ -35,7 +35,7 @@ from state.config import CoordinatorConfig
 from state.runtime import GroupRuntime
 from state.tables import TABLES
 from streaming import sink
-from streaming.source import end_of_run_final
+from streaming.source import end_of_run_final, wake_at
 
 OUTPUT_SCHEMA = "table string, group_id string, rows long, payload binary"
 STATE_SCHEMA = "slots binary"
@@ -153,6 +153,11 @@ def _visit(group_id: str, slot: Slot, arrivals, horizon: int, config: Coordinato
         if final is not None:
             markers.append((final, item[1]))  # due at the final time, not when its row arrived
             continue
+        at = wake_at(item[1])
+        if at is not None:
+            if slot.runtime != ENDED:
+                markers.append((at, item[1]))  # due at its time: the group's runtime is advanced to it
+            continue
         max_ts = item[0] if max_ts is None else max(max_ts, item[0])
         if until is not None and item[0] > until:
             after_until += 1
@@ -164,7 +169,8 @@ def _visit(group_id: str, slot: Slot, arrivals, horizon: int, config: Coordinato
     if due or (runtime_wakeup is not None and runtime_wakeup <= horizon):
         runtime = None if runtime_blob is None else GroupRuntime.decode(runtime_blob, config)
         finals = [final for _, payload in due if (final := end_of_run_final(payload)) is not None]
-        offered = [pickle.loads(payload) for _, payload in due if end_of_run_final(payload) is None]
+        offered = [pickle.loads(payload) for _, payload in due
+                   if end_of_run_final(payload) is None and wake_at(payload) is None]
         if runtime is None and offered:
             runtime = GroupRuntime(group_id, config)
         if runtime is not None:

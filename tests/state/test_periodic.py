@@ -68,6 +68,36 @@ def test_a_quiet_hour_is_a_handful_of_rows_and_steps_in_both_modes():
     assert day.steps == fast.steps
 
 
+@pytest.mark.parametrize("config", [{}, {"enable.auto.commit": False, "coordsim.manual.commit": "sync"},
+                                    {"partition.assignment.strategy": ["cooperative-sticky"]}])
+def test_a_member_is_elided_as_soon_as_it_is_steady(monkeypatch, config):
+    # Its heartbeat and commit runs open in closed form: no request of theirs is applied step by step, not
+    # even the first after the rebalance.
+    applied = []
+    handle_periodic = GroupRuntime.handle_periodic
+    monkeypatch.setattr(GroupRuntime, "handle_periodic",
+                        lambda self, event, *args: applied.append(event) or handle_periodic(self, event, *args))
+    events = stable_group(10, **config)
+    elided, fast = simulate(ELIDED, events, [], 120_000)
+    assert applied == []
+    explicit, _ = simulate(EXPLICIT, events, [], 120_000)
+    assert elided == explicit
+    assert fast.steps < 150
+
+
+@pytest.mark.parametrize("at", range(4_000, 20_001, 500))
+def test_a_rebalance_before_the_first_elided_request_arrives_gives_it_back(at):
+    # A member elided before its runs opened, then a join (or a leave, or a crash) before their first
+    # requests were sent or while they are on the wire: those go out one by one and get the answers the
+    # rebalance gives.
+    events = stable_group(3, **{"coordsim.network.rtt.ms": 2_000})
+    for line, (kind, fields) in enumerate((("CLIENT_START", {"client_id": "late", "topics": ["t"]}),
+                                           ("CLIENT_STOP", {"client_id": "c1"}),
+                                           ("CLIENT_CRASH", {"client_id": "c2"})), start=10):
+        changed = events + [directive(at + line, kind, line, **fields)]
+        assert simulate(ELIDED, changed, [], 60_000)[0] == simulate(EXPLICIT, changed, [], 60_000)[0]
+
+
 @pytest.mark.parametrize("mode, interval", [("sync", 0), ("async", 0), ("sync", 1_000)])
 def test_manual_commits_at_a_fixed_cadence_are_elided_like_auto_commits(mode, interval):
     config = {"enable.auto.commit": False, "coordsim.manual.commit": mode,

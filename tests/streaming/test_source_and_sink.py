@@ -12,7 +12,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles
 from state.events import CapturedAnswer
 from streaming import sink, source
 from streaming.source import (EventFileReader, FilePartition, _control_rows, end_of_run_final, read_control_final,
-                              write_control)
+                              wake_at, write_control)
 from streaming.step import OUTPUT_SCHEMA
 from tableio import captured_answers
 
@@ -63,11 +63,11 @@ def test_events_carry_their_captured_answers_and_a_process_reads_the_file_once(t
 
 def test_control_file_round_trip(tmp_path):
     path = tmp_path / "3.control"
-    write_control(path, sentinel_ts=2_000, final=1_000, end_groups=["g1", "g2"])
+    write_control(path, sentinel_ts=2_000, final=1_000, end_groups=["g1", "g2"], wake_groups=["g3"])
     rows = list(_control_rows(str(path)))
     assert rows[0] == ("sentinel", None, 2_000, b"")
-    assert [(kind, key, ts, end_of_run_final(p)) for kind, key, ts, p in rows[1:]] == [
-        ("end", "g1", 2_000, 1_000), ("end", "g2", 2_000, 1_000)]
+    assert [(kind, key, ts, end_of_run_final(p), wake_at(p)) for kind, key, ts, p in rows[1:]] == [
+        ("wake", "g3", 2_000, None, 1_000), ("end", "g1", 2_000, 1_000, None), ("end", "g2", 2_000, 1_000, None)]
     assert end_of_run_final(pickle.dumps({"a": 1})) is None
     assert read_control_final(path) == 1_000
 

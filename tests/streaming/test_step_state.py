@@ -110,3 +110,40 @@ def test_a_group_whose_run_ended_keeps_no_runtime_and_no_timeout():
     tables, slot = call([final + 1], [source.end_of_run_payload(final)])
     assert "metrics" in tables  # the run ended
     assert slot == Slot(step_module.ENDED, None, slot.max_pending_deadline, ()) and timeouts == []
+
+
+def test_a_wake_row_brings_a_group_with_nothing_due_to_its_time():
+    # Its elided clients' sessions move on with the clock: the deadline it reports is the one at the wake
+    # row's time, as the local engine's group reports it there, not the one of its last visit.
+    from state.events import parse_event
+    from state.runtime import GroupRuntime
+
+    events = [parse_event({"ts": 0, "group_id": "g", "type": "TOPIC_METADATA",
+                           "topics": [{"topic": "t", "partitions": 4, "records_per_second": 10}]}, "test", 1)]
+    events += [parse_event({"ts": 0, "group_id": "g", "type": "CLIENT_START", "client_id": f"c{i}", "topics": ["t"]},
+                           "test", 2 + i) for i in range(2)]
+    first, later = 60_000, 200_000
+    step = step_module.make_step(CoordinatorConfig(), None, bucketed=False)
+    kept = []
+    state = SimpleNamespace(exists=False, get=None, getCurrentWatermarkMs=lambda: first + 1, update=kept.append,
+                            setTimeoutTimestamp=lambda ts: None)
+
+    def call(times, payloads):
+        chunk = pd.DataFrame({"key": ["g"] * len(times), "event_time": pd.to_datetime(times, unit="ms"),
+                              "payload": payloads})
+        list(step(("g",), iter([chunk]), state))
+        state.exists, state.get = True, kept[-1]
+        return _decode(kept[-1][0])["g"]
+
+    slot = call([e.ts for e in events], [pickling.dumps(e) for e in events])
+    runtime = GroupRuntime("g", CoordinatorConfig())
+    runtime.offer(events)
+    runtime.advance_to(first)
+    assert runtime.elided and slot.max_pending_deadline == runtime.max_pending_deadline()
+    assert slot.runtime_wakeup is None or slot.runtime_wakeup > later  # nothing of its own wakes it
+    slot = call([later + 5_000], [source.wake_payload(later)])  # arrives before the watermark passes it
+    state.getCurrentWatermarkMs = lambda: later + 1
+    slot = call([], [])
+    runtime.advance_to(later)
+    assert slot.max_pending_deadline == runtime.max_pending_deadline() > first + 45_000
+    assert slot.pending == ()
