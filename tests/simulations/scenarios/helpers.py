@@ -14,6 +14,16 @@ from state.events import parse_event
 from state.periodic import expand_rows
 from tableio.run_result import RunResult
 
+# The smallest valid scenario: one group set, no timeline.
+MINIMAL = """\
+duration: 10m
+group_sets:
+  - name: orders
+    members: 3
+    topics:
+      - {name: orders, partitions: 6}
+"""
+
 
 def shipped_small(name: str, sets: dict | None = None, timeline: list | None = None, **top) -> Scenario:
     """The shipped scenario `name` with changes: `sets` maps a set name (or "*": every set) to keys to replace,

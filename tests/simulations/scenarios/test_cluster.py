@@ -11,15 +11,8 @@ import pytest
 
 from simulations.scenarios import ScenarioError, load_scenario, parse_scenario
 from state.cluster import Broker, Cluster
+from tests.simulations.scenarios.helpers import MINIMAL
 
-MINIMAL = """\
-duration: 10m
-group_sets:
-  - name: orders
-    members: 3
-    topics:
-      - {name: orders, partitions: 6}
-"""
 DESCRIBE = Path(__file__).resolve().parents[2] / "data" / "cluster" / "consumer-offsets-describe.txt"
 
 

@@ -9,15 +9,8 @@ import pytest
 from simulations import scenarios
 from simulations.scenarios import ScenarioError, parse_scenario
 from simulations.scenarios.schema import ALL, Crash, Distribution, Pause, RollingRestart, Share
+from tests.simulations.scenarios.helpers import MINIMAL
 
-MINIMAL = """\
-duration: 10m
-group_sets:
-  - name: orders
-    members: 3
-    topics:
-      - {name: orders, partitions: 6}
-"""
 
 
 def parse(text: str):
