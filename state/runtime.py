@@ -4,9 +4,9 @@
 `t` in time order (at equal times deadlines fire first, then events in (ts, seq) order); `take_output()`
 returns the rows produced since the last call. With coordsim.periodic.elision, steady clients' periodic
 requests are not among those items: they are caught up in closed form before each item (state/periodic.py).
-The object encodes to bytes (`encode`/`decode`, state/encoding.py), so the Spark engine can keep it as the group's state between
-micro-batches and get the same rows as one uninterrupted local run: outputs never depend on how events were
-batched.
+The object encodes to bytes (`encode`/`decode`, state/encoding.py), so the Spark engine can keep it as the
+group's state between micro-batches and get the same rows as one uninterrupted local run: outputs never
+depend on how events were batched.
 
 A replayed captured request (`Event.captured` set) is translated into the group's own ids right before it is
 handled, and its answer teaches the translation (state/captured_ids.py): the map lives here, in the group's

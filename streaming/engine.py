@@ -7,7 +7,8 @@ three phases; each phase is a restart of the same query over a longer file list:
 2. drain to L (skipped with `until`): a control file whose sentinel row moves the watermark to L + 1, L
    being the last event's time, and whose wake rows bring every group to L, as the local engine's groups
    are before it picks the final time (a group with nothing due would otherwise report its deadlines as of
-   its last visit, and an elided client's session deadline moves on with the clock). The driver reads the groups' latest pending deadlines from the committed `engine_meta` rows:
+   its last visit, and an elided client's session deadline moves on with the clock). The driver reads the
+   groups' latest pending deadlines from the committed `engine_meta` rows:
    final = max(L, the latest of them), or `until`.
 3. finish at final: one control file moves the watermark past final, the next carries an end-of-run row for
    every group; each group applies everything up to final, then ends its run.
@@ -351,7 +352,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = load_config(args.conf, args.set)
         until = None if args.until is None else parse_ts(args.until, "--until")
-        result = run_spark(args.events, args.out, config, until, parse_overrides(args.spark_set, "--spark-set"), not args.quiet,
+        spark_settings = parse_overrides(args.spark_set, "--spark-set")
+        result = run_spark(args.events, args.out, config, until, spark_settings, not args.quiet,
                            profile=args.profile, master=args.master, captured=args.captured)
     except (InputError, OutputError, ConfigError, EventError, CapturedError, SettingsError, RunMismatch) as error:
         print(f"error: {error}", file=sys.stderr)
