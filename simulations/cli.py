@@ -293,7 +293,9 @@ def run(scenario: str, out_dir: str, engine: str, conf_file: str | None, overrid
 
     \b
     Actions: rolling_restart, crash, pause, slow_poll, flap, scale_out,
-    scale_in, partition_increase, coordinator_move, idle. Reference: docs/scenarios.md.
+    scale_in, partition_increase, coordinator_move, idle; with a cluster:
+    section, broker_down, broker_shutdown, broker_up, preferred_leader_election.
+    Reference: docs/scenarios.md.
 
     The run ends at start + duration. Tables go to DIR as Parquet (docs/tables.md), the scenario and its
     events to DIR/scenario/. The summary gives, per group set: rebalances by cause, time to first Stable

@@ -439,3 +439,31 @@ def _int_list(text: str, key: str, line: int) -> tuple[int, ...]:
     if not re.fullmatch(r"(\d+(,\d+)*)?", text):
         raise ClusterError(f"line {line}: {key}: not a comma-separated list of broker ids: {text!r}")
     return tuple(int(x) for x in text.split(",")) if text else ()
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The controller's timing (KRaft controller settings, Kafka's defaults)
+
+SESSION_TIMEOUT = "broker.session.timeout.ms"
+AUTO_LEADER_REBALANCE = "auto.leader.rebalance.enable"
+IMBALANCE_CHECK_INTERVAL = "leader.imbalance.check.interval.seconds"
+SEGMENT_BYTES = "offsets.topic.segment.bytes"
+LOAD_RATE = "coordsim.offsets.load.bytes.per.second"
+
+
+@dataclass(frozen=True)
+class ControllerSettings:
+    """When leadership changes after a broker event, and how long a new leader takes to load a partition.
+
+    `broker_session_timeout_ms`: a broker whose heartbeats to the controller stop is fenced this long after
+    (its leaderships move then). `auto_leader_rebalance_enable` / `leader_imbalance_check_interval_s`: the
+    controller gives leadership back to preferred leaders that interval after a partition was left off its
+    preferred leader. `offsets_topic_segment_bytes`: a `__consumer_offsets` segment rolls at this size, and
+    only rolled segments are compacted. `load_bytes_per_second`: coordsim's assumption of how fast a new
+    leader reads the partition's log to load its groups (docs/scenarios.md, "Broker events")."""
+
+    broker_session_timeout_ms: int = 9_000
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_check_interval_s: int = 300
+    offsets_topic_segment_bytes: int = 104_857_600
+    load_bytes_per_second: int = 50_000_000

@@ -46,10 +46,14 @@ from state.timers import TimerQueue
 # JoinGroup errors after which the Java client rejoins at once; other retriable ones wait retry.backoff.ms.
 REJOIN_AT_ONCE = ("MEMBER_ID_REQUIRED", "UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS")
 RETRIABLE = ("COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "REQUEST_TIMED_OUT",
-             "UNKNOWN_TOPIC_OR_PARTITION", "NOT_ENOUGH_REPLICAS")
+             "UNKNOWN_TOPIC_OR_PARTITION", "NOT_ENOUGH_REPLICAS", "NETWORK_EXCEPTION")
 # Errors after which the Java client marks the coordinator unknown (markCoordinatorUnknown) and looks it up
-# again with FindCoordinator before its next request to it.
-COORDINATOR_UNKNOWN = ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE")
+# again with FindCoordinator before its next request to it. NETWORK_EXCEPTION stands for a failed connection
+# to the coordinator (a DisconnectException: the broker is down), which no broker answers.
+COORDINATOR_UNKNOWN = ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "NETWORK_EXCEPTION")
+# KafkaConsumer.close()'s default timeout: how long a close keeps looking for the coordinator to commit and
+# leave before it gives up.
+CLOSE_TIMEOUT_MS = 30_000
 # A request that had to go out while the client knew no coordinator: no broker takes it as its coordinator.
 NO_COORDINATOR = -1
 
@@ -82,6 +86,7 @@ class SyntheticConsumer:
     last_assignment_generation: int = -1
     rejoin_needed: bool = True
     closing: bool = False
+    closing_since: int = -1
     index: int = 0  # the client's place among the group's clients (first start order): breaks request ties
     # The coordinator the client sends its group requests to, as its last FindCoordinator answer named it
     # (GroupRuntime.coordinator_epoch); None once an error made it mark the coordinator unknown.
@@ -126,7 +131,7 @@ class ClientHost(Protocol):
     """What the client side gets from the group runtime that hosts it, and nothing more."""
 
     now: int
-    coordinator_epoch: int  # the coordinator a starting client takes to be the group's (its first lookup)
+    discoverable_coordinator: int | None  # what a starting client's first lookup finds (None: no coordinator)
     cluster_topics: dict[str, int]
 
     def log_end_offset(self, tp, at: int | None = None) -> int: ...
@@ -167,7 +172,7 @@ class ConsumerFleet:
             # simulated, only the lookups that errors cause.
             client = SyntheticConsumer(event.client_id, incarnation, event.group_instance_id, event.config,
                                        event.topics, started_ts=self.now, index=index,
-                                       coordinator=self.host.coordinator_epoch,
+                                       coordinator=self.host.discoverable_coordinator,
                                        next_auto_commit=self.now + event.config.commit_interval_ms)
             self.clients[event.client_id] = client
             self._schedule_poll(client, self.now)
@@ -204,7 +209,8 @@ class ConsumerFleet:
             self.timers.cancel(key)
 
     def _close(self, client: SyntheticConsumer) -> None:
-        client.closing = True
+        if not client.closing:
+            client.closing, client.closing_since = True, self.now
         self._freeze(client)
         if client.coordinator is None:
             self._find_coordinator(client)  # close() commits and leaves once the coordinator is found again
@@ -219,6 +225,9 @@ class ConsumerFleet:
     def _leave_and_stop(self, client: SyntheticConsumer) -> None:
         if (client.group_instance_id is None and client.member_id and client.config.internal_leave_group_on_close):
             self._leave(client, "the consumer is being closed")
+        self._closed(client)
+
+    def _closed(self, client: SyntheticConsumer) -> None:
         self._stop_client(client)
         if not any(c.alive for c in self.clients.values()):
             self.host.consumption_ended()
@@ -336,6 +345,8 @@ class ConsumerFleet:
             self._schedule_poll(client, self.now)
             if client.heartbeat_enabled:
                 self._heartbeat(client)
+        elif kind == "close":
+            self._close(client)
         elif kind == "assigned":
             self._send_leader_sync(client, *args)
         elif kind == "metadata":
@@ -609,6 +620,18 @@ class ConsumerFleet:
             self._fatal(client, error)
 
     def _on_find_coordinator_response(self, client: SyntheticConsumer, r: dict) -> None:
+        if r["error"] != "NONE":
+            # ensureCoordinatorReady sleeps retry.backoff.ms (growing) and looks up again, a close until its
+            # timeout: then it gives up committing and leaving.
+            backoff = client.config.retry_backoff(client.retry_attempts, f"{client.origin}/{self.now}")
+            client.retry_attempts += 1
+            if not client.closing:
+                self._schedule_poll(client, self.now + backoff)
+            elif self.now + backoff < client.closing_since + CLOSE_TIMEOUT_MS:
+                self.client_timer(client, "close", self.now + backoff)
+            else:
+                self._closed(client)
+            return
         client.coordinator = r["coordinator"]
         if client.closing:
             self._close(client)

@@ -41,7 +41,7 @@ API_NAMES = {
     "FIND_COORDINATOR": "FindCoordinator",
 }
 
-FAULT_KINDS = ("write_failure", "move")
+FAULT_KINDS = ("write_failure", "move", "crash")
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -202,13 +202,16 @@ class FindCoordinator(Event):
 @dataclass(frozen=True, slots=True)
 class CoordinatorFault(Event):
     """`write_failure`: the next `count` appends of this group's records fail with `error`.
-    `move`: the coordinator unloads the group now and loads it again from its records after
-    `load_delay_ms`; requests in between get COORDINATOR_LOAD_IN_PROGRESS."""
+    `move`: the group's partition gets a new leader, broker `coordinator_id` (None: unnamed; -1: no leader),
+    which loads the group from its records for `load_delay_ms`; requests in between get
+    COORDINATOR_LOAD_IN_PROGRESS. `crash`: the coordinator's broker fails; a `move` follows once the
+    controller has fenced it."""
 
     fault: str = "write_failure"
     count: int = 1
     error: str = "NOT_ENOUGH_REPLICAS"
     load_delay_ms: int = 0
+    coordinator_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -722,6 +725,7 @@ def _parse_event(raw: Mapping, source: str, line: int, origin: str | None, run: 
         count=_int(raw, "count", 1, 0, INT32_MAX),
         error=error,
         load_delay_ms=_int(raw, "load_delay_ms", 0, 0),
+        coordinator_id=_int(raw, "coordinator_id", None, -1, INT32_MAX),
     )
 
 

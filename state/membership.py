@@ -363,7 +363,6 @@ class MembershipHandlers:
             join_complete_ts=pending["join_complete_ts"],
             stable_ts=stable_ts,
             cause=pending["cause"],
-            coordinator_partition=self.coordinator_partition,
         ))
 
     def expire_pending_sync(self, generation_id: int) -> None:
@@ -629,5 +628,4 @@ class MembershipHandlers:
         """A `members` row; `member_count` is after the change (the group's own count unless given)."""
         group = self.group
         self.out.member_change(self.now, change, member, cause, group.generation_id,
-                               len(group.members) if member_count is None else member_count,
-                               self.coordinator_partition)
+                               len(group.members) if member_count is None else member_count)

@@ -29,9 +29,16 @@ def partitions_column(partitions) -> list[dict] | None:
 
 
 class Output:
-    def __init__(self, group_id: str, next_seq: int = 0) -> None:
+    """A group's rows since the last `take_output`. Rows that name the coordinator get the group's
+    `__consumer_offsets` partition and the broker leading it (`coordinator_id`, None without a cluster or
+    while the partition has no leader), as the runtime keeps them current here."""
+
+    def __init__(self, group_id: str, next_seq: int = 0, coordinator_partition: int | None = None,
+                 coordinator_id: int | None = None) -> None:
         self.group_id = group_id
         self.next_seq = next_seq
+        self.coordinator_partition = coordinator_partition
+        self.coordinator_id = coordinator_id
         self.tables: dict[str, list[dict]] = {name: [] for name in GROUP_TABLES}
         self.rejects: list[dict] = []
         self._deferred: list[tuple[str, dict]] | None = None
@@ -57,7 +64,13 @@ class Output:
     def log_end(self, row: dict) -> None:
         self._add("log_end_offsets", dict(row, group_id=self.group_id))
 
-    def response(self, request: Event, now: int, error: str, coordinator_partition: int, **fields) -> dict:
+    def response(self, request: Event, now: int, error: str, **fields) -> dict:
+        row = self.response_row(request, now, error, **fields)
+        self._add("responses", row)
+        return row
+
+    def response_row(self, request: Event, now: int, error: str, **fields) -> dict:
+        """The `responses` row of an answer, not written (`response` writes it)."""
         row = {
             "group_id": self.group_id,
             "request_ts": request.ts,
@@ -78,14 +91,14 @@ class Output:
             "members": None,
             "assignment": None,
             "results": None,
-            "coordinator_partition": coordinator_partition,
+            "coordinator_partition": self.coordinator_partition,
+            "coordinator_id": self.coordinator_id,
             "repeat_count": 1,
             "repeat_interval_ms": None,
         }
         if not fields.keys() <= row.keys():
             raise KeyError(f"responses has no column {sorted(fields.keys() - row.keys())}")
         row.update(fields)
-        self._add("responses", row)
         return row
 
     def metrics(self, row: dict) -> None:
@@ -110,10 +123,12 @@ class Output:
             "leader_id": group.leader_id,
             "member_count": len(group.members),
             "cause": cause,
+            "coordinator_partition": self.coordinator_partition,
+            "coordinator_id": self.coordinator_id,
         })
 
     def member_change(self, now: int, change: str, member: ClassicGroupMember, cause: str, generation_id: int,
-                      member_count: int, coordinator_partition: int) -> None:
+                      member_count: int) -> None:
         self._add("members", {
             "group_id": self.group_id,
             "ts": now,
@@ -125,24 +140,28 @@ class Output:
             "cause": cause,
             "generation_id": generation_id,
             "member_count": member_count,
-            "coordinator_partition": coordinator_partition,
+            "coordinator_partition": self.coordinator_partition,
+            "coordinator_id": self.coordinator_id,
         })
 
     def generation(self, row: dict) -> None:
-        self._add("generations", dict(row, group_id=self.group_id))
+        self._add("generations", dict(row, group_id=self.group_id, coordinator_partition=self.coordinator_partition,
+                                      coordinator_id=self.coordinator_id))
 
     def assignment(self, row: dict) -> None:
         self._add("assignments", dict(row, group_id=self.group_id))
 
     def offset(self, row: dict) -> None:
-        self._add("offsets", dict(row, group_id=self.group_id, repeat_count=1, repeat_interval_ms=None,
+        self._add("offsets", dict(row, group_id=self.group_id, coordinator_partition=self.coordinator_partition,
+                                  coordinator_id=self.coordinator_id, repeat_count=1, repeat_interval_ms=None,
                                   records_per_second=None, rate_origin_ts=None,
                                   log_end_origin_ts=None))
 
-    def group_metadata(self, now: int, record: dict | None, coordinator_partition: int) -> None:
+    def group_metadata(self, now: int, record: dict | None) -> None:
         row = {"group_id": self.group_id, "write_ts": now, "tombstone": record is None,
                "protocol_type": None, "generation_id": None, "protocol_name": None, "leader_id": None,
-               "current_state_ts": None, "members": None, "coordinator_partition": coordinator_partition}
+               "current_state_ts": None, "members": None, "coordinator_partition": self.coordinator_partition,
+               "coordinator_id": self.coordinator_id}
         if record is not None:
             row.update(record)
             row["members"] = [dict(m) for m in record["members"]]

@@ -291,12 +291,12 @@ class PeriodicHandlers:
             return False
         with self.out.deferred() as rows:
             if chain == HEARTBEAT_CHAIN:
-                self.out.response(event, event.ts, "NONE", self.coordinator_partition)
+                self.out.response(event, event.ts, "NONE")
             else:
                 results, records = self.commit_records(event, event.ts)
                 for record in records:
                     self.out.offset(self.offset_row(record, event.ts))
-                self.out.response(event, event.ts, "NONE", self.coordinator_partition, results=results)
+                self.out.response(event, event.ts, "NONE", results=results)
         run = self._open_run(event, raw, rows)
         if run is None:
             return False

@@ -18,10 +18,12 @@ from __future__ import annotations
 import hashlib
 import heapq
 import uuid
+from functools import partial
 from typing import Iterable
 
 from state import encoding
 from state.captured_ids import IdMap
+from state.cluster import NO_LEADER
 from state.config import CoordinatorConfig
 from state.consumer import ConsumerFleet
 from state.events import (CLIENT_DIRECTIVE_CLASSES, CoordinatorFault, EndOfRun, Event, TopicMetadata,
@@ -60,12 +62,16 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
         self.timers = TimerQueue()
         self.fleet = ConsumerFleet(group_id)
         self.fleet.host = self
-        # Which coordinator hosts the group: it changes when the group's partition moves. A synthetic request
-        # reaching the group was sent to the coordinator its client knew of; an older one answers
-        # NOT_COORDINATOR.
+        # Which coordinator hosts the group: each leadership of the group's partition is a coordinator epoch,
+        # and `coordinators` holds each epoch's broker (None: a run without a cluster names no broker;
+        # NO_LEADER: the partition had no live replica). A synthetic request reaching the group was sent to the
+        # epoch its client knew of: an older epoch's broker answers NOT_COORDINATOR, or, when it is down
+        # (`down_epochs`), the request never reaches a broker and the client's connection fails.
         self.coordinator_epoch = 0
+        self.coordinators: list[int | None] = [None]
+        self.down_epochs: set[int] = set()
         self.now = -1
-        self.out = Output(group_id)
+        self.out = self._new_output(0)
         self.member_id_counter = 0
         self.write_failures: list[str] = []
         self.last_write_error: str | None = None
@@ -181,8 +187,30 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
         self.out.metrics(self.metrics_row())
 
     def take_output(self) -> Output:
-        out, self.out = self.out, Output(self.group_id, self.out.next_seq)
+        out, self.out = self.out, self._new_output(self.out.next_seq)
         return out
+
+    def _new_output(self, next_seq: int) -> Output:
+        return Output(self.group_id, next_seq, self.coordinator_partition, self.coordinator_id)
+
+    # -- the coordinator's identity --------------------------------------------------------------------------
+    def broker_of(self, epoch: int | None) -> int | None:
+        """The broker of a coordinator epoch (None: no cluster, no leader, or no such epoch)."""
+        broker = self.coordinators[epoch] if epoch is not None and 0 <= epoch < len(self.coordinators) else None
+        return None if broker == NO_LEADER else broker
+
+    @property
+    def coordinator_id(self) -> int | None:
+        return self.broker_of(self.coordinator_epoch)
+
+    @property
+    def leaderless(self) -> bool:
+        return self.coordinators[self.coordinator_epoch] == NO_LEADER
+
+    @property
+    def discoverable_coordinator(self) -> int | None:
+        """The coordinator epoch FindCoordinator names now; None while the partition has no leader."""
+        return None if self.leaderless else self.coordinator_epoch
 
     # -- dispatch ------------------------------------------------------------------------------------------
     def _handle(self, event: Event) -> None:
@@ -207,6 +235,10 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
         raw, sent_to = None, None
         if event.origin is not None:
             raw, sent_to = self.requests_in_flight.pop(event.request_id)
+            if sent_to in self.down_epochs:
+                self.close_client_runs(event.origin)
+                self._disconnect(event)
+                return
             if event.run is None:
                 self.close_client_runs(event.origin)
                 self.out.request(raw)
@@ -219,20 +251,36 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
             self.fleet.handle_client_directive(event)
             return
         self.timers.item = request_item(event.seq, getattr(event, "member_id", ""))
-        handler = self._handle_request if sent_to in (None, self.coordinator_epoch) else self._answer_not_coordinator
+        handler = self._handle_request if sent_to in (None, self.coordinator_epoch) \
+            else partial(self._answer_not_coordinator, sent_to=sent_to)
         if event.run is not None:
             self.handle_periodic(event, raw, handler)
         else:
             handler(event)
 
-    def _answer_not_coordinator(self, event: Event) -> None:
-        """The broker the request was sent to no longer leads the group's partition."""
+    def _answer_not_coordinator(self, event: Event, sent_to: int) -> None:
+        """The broker the request was sent to no longer leads the group's partition: it answers, as itself."""
+        current, self.out.coordinator_id = self.out.coordinator_id, self.broker_of(sent_to)
         self.respond_generic_error(event, "NOT_COORDINATOR")
+        self.out.coordinator_id = current
+
+    def _disconnect(self, request: Event) -> None:
+        """The broker a synthetic client's request went to is down: no broker sees the request (no row), and
+        the client's connection fails (the Java client's DisconnectException, Errors.NETWORK_EXCEPTION's
+        exception class) after the return trip. Also the fate of a request parked at a broker that fails."""
+        fields = GENERIC_ERROR_FIELDS.get(request.type, {})
+        self.fleet.route_response(request, self.out.response_row(request, self.now, NETWORK_EXCEPTION, **fields))
 
     def _handle_request(self, event: Event) -> None:
         if event.type == "FIND_COORDINATOR":
-            # Any broker answers from its metadata: the partition's leader, loading or not.
-            self.respond(event, "NONE")
+            # Any broker answers from its metadata: the partition's leader, loading or not, down or not (until
+            # the controller fences it); none while the partition has no leader.
+            self.respond(event, "COORDINATOR_NOT_AVAILABLE" if self.leaderless else "NONE")
+            return
+        if self.leaderless or self.coordinator_epoch in self.down_epochs:
+            # Only a captured request gets here (a synthetic one went to an epoch it knew): no broker can
+            # answer as the group's coordinator.
+            self.respond_generic_error(event, "COORDINATOR_NOT_AVAILABLE")
             return
         if self.loading_until is not None:
             # The group's coordinator is loading it: Kafka answers COORDINATOR_LOAD_IN_PROGRESS, except that
@@ -272,7 +320,7 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
         return f"{prefix}-{uuid.UUID(bytes=digest, version=4)}"
 
     def respond(self, request: Event, error: str, **fields) -> None:
-        row = self.out.response(request, self.now, error, self.coordinator_partition, **fields)
+        row = self.out.response(request, self.now, error, **fields)
         if request.origin is not None:
             if request.type == "FIND_COORDINATOR":
                 row = dict(row, coordinator=self.coordinator_epoch)  # the node it names, beside the table's columns
@@ -326,14 +374,10 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
 
     def respond_generic_error(self, request: Event, error: str) -> None:
         """An error raised before any handler logic: the response carries only Kafka's default fields."""
-        if request.type == "JOIN_GROUP":
-            self.respond(request, error, member_id="", generation_id=-1, leader_id="")
-        elif request.type == "SYNC_GROUP":
-            self.respond(request, error, assignment=[])
-        elif request.type == "OFFSET_COMMIT":
+        if request.type == "OFFSET_COMMIT":
             self.fail_offset_commit(request, error)
         else:
-            self.respond(request, error)
+            self.respond(request, error, **GENERIC_ERROR_FIELDS.get(request.type, {}))
 
     def transition(self, target: GroupState, cause: str) -> None:
         previous = self.group.transition_to(target, self.now)
@@ -363,12 +407,11 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
                 if rows:
                     self.out.offset(self.offset_row(record, self.now))
             elif rows:
-                self.out.group_metadata(self.now, record.value, self.coordinator_partition)
+                self.out.group_metadata(self.now, record.value)
 
     def offset_row(self, record: OffsetCommitRecord, write_ts: int) -> dict:
         """The `offsets` row of an offset record written at `write_ts`."""
-        row = {"topic": record.topic, "partition": record.partition, "write_ts": write_ts,
-               "coordinator_partition": self.coordinator_partition}
+        row = {"topic": record.topic, "partition": record.partition, "write_ts": write_ts}
         return dict(record.value or TOMBSTONE_OFFSET, **row, **(record.context or NO_CONTEXT))
 
     def write_group_metadata(self, assignment: dict[str, bytes] | None) -> str | None:
@@ -379,18 +422,40 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
     def _handle_fault(self, fault: CoordinatorFault) -> None:
         if fault.fault == "write_failure":
             self.write_failures.extend([fault.error] * fault.count)
-            return
-        if self.loading_until is not None:
-            return  # already moving; the pending load stands
-        self._unload()
-        self.coordinator_epoch += 1
-        self.loading_until = self.now + fault.load_delay_ms
-        self.timers.schedule(("load",), self.loading_until, "load")
+        elif fault.fault == "crash":
+            self._crash()
+        else:
+            self._move(fault.coordinator_id, fault.load_delay_ms)
 
-    def _unload(self) -> None:
-        """The coordinator lost the group's partition: parked requests get NOT_COORDINATOR, the group is Dead,
-        and the group, its offsets and the coordinator's timers leave its memory (the clients' timers go on;
-        the partition keeps the records a load replays)."""
+    def _move(self, broker: int | None, load_delay_ms: int) -> None:
+        """The group's partition gets a new leader (`broker`; None: an unnamed one; NO_LEADER: none), which
+        loads the group for `load_delay_ms`. A live old leader unloads it first."""
+        if broker is None and self.loading_until is not None:
+            return  # an unnamed move while one is loading: the pending load stands
+        if not (self.leaderless or self.coordinator_epoch in self.down_epochs):
+            self._unload()  # also drops a load in progress
+        self.loading_until = None
+        self.coordinator_epoch += 1
+        self.coordinators.append(broker)
+        self.out.coordinator_id = self.coordinator_id
+        if broker != NO_LEADER:
+            self.loading_until = self.now + load_delay_ms
+            self.timers.schedule(("load",), self.loading_until, "load")
+
+    def _crash(self) -> None:
+        """The coordinator's broker fails: the group leaves with its memory, requests parked there and every
+        request sent to it until a new leader is known fail to connect. It still leads the partition for the
+        controller until it is fenced (the `move` that follows), so FindCoordinator keeps naming it."""
+        if self.leaderless or self.coordinator_epoch in self.down_epochs:
+            return
+        self._unload(parked=self._disconnect)
+        self.loading_until = None
+        self.down_epochs.add(self.coordinator_epoch)
+
+    def _unload(self, parked=None) -> None:
+        """The coordinator lost the group: parked requests are answered NOT_COORDINATOR (or handed to
+        `parked`), the group is Dead, and the group, its offsets and the coordinator's timers leave its memory
+        (the clients' timers go on; the partition keeps the records a load replays)."""
         group = self.group
         self.timers.cancel_all()
         self.offsets = {}
@@ -400,10 +465,16 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
         for member in group.all_members():
             join = group.take_join(member)
             if join is not None:
-                self.respond(join, "NOT_COORDINATOR", member_id=member.member_id)
+                if parked is None:
+                    self.respond(join, "NOT_COORDINATOR", member_id=member.member_id)
+                else:
+                    parked(join)
             sync = group.take_sync(member)
             if sync is not None:
-                self.respond(sync, "NOT_COORDINATOR", assignment=None)
+                if parked is None:
+                    self.respond(sync, "NOT_COORDINATOR", assignment=None)
+                else:
+                    parked(sync)
         self._flush_generation(stable_ts=None)
         self.transition(GroupState.DEAD, "coordinator_unload")
         self.record_unloaded_members()
@@ -472,11 +543,20 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
     def decode(cls, blob: bytes, config: CoordinatorConfig) -> "GroupRuntime":
         runtime, next_seq = encoding.loads(blob)
         runtime.config = config
-        runtime.out = Output(runtime.group_id, next_seq)
+        runtime.out = runtime._new_output(next_seq)
         runtime._sweep_inputs_seen = None  # the sweep's inputs hold object ids, meaningless once decoded
         runtime.fleet.host = runtime
         return runtime
 
+
+# What an error raised before any handler logic leaves in each response (Kafka's defaults); OffsetCommit's
+# error is repeated per partition (OffsetHandlers.fail_offset_commit).
+GENERIC_ERROR_FIELDS = {
+    "JOIN_GROUP": {"member_id": "", "generation_id": -1, "leader_id": ""},
+    "SYNC_GROUP": {"assignment": []},
+}
+# A failed connection as the client sees it (never a broker's answer, so never in `responses`).
+NETWORK_EXCEPTION = "NETWORK_EXCEPTION"
 
 _REQUEST_HANDLERS = {
     "JOIN_GROUP": GroupRuntime.handle_join_group,

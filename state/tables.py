@@ -44,6 +44,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("assignment", PARTITIONS),
         ("results", f"list<{RESULT}>"),
         ("coordinator_partition", "int32"),
+        ("coordinator_id", "int32"),
         ("repeat_count", "int32"),
         ("repeat_interval_ms", "int64"),
         ("out_seq", "int64"),
@@ -61,6 +62,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("stable_ts", "int64"),
         ("cause", "string"),
         ("coordinator_partition", "int32"),
+        ("coordinator_id", "int32"),
         ("out_seq", "int64"),
     ],
     "assignments": [
@@ -88,6 +90,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("generation_id", "int32"),
         ("member_id", "string"),
         ("coordinator_partition", "int32"),
+        ("coordinator_id", "int32"),
         ("repeat_count", "int32"),
         ("repeat_interval_ms", "int64"),
         ("records_per_second", "float64"),
@@ -106,6 +109,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("current_state_ts", "int64"),
         ("members", f"list<{METADATA_MEMBER}>"),
         ("coordinator_partition", "int32"),
+        ("coordinator_id", "int32"),
         ("out_seq", "int64"),
     ],
     "group_states": [
@@ -117,6 +121,8 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("leader_id", "string"),
         ("member_count", "int32"),
         ("cause", "string"),
+        ("coordinator_partition", "int32"),
+        ("coordinator_id", "int32"),
         ("out_seq", "int64"),
     ],
     "members": [
@@ -131,6 +137,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("generation_id", "int32"),
         ("member_count", "int32"),
         ("coordinator_partition", "int32"),
+        ("coordinator_id", "int32"),
         ("out_seq", "int64"),
     ],
     "metrics": [

@@ -24,8 +24,11 @@ import random
 from dataclasses import dataclass, field
 from typing import Callable
 
-from simulations.scenarios.schema import (Action, CoordinatorMove, Crash, Flap, GroupSet, Idle, PartitionIncrease,
-                                          Pause, RollingRestart, ScaleIn, ScaleOut, Scenario, ScenarioError)
+from simulations.scenarios.brokers import BrokerEvent, BrokerEventError, ClusterTimeline, PartitionLog
+from simulations.scenarios.schema import (Action, BrokerAction, CoordinatorMove, Crash, Flap, GroupSet, Idle,
+                                          PartitionIncrease, Pause, RollingRestart, ScaleIn, ScaleOut, Scenario,
+                                          ScenarioError)
+from state.client_config import ClientConfig
 
 # Members of one group start within this many milliseconds of each other (pods of one deployment starting).
 JOIN_SPREAD_MS = 50
@@ -102,6 +105,7 @@ class GroupPlan:
 def generate(scenario: Scenario) -> Generated:
     plans: dict[str, list[GroupPlan]] = {s.name: _start_groups(scenario, s) for s in scenario.group_sets}
     notes: list[str] = []
+    cluster = None if scenario.cluster is None else ClusterTimeline(scenario.cluster, scenario.controller)
     cursor = 0
     for action in scenario.timeline:
         at = cursor if action.at_ms is None else action.at_ms
@@ -109,10 +113,34 @@ def generate(scenario: Scenario) -> Generated:
             raise ScenarioError(f"starts at {at} ms (when the previous action ends), at or after the end of the "
                                 f"run (duration: {scenario.duration_ms} ms); give it an earlier 'at' or a longer "
                                 f"duration", scenario.source, action.line, action.path)
+        if isinstance(action, BrokerAction):
+            cluster.add(BrokerEvent(at, action.kind, action.broker, action.restart_after_ms, action.label))
+            cursor = at + (action.restart_after_ms or 0)
+            continue
         cursor = _apply(scenario, action, at, plans, notes)
+    if cluster is not None:
+        _name_coordinators(scenario, cluster, [plan for set_plans in plans.values() for plan in set_plans])
     rows = _rows(scenario, [plan for set_plans in plans.values() for plan in set_plans])
     groups = {name: [plan.group_id for plan in set_plans] for name, set_plans in plans.items()}
     return Generated(rows, groups, scenario.start_ms, scenario.until_ms, notes)
+
+
+def _name_coordinators(scenario: Scenario, cluster: ClusterTimeline, plans: list["GroupPlan"]) -> None:
+    """Each group's COORDINATOR_FAULT rows: the broker leading its partition as it starts (before its first
+    row), then what the broker events do to that partition."""
+    for plan in plans:
+        topics = {t.name: t.partitions for t in plan.set.topics}
+        cluster.add_group(plan.group_id, PartitionLog(plan.group_id, plan.set.members, topics, plan.set.static,
+                                                      ClientConfig.from_kafka(plan.set.config), plan.offset))
+    try:
+        changes = cluster.changes()
+    except BrokerEventError as error:
+        raise ScenarioError(str(error), scenario.source) from None
+    for plan in plans:
+        for order, (t, fields) in enumerate(cluster.rows(plan.group_id, plan.offset, changes)):
+            # Rows at the group's start go before its first row (emission orders below every other).
+            plan.rows.append((t, order - 1_000_000 if t == plan.offset else len(plan.rows), "COORDINATOR_FAULT",
+                              fields))
 
 
 def _start_groups(scenario: Scenario, group_set: GroupSet) -> list[GroupPlan]:

@@ -17,8 +17,10 @@ from typing import Any, Callable
 from simulations.scenarios.document import (Node, ScenarioError, Section, as_choice, as_duration_ms, as_int, as_list,
                                             as_mapping, as_number, as_str, as_time_ms, describe, parse_yaml)
 from state.client_config import ClientConfig
-from state.cluster import (DEFAULT_NUM_PARTITIONS, DEFAULT_REPLICATION_FACTOR, NUM_PARTITIONS, REPLICATION_FACTOR,
-                           Broker, Cluster, ClusterError, TopicDescription, parse_topic_description)
+from state.cluster import (AUTO_LEADER_REBALANCE, DEFAULT_NUM_PARTITIONS, DEFAULT_REPLICATION_FACTOR,
+                           IMBALANCE_CHECK_INTERVAL, LOAD_RATE, NUM_PARTITIONS, REPLICATION_FACTOR, SEGMENT_BYTES,
+                           SESSION_TIMEOUT, Broker, Cluster, ClusterError, ControllerSettings, TopicDescription,
+                           parse_topic_description)
 from state.config import ConfigError, CoordinatorConfig
 from state.events import TOPIC_MAX_LENGTH
 
@@ -157,6 +159,14 @@ class CoordinatorMove(Action):
 
 
 @dataclass(frozen=True)
+class BrokerAction(Action):
+    """broker_down, broker_shutdown, broker_up or preferred_leader_election (no broker)."""
+
+    broker: int | None
+    restart_after_ms: int | None
+
+
+@dataclass(frozen=True)
 class Scenario:
     name: str
     description: str
@@ -168,6 +178,7 @@ class Scenario:
     timeline: tuple[Action, ...]
     source: str
     cluster: Cluster | None = None  # None: one implicit coordinator for every group
+    controller: ControllerSettings = ControllerSettings()
 
     @property
     def until_ms(self) -> int:
@@ -200,6 +211,7 @@ def parse_scenario(text: str, source: str = "<scenario>", default_name: str = "s
     broker = {} if broker_node is None else _broker(broker_node)
     cluster_node = root.get("cluster")
     cluster = None if cluster_node is None else _cluster(cluster_node, broker_node, seed)
+    controller = ControllerSettings() if cluster_node is None else _controller(cluster_node)
     if cluster is not None:
         broker = {**broker, NUM_PARTITIONS: cluster.num_partitions}
     sets_node = root.require("group_sets")
@@ -211,8 +223,9 @@ def parse_scenario(text: str, source: str = "<scenario>", default_name: str = "s
                                 f"group_sets[{index}].name")
     timeline_node = root.get("timeline")
     actions = [] if timeline_node is None or timeline_node.value is None else as_list(timeline_node, non_empty=False)
-    timeline = tuple(_action(item, group_sets, duration_ms) for item in actions)
-    return Scenario(name, description, start_ms, duration_ms, seed, broker, group_sets, timeline, source, cluster)
+    timeline = tuple(_action(item, group_sets, duration_ms, cluster) for item in actions)
+    return Scenario(name, description, start_ms, duration_ms, seed, broker, group_sets, timeline, source, cluster,
+                    controller)
 
 
 def _optional(section: Section, key: str, read: Callable[[Node], Any], default: Any) -> Any:
@@ -257,7 +270,7 @@ def _cluster(node: Node, broker_node: Node | None, seed: int | str) -> Cluster:
     partition count has one source of truth, the cluster: the coordinator's `offsets.topic.num.partitions`
     is set from it, and a different value under `broker:` is an error."""
     section = Section(node, "the cluster").allow(
-        ["brokers", NUM_PARTITIONS, REPLICATION_FACTOR, "partitions_from", "replicas"])
+        ["brokers", NUM_PARTITIONS, REPLICATION_FACTOR, "partitions_from", "replicas"] + list(CONTROLLER_KEYS))
     brokers_node = section.get("brokers")
     count_node, factor_node = section.get(NUM_PARTITIONS), section.get(REPLICATION_FACTOR)
     from_node, replicas_node = section.get("partitions_from"), section.get("replicas")
@@ -288,6 +301,27 @@ def _cluster(node: Node, broker_node: Node | None, seed: int | str) -> Cluster:
                                 "per partition")
     _agreed_partition_count(cluster.num_partitions, map_node, broker_node)
     return cluster
+
+
+def _as_bool(node: Node) -> bool:
+    if not isinstance(node.value, bool):
+        raise node.error(f"must be true or false, got {describe(node.value)}")
+    return node.value
+
+
+# The cluster section's controller settings: key -> (ControllerSettings field, reader)
+CONTROLLER_KEYS: dict[str, tuple[str, Callable[[Node], Any]]] = {
+    SESSION_TIMEOUT: ("broker_session_timeout_ms", lambda n: as_int(n, lo=1)),
+    AUTO_LEADER_REBALANCE: ("auto_leader_rebalance_enable", _as_bool),
+    IMBALANCE_CHECK_INTERVAL: ("leader_imbalance_check_interval_s", lambda n: as_int(n, lo=1)),
+    SEGMENT_BYTES: ("offsets_topic_segment_bytes", lambda n: as_int(n, lo=1)),
+    LOAD_RATE: ("load_bytes_per_second", lambda n: as_int(n, lo=1)),
+}
+
+
+def _controller(node: Node) -> ControllerSettings:
+    values = {field: read(node.value[key]) for key, (field, read) in CONTROLLER_KEYS.items() if key in node.value}
+    return ControllerSettings(**values)
 
 
 def _agreed_partition_count(count: int | None, where: Node, broker_node: Node | None) -> int:
@@ -515,6 +549,21 @@ def _coordinator_move(section: Section, common: dict) -> Action:
     return CoordinatorMove(**common, load_ms=_optional(section, "load_time", as_duration_ms, 0))
 
 
+def _broker_action(section: Section, common: dict, cluster: Cluster | None) -> Action:
+    kind = common["kind"]
+    if cluster is None:
+        raise section.node.error(f"{kind} needs the brokers: add a 'cluster:' section to the scenario")
+    broker = None
+    if kind != "preferred_leader_election":
+        broker_node = section.require("broker")
+        broker = as_int(broker_node)
+        if broker not in cluster.broker_ids:
+            raise broker_node.error(f"no broker {broker} in the cluster (brokers: "
+                                    f"{', '.join(str(b) for b in cluster.broker_ids)})")
+    restart = _optional(section, "restart_after", lambda n: as_duration_ms(n, positive=True), None)
+    return BrokerAction(**common, broker=broker, restart_after_ms=restart)
+
+
 def _idle(section: Section, common: dict) -> Action:
     return Idle(**common, duration_ms=as_duration_ms(section.require("duration"), positive=True))
 
@@ -531,11 +580,17 @@ ACTIONS: dict[str, tuple[Callable, tuple[str, ...], Share | None]] = {
     "partition_increase": (_partition_increase, ("topic", "partitions"), None),
     "coordinator_move": (_coordinator_move, ("load_time",), None),
     "idle": (_idle, ("duration",), None),
+    "broker_down": (_broker_action, ("broker", "restart_after"), None),
+    "broker_shutdown": (_broker_action, ("broker", "restart_after"), None),
+    "broker_up": (_broker_action, ("broker",), None),
+    "preferred_leader_election": (_broker_action, (), None),
 }
+# Actions on the cluster rather than on groups.
+BROKER_ACTIONS = ("broker_down", "broker_shutdown", "broker_up", "preferred_leader_election")
 COMMON_KEYS = ("action", "at", "target", "groups", "members", "seed")
 
 
-def _action(node: Node, group_sets: tuple[GroupSet, ...], duration_ms: int) -> Action:
+def _action(node: Node, group_sets: tuple[GroupSet, ...], duration_ms: int, cluster: Cluster | None) -> Action:
     section = Section(node, "a timeline action")
     kind = as_choice(section.require("action"), ACTIONS)
     read, own_keys, default_members = ACTIONS[kind]
@@ -555,10 +610,12 @@ def _action(node: Node, group_sets: tuple[GroupSet, ...], duration_ms: int) -> A
             if name not in by_name:
                 raise name_node.error(f"no group set named {name!r}; the scenario has {', '.join(by_name)}")
     members_node = section.get("members")
-    if kind == "idle":
+    if kind == "idle" or kind in BROKER_ACTIONS:
+        whole = "an idle period applies to the whole scenario" if kind == "idle" else \
+            f"{kind} applies to the whole cluster"
         for key in ("target", "groups", "members"):
             if key in node.value:
-                raise node.value[key].error("an idle period applies to the whole scenario: remove it")
+                raise node.value[key].error(f"{whole}: remove it")
     elif default_members is None and members_node is not None:
         raise members_node.error(f"{kind} applies to whole groups: remove 'members'")
     members = _share(members_node, default_members or ALL, allow_all=kind != "scale_out")
@@ -566,5 +623,7 @@ def _action(node: Node, group_sets: tuple[GroupSet, ...], duration_ms: int) -> A
     common = dict(kind=kind, at_ms=at_ms, targets=targets, groups=_share(section.get("groups"), ALL),
                   members=members, seed=None if seed_node is None else str(_seed(seed_node)),
                   path=node.path, line=node.line)
+    if kind in BROKER_ACTIONS:
+        return _broker_action(section, common, cluster)
     return _partition_increase(section, common, by_name) if kind == "partition_increase" else read(section, common)
 

@@ -169,17 +169,19 @@ def _member_cells(view: GroupAt, member: Member, with_instance: bool) -> tuple[s
             member.client_id or MISSING, str(len(member.partitions)))
 
 
-def coordinator_label(partition: int | None) -> str:
+def coordinator_label(partition: int | None, broker: int | None = None) -> str:
+    """kafka-consumer-groups.sh's `host:port  (id)`: the group's partition stands in for the host, and the id
+    is the broker leading it, or the partition in a run without brokers."""
     if partition is None:
         return MISSING
-    return f"{OFFSETS_TOPIC}-{partition}  ({partition})"
+    return f"{OFFSETS_TOPIC}-{partition}  ({partition if broker is None else broker})"
 
 
 def _state(view: GroupAt) -> Described:
     out, err = _status(view)
     if not view.exists:
         return Described(out, err)
-    coordinator = coordinator_label(view.coordinator_partition)
+    coordinator = coordinator_label(view.coordinator_partition, view.coordinator_id)
     widths = (max(25, java_string_length(coordinator)), 25, 20, 15)
     strategy = view.protocol_name or ""  # only a Stable group reports its protocol
     header = ("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS")

@@ -43,6 +43,7 @@ class GroupAt:
     generation_id: int | None = None
     protocol_name: str | None = None
     coordinator_partition: int | None = None
+    coordinator_id: int | None = None  # the broker leading that partition at TS (None: no cluster, no leader)
     members: list[Member] = field(default_factory=list)
     # Committed offset of each (topic, partition).
     offsets: dict[tuple[str, int], int] = field(default_factory=dict)
@@ -73,6 +74,7 @@ def group_at(run: RunTables, group_id: str, ts: int) -> GroupAt:
     if states.empty:
         return view
     last = states.iloc[-1]
+    view.coordinator_id = None if pd.isna(last["coordinator_id"]) else int(last["coordinator_id"])
     view.state = last["to_state"]
     view.generation_id = int(last["generation_id"])
     if view.state == STABLE:

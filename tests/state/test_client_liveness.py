@@ -1,14 +1,15 @@
 """Synthetic consumers are never left silent by the coordinator (Hypothesis RuleBasedStateMachine).
 
 Random histories of a small fleet of synthetic consumers (starts, graceful stops, crashes, pauses, topic
-changes) interleaved with coordinator moves, unloads with a load delay, and failed `__consumer_offsets`
-appends. After every step:
+changes) interleaved with coordinator moves, unloads with a load delay, broker failures (the coordinator's
+broker crashing, the partition going to another broker or to none), and failed `__consumer_offsets` appends.
+After every step:
 
 * every running client has something ahead of it: a timer of its own, a request or answer on the wire, or
   its periodic requests computed in closed form; the coordinator's unload never takes that away (clients
   learn of a move only from error codes);
-* once the history is left alone for a while, every running, unpaused client has had a successful answer
-  recently: it found the coordinator again and carries on.
+* once the history is left alone for a while with a live coordinator, every running, unpaused client has had
+  a successful answer recently: it found the coordinator again and carries on.
 """
 
 from __future__ import annotations
@@ -68,6 +69,14 @@ class FleetMachine(RuleBasedStateMachine):
     def move(self, delay):
         self.ctx.fault(fault="move", load_delay_ms=delay)
 
+    @rule()
+    def crash(self):
+        self.ctx.fault(fault="crash")
+
+    @rule(broker=st.sampled_from([1, 2, -1]), delay=st.sampled_from([0, 2_000]))
+    def elect(self, broker, delay):
+        self.ctx.fault(fault="move", coordinator_id=broker, load_delay_ms=delay)
+
     @rule(error=st.sampled_from(INJECTABLE_WRITE_ERRORS), count=st.integers(1, 3))
     def write_failure(self, error, count):
         self.ctx.fault(fault="write_failure", error=error, count=count)
@@ -79,6 +88,9 @@ class FleetMachine(RuleBasedStateMachine):
     @rule()
     def settle(self):
         """Leave the fleet alone: every running client that is not paused talks to the coordinator."""
+        runtime = self.runtime
+        if runtime.leaderless or runtime.coordinator_epoch in runtime.down_epochs:
+            self.ctx.fault(fault="move", coordinator_id=3)  # a live broker leads the partition again
         self.ctx.sleep(SETTLE_MS)
         now = self.ctx.time
         last: dict[str, int] = {}

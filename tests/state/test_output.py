@@ -13,9 +13,10 @@ HEARTBEAT = parse_event({"ts": 5, "group_id": "g", "type": "HEARTBEAT", "request
 
 
 def test_response_row_has_every_column_with_kafka_defaults() -> None:
-    out = Output("g")
-    row = out.response(HEARTBEAT, 9, "NONE", 3, results=[])
+    out = Output("g", coordinator_partition=3, coordinator_id=2)
+    row = out.response(HEARTBEAT, 9, "NONE", results=[])
     assert set(row) == set(columns("responses"))
+    assert (row["coordinator_partition"], row["coordinator_id"]) == (3, 2)
     assert (row["request_ts"], row["response_ts"], row["api"], row["member_id"], row["generation_id"]) == (
         5, 9, "Heartbeat", "m", 2)
     assert (row["results"], row["leader_id"], row["repeat_count"], row["out_seq"]) == ([], None, 1, 0)
@@ -25,5 +26,5 @@ def test_response_row_has_every_column_with_kafka_defaults() -> None:
 def test_response_refuses_a_column_the_table_lacks() -> None:
     out = Output("g")
     with pytest.raises(KeyError, match="responses has no column \\['bogus'\\]"):
-        out.response(HEARTBEAT, 9, "NONE", 3, bogus=1, results=[])
+        out.response(HEARTBEAT, 9, "NONE", bogus=1, results=[])
     assert len(out) == 0

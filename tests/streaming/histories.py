@@ -91,6 +91,22 @@ def coordinator_move(group_id: str, start: int) -> None:
     ctx.fetch()
 
 
+def broker_failure(group_id: str, start: int) -> None:
+    ctx = harness.GroupContext(group_id, start_ms=start)
+    ctx.fault(fault="move", coordinator_id=2)  # broker 2 leads the group's partition
+    members = ctx.stable_group(2)
+    generation = ctx.group.generation_id
+    ctx.commit({("foo", 0): 3}, member_id=members[0], generation_id=generation)
+    ctx.fault(fault="crash")
+    ctx.sleep(300)
+    ctx.heartbeat(members[0], generation)  # COORDINATOR_NOT_AVAILABLE: no live broker leads the partition
+    ctx.sleep(900)
+    ctx.fault(fault="move", coordinator_id=3, load_delay_ms=400)
+    ctx.sleep(500)
+    ctx.heartbeat(members[1], generation)
+    ctx.fetch()
+
+
 def offset_commits(group_id: str, start: int) -> None:
     ctx = harness.GroupContext(group_id, start_ms=start)
     ctx.commit({("bar", 0): 1, ("bar", 1): 2}, metadata="standalone")
@@ -110,6 +126,7 @@ SCENARIOS = {
     "expiry": session_expiry,
     "fault": write_failure,
     "move": coordinator_move,
+    "broker": broker_failure,
     "commits": offset_commits,
 }
 

@@ -172,3 +172,31 @@ def test_a_coordinator_move_is_rediscovered_and_only_a_move_mid_rebalance_costs_
                 ("OffsetCommit", "COORDINATOR_LOAD_IN_PROGRESS"), ("JoinGroup", "UNKNOWN_MEMBER_ID")} <= errors
         metrics = r.metrics(group_id)
         assert metrics["failed_commits"] == 4 and metrics["end_state"] == "Stable" and metrics["end_members"] == 4
+
+
+def test_a_broker_failure_moves_its_groups_after_fencing_and_the_election_gives_them_back():
+    r = run(shipped_small("broker-failure", sets={"*": {"groups": 12}}))
+    start = r.scenario.start_ms
+    crash, fenced, back = start + 180_000, start + 189_000, start + 600_000
+    moved = 0
+    for group_id in r.group_ids():
+        states = [(row["ts"], row["to_state"], row["cause"], row["coordinator_id"])
+                  for row in r.rows("group_states", group_id)]
+        first = states[0][3]
+        assert after_the_first(r.rebalances(group_id)) == []  # a move never rebalances a steady group
+        if first != 3:
+            assert {s[3] for s in states} == {first} and not [s for s in states if s[2] == "coordinator_unload"]
+            continue
+        moved += 1
+        moves = [s for s in states if s[2] in ("coordinator_unload", "coordinator_load")]
+        (t1, _, _, b1), (t2, _, _, b2), (t3, _, _, b3), (t4, _, _, b4) = moves
+        assert (t1, b1) == (crash, 3) and t2 > fenced and b2 not in (3, None)
+        assert (t3, b3) == (back, b2) and t4 > back and b4 == 3
+        responses = r.rows("responses", group_id)
+        # While broker 3 was down but not fenced, only lookups were answered, by other brokers, naming it.
+        gap = {(row["api"], row["coordinator_id"]) for row in responses if crash <= row["request_ts"] < fenced}
+        assert gap == {("FindCoordinator", 3)}
+        assert ("Heartbeat", "NOT_COORDINATOR", b2) in {(row["api"], row["error"], row["coordinator_id"])
+                                                        for row in responses if row["request_ts"] >= back}
+        assert r.metrics(group_id)["failed_commits"] > 0 and r.metrics(group_id)["end_state"] == "Stable"
+    assert moved >= 1
