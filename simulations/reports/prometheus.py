@@ -12,6 +12,8 @@ Every sample carries the simulated time the run has reached as its timestamp (`s
 kafka_metrics` computes the figures there): a scrape of a run in progress adds the run's next point in time,
 so Prometheus records the run's history on the simulated time axis; a finished run gives the same point at
 every scrape. Figures are recomputed only when a file of the run changes (`run_tables.signature`).
+A finished run's whole history, a point every step of simulated time, is `history`: one OpenMetrics document
+to backfill with `promtool tsdb create-blocks-from openmetrics`.
 """
 
 from __future__ import annotations
@@ -19,13 +21,14 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, Timestamp
 from prometheus_client.exposition import choose_encoder
+from prometheus_client.openmetrics.exposition import generate_latest as openmetrics
 
 from simulations.views.kafka_metrics import COLUMNS, STATES, KafkaFigures, figures_at
-from simulations.views.run_tables import RunError, load_run, signature
+from simulations.views.run_tables import RunError, RunTables, load_run, signature
 
 COORDINATOR_GAUGES = "kafka_coordinator_group_groupmetadatamanager_"
 GROUP_COORDINATOR = "kafka_server_group_coordinator_metrics_"
@@ -36,7 +39,7 @@ PROTOCOL = "classic"  # Group.GroupType: every group coordsim simulates uses the
 
 def families(figures: KafkaFigures) -> list[Metric]:
     """The figures as metric families, every sample stamped with the figures' simulated time."""
-    stamp = figures.at / 1000
+    stamp = Timestamp(figures.at // 1000, figures.at % 1000 * 1_000_000)  # exact milliseconds, unlike a float
     out: list[Metric] = []
 
     def gauge(name: str, doc: str, value: float, labels: dict[str, str] | None = None) -> None:
@@ -49,7 +52,8 @@ def families(figures: KafkaFigures) -> list[Metric]:
             family.add_metric(labels, value, timestamp=stamp)
         out.append(family)
 
-    gauge("coordsim_simulated_time_seconds", "The simulated time the run has reached (epoch seconds).", stamp)
+    gauge("coordsim_simulated_time_seconds", "The simulated time the run has reached (epoch seconds).",
+          figures.at / 1000)
     total = sum(n for state, n in figures.groups_by_state.items() if state != "Dead")
     gauge(COORDINATOR_GAUGES + "numgroups", "NumGroups: classic groups.", total)
     for state in STATES:
@@ -105,6 +109,32 @@ def _sums(rows: list[tuple[list[str], int]]) -> Iterator[tuple[list[str], int]]:
     for (group, topic, _), value in rows:
         sums[group, topic] = sums.get((group, topic), 0) + value
     return (([group, topic], value) for (group, topic), value in sums.items())
+
+
+class _Families:
+    """What an encoder of prometheus_client collects from: fixed families."""
+
+    def __init__(self, families: Iterable[Metric]) -> None:
+        self._families = list(families)
+
+    def collect(self) -> Iterator[Metric]:
+        return iter(self._families)
+
+
+def history(run: RunTables, step_ms: int) -> bytes:
+    """The run's figures every `step_ms` of simulated time from its start, and at its end, as one OpenMetrics
+    document: a sample per series and step, each series' samples in time order (as backfilling requires)."""
+    merged: dict[str, Metric] = {}
+    start, end = run.start_ts, run.end_ts
+    if end is None:
+        return openmetrics(_Families([]))
+    for at in [*range(start, end, step_ms), end]:
+        for family in families(figures_at(run, at)):
+            merged.setdefault(family.name, Metric(family.name, family.documentation, family.type)).samples.extend(
+                family.samples)
+    for family in merged.values():
+        family.samples.sort(key=lambda sample: (sample.name, sorted(sample.labels.items())))  # stable: time order kept
+    return openmetrics(_Families(merged.values()))
 
 
 class RunMetrics:

@@ -7,9 +7,11 @@ import threading
 import urllib.request
 
 import pytest
+from click.testing import CliRunner
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 from prometheus_client.parser import text_string_to_metric_families as text_families
 
+from simulations.cli import main
 from simulations.reports.dashboard import make_server
 from simulations.reports.prometheus import RunMetrics
 from simulations.views.history import committed_offsets
@@ -100,3 +102,21 @@ def test_the_dashboard_serves_metrics_while_a_run_is_missing(tmp_path):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_history_has_a_point_per_step_and_ends_where_a_scrape_is(lagging_run, tmp_path):
+    out = tmp_path / "history.om"
+    result = CliRunner().invoke(main, ["metrics", str(lagging_run), "--step", "40", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    points: dict[tuple, list[tuple[float, float]]] = {}
+    for family in text_string_to_metric_families(out.read_text()):
+        for s in family.samples:
+            points.setdefault((s.name, tuple(sorted(s.labels.items()))), []).append((float(s.timestamp), s.value))
+    # The run's tables span 10 s (the first commit) to 120 s: points at 10, 50, 90 and 120 s, where partition 0
+    # has committed half of the log (its lag is the other half).
+    lag = points["kafka_consumergroup_lag", (("consumergroup", "etl"), ("partition", "0"), ("topic", "t"))]
+    assert lag == [(10.0, 500), (50.0, 2500), (90.0, 4500), (120.0, 6000)]
+    assert {key: series[-1] for key, series in points.items()} == {
+        key: (stamp, value) for key, (value, stamp) in samples(lagging_run).items()}
+    missing = CliRunner().invoke(main, ["metrics", str(tmp_path / "nope"), "--out", str(out)])
+    assert missing.exit_code == 2 and "no such run folder" in missing.output
