@@ -20,9 +20,11 @@ from simulations.reports.dashboard import make_server
 from simulations.views.quiet_runs import count_requests
 from simulations.views.run_tables import load_run
 
+from ..conftest import REPO
 from ..views.runs import T0, live_run, manual_commits
 
 PROMETHEUS = shutil.which("prometheus")
+DASHBOARD = REPO / "conf" / "grafana" / "coordsim-kafka.json"
 EVERY_MS = 10_000
 CUTS = [T0 + 40_000, T0 + 80_000, T0 + 10**9]  # three micro-batches: the run's first 40 s, 80 s, the rest
 CONFIG = """\
@@ -134,6 +136,11 @@ def test_prometheus_records_a_run_in_progress_at_its_simulated_times(tmp_path, p
         assert [query("kafka_server_group_coordinator_metrics_offset_commit_count_total", at)[
                 (("__name__", "kafka_server_group_coordinator_metrics_offset_commit_count_total"),)]
                 for at, _ in reached] == [count_requests(run["offsets"]) for _, run in reached]
+        # Every query of the shipped Grafana dashboard is valid PromQL with data (no error responses in this run).
+        for panel in json.loads(DASHBOARD.read_text())["panels"]:
+            for target in panel["targets"]:
+                expr = target["expr"].replace("$job", ".*").replace("$window", "5m")
+                assert query(expr, T0 + 120_000) or 'error!="NONE"' in expr, (panel["title"], expr)
     finally:
         server.shutdown()
         server.server_close()
