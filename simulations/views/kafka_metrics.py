@@ -122,10 +122,12 @@ def _errors(responses: pd.DataFrame, answered: pd.Series) -> dict[tuple[str, str
     for (api, error), n in answered.groupby([responses["api"], responses["error"]]).sum().items():
         if api != "OffsetCommit" and n:
             errors[api, error] += int(n)
-    commits = responses["api"] == "OffsetCommit"
-    for results, n in zip(responses.loc[commits, "results"], answered[commits]):
-        for result in results if n else ():
-            errors["OffsetCommit", result["error"]] += int(n)
+    commits = (responses["api"] == "OffsetCommit") & (answered > 0)
+    # Few distinct per-partition outcomes among many commits: count the outcomes, then their errors.
+    outcomes = responses.loc[commits, "results"].map(lambda results: tuple(r["error"] for r in results))
+    for outcome, n in answered[commits].groupby(outcomes).sum().items():
+        for error in outcome:
+            errors["OffsetCommit", error] += int(n)
     return dict(errors)
 
 

@@ -4,6 +4,7 @@ computed by hand for a small run, and quiet runs counted exactly (checked agains
 from __future__ import annotations
 
 import threading
+from collections import Counter
 import urllib.request
 
 import pytest
@@ -82,6 +83,9 @@ def test_quiet_runs_count_as_the_requests_they_stand_for(quiet_run):
         assert counts.requests == {(api, int(v)): n for (api, v), n in
                                    answered.groupby(["api", "api_version"]).size().items()}
         assert counts.offset_commits == (commits["write_ts"] <= at).sum()
+        assert counts.errors == Counter((api, e["error"]) for api, error, results in
+                                        zip(answered["api"], answered["error"], answered["results"])
+                                        for e in (results if api == "OffsetCommit" else [{"error": error}]))
         figures = figures_at(quiet_run, at)
         by_hand = {(g, t, p): o for g in quiet_run.groups for (t, p), o in committed_offsets(whole, g, at).items()}
         assert {(p.group_id, p.topic, p.partition): p.current_offset for p in figures.partitions} == by_hand
