@@ -28,7 +28,7 @@ import pandas as pd
 
 from simulations.views.history import COMPLETING, DEAD, EMPTY, PREPARING, STABLE
 from simulations.views.quiet_runs import last_repeat, repeat_counts, repeats_until
-from simulations.views.run_tables import TIME_COLUMNS, RunTables
+from simulations.views.run_tables import RunTables
 
 STATES = (PREPARING, COMPLETING, STABLE, DEAD, EMPTY)  # ClassicGroupState's names
 # Kafka's metrics.sample.window.ms (30 s): the span a Meter's rate is measured over.
@@ -48,7 +48,6 @@ COLUMNS = {
     "members": ("group_id", "ts", "member_count"),
     "log_end_offsets": ("group_id", "ts", "topic", "records_per_second", "base_offset"),
 }
-assert all(set(names) <= set(COLUMNS[table]) for table, names in TIME_COLUMNS.items())
 
 
 @dataclass(frozen=True)
@@ -91,15 +90,19 @@ def figures_at(run: RunTables, at: int) -> KafkaFigures:
     states = _last_rows(run["group_states"], "ts", at)
     by_state = Counter(states["to_state"])
     counts, before = counts_at(run, at), counts_at(run, at - RATE_WINDOW_MS)
-    rate = lambda now, then: (now - then) * 1000 / RATE_WINDOW_MS  # noqa: E731
     existing = states.loc[states["to_state"] != DEAD, "group_id"]
     members = _last_rows(run["members"], "ts", at).set_index("group_id")["member_count"]
     partitions = _partition_offsets(run, at)
     return KafkaFigures(
         at, {state: by_state.get(state, 0) for state in STATES}, len(partitions), counts,
-        rate(counts.completed_rebalances, before.completed_rebalances),
-        rate(counts.offset_commits, before.offset_commits), rate(counts.offset_expirations, before.offset_expirations),
+        _rate(counts.completed_rebalances, before.completed_rebalances),
+        _rate(counts.offset_commits, before.offset_commits),
+        _rate(counts.offset_expirations, before.offset_expirations),
         {group: int(members.get(group, 0)) for group in existing}, partitions)
+
+
+def _rate(now: int, window_start: int) -> float:
+    return (now - window_start) * 1000 / RATE_WINDOW_MS
 
 
 def counts_at(run: RunTables, at: int) -> Counts:

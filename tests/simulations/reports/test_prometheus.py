@@ -18,7 +18,7 @@ from simulations.reports.prometheus import RunMetrics
 from simulations.views.history import committed_offsets
 from simulations.views.kafka_metrics import COLUMNS, counts_at, figures_at
 from simulations.views.quiet_runs import count_requests, expand_runs
-from simulations.views.run_tables import load_run
+from simulations.views.run_tables import TIME_COLUMNS, load_run
 from tableio.parquet import write_tables
 
 from ..scenarios.helpers import run as run_scenario
@@ -33,6 +33,10 @@ def samples(run_dir, accept: str = OPENMETRICS) -> dict[tuple[str, tuple], tuple
     parse = text_string_to_metric_families if "openmetrics" in content_type else text_families
     return {(s.name, tuple(sorted(s.labels.items()))): (s.value, float(s.timestamp) if s.timestamp else None)
             for family in parse(body.decode("utf-8")) for s in family.samples}
+
+
+def test_the_figures_read_every_time_column_the_run_s_own_span_needs():
+    assert all(set(names) <= set(COLUMNS[table]) for table, names in TIME_COLUMNS.items())
 
 
 def test_a_small_run_by_hand(lagging_run):
