@@ -4,8 +4,8 @@ OpenMetrics format (whichever the scraper asks for), written by the prometheus_c
 Names are the ones a platform team's dashboards already use for a real cluster (docs/prometheus.md maps
 each to its Kafka MBean): the group coordinator's metrics as Prometheus' JMX exporter names them (the
 generic rules of the Strimzi and Confluent configurations: `kafka_coordinator_group_groupmetadatamanager_*`,
-`kafka_network_requestmetrics_*_total`; its default naming for `kafka.server:type=group-coordinator-metrics`,
-which those rules leave alone), and consumer-group offsets and lag as kafka_exporter names them
+`kafka_network_requestmetrics_*_total`; for `kafka.server:type=group-coordinator-metrics`, which those rules
+do not export, the exporter's default naming), and consumer-group offsets and lag as kafka_exporter names them
 (`kafka_consumergroup_*`, labels `consumergroup`, `topic`, `partition`). Counters are counters (`_total`).
 
 Every sample carries the simulated time the run has reached as its timestamp (`simulations.views.
@@ -27,6 +27,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.openmetrics.exposition import generate_latest as openmetrics
 
+from simulations.views.history import DEAD
 from simulations.views.kafka_metrics import COLUMNS, STATES, KafkaFigures, figures_at
 from simulations.views.run_tables import RunError, RunTables, load_run, signature
 
@@ -54,7 +55,7 @@ def families(figures: KafkaFigures) -> list[Metric]:
 
     gauge("coordsim_simulated_time_seconds", "The simulated time the run has reached (epoch seconds).",
           figures.at / 1000)
-    total = sum(n for state, n in figures.groups_by_state.items() if state != "Dead")
+    total = sum(n for state, n in figures.groups_by_state.items() if state != DEAD)
     gauge(COORDINATOR_GAUGES + "numgroups", "NumGroups: classic groups.", total)
     for state in STATES:
         gauge(COORDINATOR_GAUGES + "numgroups" + state.lower(), f"NumGroups{state}: classic groups in {state}.",
