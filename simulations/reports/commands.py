@@ -1,5 +1,5 @@
 """The click commands of issue 7, for `simulations.cli` to register: `report`, `dashboard`, `describe`,
-`offsets`, `lag` and `validate`.
+`offsets`, `lag` and `validate`; and `metrics`, a run's history for Prometheus (issue 16).
 
 Each imports what it needs when it runs (great-expectations takes seconds to import), so registering them
 costs the CLI nothing. A user's mistake (a missing run folder, an unknown group, a bad --at) ends with one
@@ -157,4 +157,29 @@ def lag(run_dir: str, group: str | None, at: int | None, intervals: int, min_dis
         raise UserError(str(error)) from None
 
 
-COMMANDS = [report, dashboard, describe, offsets, lag, validate]
+@click.command()
+@RUN_DIR
+@click.option("--step", default=15.0, show_default=True, type=click.FloatRange(0.001), metavar="SECONDS",
+              help="Simulated time between two points of each series.")
+@click.option("--out", "out_file", required=True, metavar="FILE", type=click.Path(dir_okay=False),
+              help="Where to write the OpenMetrics document.")
+def metrics(run_dir: str, step: float, out_file: str) -> None:
+    """Write the run's history under Kafka's metric names, a point every --step of simulated time, for
+    `promtool tsdb create-blocks-from openmetrics FILE DIR` (a live run: `coordsim dashboard` serves /metrics)."""
+    from pathlib import Path
+
+    from simulations.reports.prometheus import history
+    from simulations.views.kafka_metrics import COLUMNS
+    from simulations.views.run_tables import load_run
+
+    try:
+        body = history(load_run(run_dir, COLUMNS), max(1, round(step * 1000)))
+        Path(out_file).write_bytes(body)
+    except _user_errors() as error:
+        raise UserError(str(error)) from None
+    except OSError as error:
+        raise UserError(f"cannot write {out_file}: {error.strerror or error}") from None
+    click.echo(f"metrics: {out_file} ({len(body) // 1024 + 1} KiB)")
+
+
+COMMANDS = [report, dashboard, describe, offsets, lag, validate, metrics]

@@ -4,6 +4,7 @@ A small standard-library HTTP server (no framework: the panels are the report's 
 page that polls them needs nothing else). It serves
     GET /                      the page: the report's layout, a group picker for the heatmap, a refresh script
     GET /panels?group=G        {"summary", "panels", "groups", "chosen"}: fresh HTML for the page to swap in
+    GET /metrics               the run as a Prometheus target, under Kafka's metric names (reports.prometheus)
 Tables are re-read only when a file of the run changes (`run_tables.signature`), and panels are rendered
 once per change and group however many browsers poll. It binds 127.0.0.1 unless told otherwise.
 """
@@ -22,6 +23,7 @@ from urllib.parse import parse_qs, urlsplit
 from simulations.reports import figures
 from simulations.reports.page import render_page, render_panels, summary
 from simulations.reports.panels import COLUMNS, build_panels
+from simulations.reports.prometheus import RunMetrics
 from simulations.views.describe import require_group
 from simulations.views.run_tables import RunError, RunTables, load_run, signature
 
@@ -78,6 +80,7 @@ def make_server(run_dir: str | os.PathLike, host: str, port: int, refresh_s: flo
     if group is not None and run is not None and not run.live:
         require_group(run, group)
     refresh_ms = max(200, int(refresh_s * 1000))
+    metrics = RunMetrics(run_dir)
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
@@ -87,11 +90,15 @@ def make_server(run_dir: str | os.PathLike, host: str, port: int, refresh_s: flo
             elif url.path == "/panels":
                 group_arg = parse_qs(url.query).get("group", [None])[0] or None
                 self._send(json.dumps(live.panels(group_arg)), "application/json")
+            elif url.path == "/metrics":
+                self._send_bytes(*metrics.exposition(self.headers.get("Accept")))
             else:
                 self.send_error(HTTPStatus.NOT_FOUND)
 
         def _send(self, body: str, kind: str) -> None:
-            data = body.encode("utf-8")
+            self._send_bytes(body.encode("utf-8"), kind)
+
+        def _send_bytes(self, data: bytes, kind: str) -> None:
             self.send_response(HTTPStatus.OK)
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(data)))

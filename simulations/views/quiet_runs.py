@@ -61,6 +61,15 @@ def last_repeat(frame: pd.DataFrame, column: str, at: int | None = None) -> pd.S
     return first + repeats * interval
 
 
+def repeats_until(frame: pd.DataFrame, column: str, at: int) -> pd.Series:
+    """How many of each row's requests have `column` (a time) at or before `at` (int64, the frame's index)."""
+    first = frame[column].astype("int64")
+    count = repeat_counts(frame)
+    interval = _intervals(frame)
+    passed = (at - first) // interval.where(interval > 0, 1) + 1
+    return passed.where(interval > 0, count).clip(lower=0, upper=count).where(first <= at, 0)
+
+
 def repeat_times(frame: pd.DataFrame, column: str) -> pd.Series:
     """`column` (a time) of every request, row after row, each with its row's index label: a run's row
     repeated once per request."""

@@ -35,13 +35,13 @@ def replay(events: Path, out: Path) -> Path:
     return out
 
 
-def manual_commits(path: Path, offsets: list[list[int]], every_ms: int, rate: int = 100) -> Path:
+def manual_commits(path: Path, offsets: list[list[int]], every_ms: int, rate: int = 100, start: int = 0) -> Path:
     """Events into `path`: topic `t` (one partition per list of `offsets`) produced at `rate` records/s per
-    partition, and a consumer of group `etl` committing (outside any group protocol, as an admin or a manually
-    assigned consumer does) the i-th offset of every list at (i + 1) * every_ms."""
-    rows = [{"ts": 0, "group_id": "etl", "type": "TOPIC_METADATA",
+    partition from `start`, and a consumer of group `etl` committing (outside any group protocol, as an admin or a
+    manually assigned consumer does) the i-th offset of every list at start + (i + 1) * every_ms."""
+    rows = [{"ts": start, "group_id": "etl", "type": "TOPIC_METADATA",
              "topics": [{"topic": "t", "partitions": len(offsets), "records_per_second": rate}]}]
-    rows += [{"ts": every_ms * (i + 1), "group_id": "etl", "type": "OFFSET_COMMIT", "api_version": 8,
+    rows += [{"ts": start + every_ms * (i + 1), "group_id": "etl", "type": "OFFSET_COMMIT", "api_version": 8,
               "client_id": "etl", "generation_id": -1, "member_id": "",
               "offsets": [{"topic": "t", "partition": p, "offset": column[i]} for p, column in enumerate(offsets)]}
              for i in range(len(offsets[0]))]

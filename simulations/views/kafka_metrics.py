@@ -1,0 +1,181 @@
+"""A run at a simulated time TS as a Kafka cluster's monitoring would report it: the group coordinator's own
+metrics (GroupCoordinatorMetrics, `kafka.server:type=group-coordinator-metrics` and the older
+`kafka.coordinator.group:type=GroupMetadataManager` gauges), the request metrics of the coordinator's APIs
+(`kafka.network:type=RequestMetrics`), and consumer-group offsets and lag as kafka_exporter reads them
+(OffsetFetch and the partitions' log-end offsets). `simulations.reports.prometheus` publishes them under
+the names the JMX exporter and kafka_exporter give them (docs/prometheus.md).
+
+What each figure counts, as Kafka counts it:
+- groups by state: each group's last `group_states` row at or before TS (a Dead group is one the run
+  deleted or unloaded and has not loaded or created again);
+- completed rebalances: transitions to Stable once the leader's assignment is stored (`leader_sync_stored`:
+  where GroupMetadataManager records its CompletedRebalances sensor; a load after a move is not one);
+- offset commits: offsets written (one per partition of an OffsetCommit); expirations: tombstones the
+  expiry sweep wrote; retained offsets: (group, topic, partition) whose last record is not a tombstone;
+- requests: responses sent, by API and version; errors: by API and error, `NONE` included, each partition's
+  error for OffsetCommit (Kafka's `errorCounts`), the response's error for the other APIs;
+- rates: Kafka's Meter over the last `RATE_WINDOW_MS` of simulated time, events per second.
+Quiet runs are counted exactly, request by request, without expanding them (`quiet_runs.repeats_until`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from simulations.views.history import COMPLETING, DEAD, EMPTY, PREPARING, STABLE
+from simulations.views.quiet_runs import last_repeat, repeat_counts, repeats_until
+from simulations.views.run_tables import RunTables
+
+STATES = (PREPARING, COMPLETING, STABLE, DEAD, EMPTY)  # ClassicGroupState's names
+# Kafka's metrics.sample.window.ms (30 s): the span a Meter's rate is measured over.
+RATE_WINDOW_MS = 30_000
+COMPLETED_REBALANCE_CAUSE = "leader_sync_stored"
+
+# The columns of a finished run these figures read (with every table's times: RunTables' own figures).
+COLUMNS = {
+    "responses": ("group_id", "request_ts", "response_ts", "api", "api_version", "error", "results",
+                  "repeat_count", "repeat_interval_ms"),
+    "generations": ("group_id", "rebalance_start_ts", "join_complete_ts", "stable_ts"),
+    "assignments": ("group_id", "assign_ts"),
+    "offsets": ("group_id", "topic", "partition", "offset", "commit_ts", "write_ts", "out_seq", "repeat_count",
+                "repeat_interval_ms", "records_per_second", "rate_origin_ts"),
+    "group_metadata": ("group_id", "write_ts"),
+    "group_states": ("group_id", "ts", "to_state", "cause"),
+    "members": ("group_id", "ts", "member_count"),
+    "log_end_offsets": ("group_id", "ts", "topic", "records_per_second", "base_offset"),
+}
+
+
+@dataclass(frozen=True)
+class Counts:
+    """The coordinator's cumulative counters at a time."""
+
+    completed_rebalances: int
+    offset_commits: int
+    offset_expirations: int
+    requests: dict[tuple[str, int], int]  # (api, version) -> responses sent
+    errors: dict[tuple[str, str], int]  # (api, error) -> errors counted
+
+
+@dataclass(frozen=True)
+class PartitionOffset:
+    group_id: str
+    topic: str
+    partition: int
+    current_offset: int
+    # Log-end offset minus the committed offset; None for a topic the run has no production model of.
+    lag: int | None
+
+
+@dataclass(frozen=True)
+class KafkaFigures:
+    at: int
+    groups_by_state: dict[str, int]  # every state of STATES
+    offsets: int
+    counts: Counts
+    # Events per second over the RATE_WINDOW_MS before `at`: completed rebalances, commits, expirations.
+    rebalance_rate: float
+    offset_commit_rate: float
+    offset_expiration_rate: float
+    members: dict[str, int]  # group -> members, for every group that exists (not Dead) at `at`
+    partitions: list[PartitionOffset]  # sorted by group, topic, partition
+
+
+def figures_at(run: RunTables, at: int) -> KafkaFigures:
+    """The figures of `run` at simulated time `at` (epoch ms)."""
+    states = _last_rows(run["group_states"], "ts", at)
+    by_state = Counter(states["to_state"])
+    counts, before = counts_at(run, at), counts_at(run, at - RATE_WINDOW_MS)
+    existing = states.loc[states["to_state"] != DEAD, "group_id"]
+    members = _last_rows(run["members"], "ts", at).set_index("group_id")["member_count"]
+    partitions = _partition_offsets(run, at)
+    return KafkaFigures(
+        at, {state: by_state.get(state, 0) for state in STATES}, len(partitions), counts,
+        _rate(counts.completed_rebalances, before.completed_rebalances),
+        _rate(counts.offset_commits, before.offset_commits),
+        _rate(counts.offset_expirations, before.offset_expirations),
+        {group: int(members.get(group, 0)) for group in existing}, partitions)
+
+
+def _rate(now: int, window_start: int) -> float:
+    return (now - window_start) * 1000 / RATE_WINDOW_MS
+
+
+def counts_at(run: RunTables, at: int) -> Counts:
+    """The cumulative counters at `at`: events at or before it."""
+    states = run["group_states"]
+    stable = (states["ts"] <= at) & (states["to_state"] == STABLE) & (states["cause"] == COMPLETED_REBALANCE_CAUSE)
+    offsets = run["offsets"]
+    tombstone = offsets["offset"].isna()
+    commits = repeats_until(offsets[~tombstone], "write_ts", at)
+    responses = run["responses"]
+    answered = repeats_until(responses, "response_ts", at)
+    requests = answered.groupby([responses["api"], responses["api_version"]]).sum()
+    return Counts(int(stable.sum()), int(commits.sum()), int((tombstone & (offsets["write_ts"] <= at)).sum()),
+                  {(api, int(version)): int(n) for (api, version), n in requests.items() if n},
+                  _errors(responses, answered))
+
+
+def _errors(responses: pd.DataFrame, answered: pd.Series) -> dict[tuple[str, str], int]:
+    errors: Counter = Counter()
+    for (api, error), n in answered.groupby([responses["api"], responses["error"]]).sum().items():
+        if api != "OffsetCommit" and n:
+            errors[api, error] += int(n)
+    commits = (responses["api"] == "OffsetCommit") & (answered > 0)
+    # Few distinct per-partition outcomes among many commits: count the outcomes, then their errors.
+    outcomes = responses.loc[commits, "results"].map(lambda results: tuple(r["error"] for r in results))
+    for outcome, n in answered[commits].groupby(outcomes).sum().items():
+        for error in outcome:
+            errors["OffsetCommit", error] += int(n)
+    return dict(errors)
+
+
+def _last_rows(frame: pd.DataFrame, column: str, at: int) -> pd.DataFrame:
+    """Each group's last row (table order) with `column` at or before `at`."""
+    return frame[frame[column] <= at].groupby("group_id", sort=False).tail(1)
+
+
+def _partition_offsets(run: RunTables, at: int) -> list[PartitionOffset]:
+    """Each retained offset at `at` with its lag: per partition, the record whose last commit at or before
+    `at` is the latest (a quiet run's rows come when the run ends: time, then `out_seq`, orders them)."""
+    rows = run["offsets"]
+    rows = rows[rows["write_ts"] <= at].copy()
+    if rows.empty:
+        return []
+    rows["last_ts"] = last_repeat(rows, "write_ts", at)
+    rows = rows.sort_values(["last_ts", "out_seq"], kind="stable")
+    rows = rows.groupby(["group_id", "topic", "partition"], sort=True).tail(1)
+    rows = rows[rows["offset"].notna()].sort_values(["group_id", "topic", "partition"])
+    current = _run_offsets(rows, at)
+    log_ends = _log_end_offsets(run, at)
+    return [PartitionOffset(group, topic, int(partition), int(offset),
+                            None if (end := log_ends.get((group, topic))) is None else end - int(offset))
+            for group, topic, partition, offset in zip(rows["group_id"], rows["topic"], rows["partition"], current)]
+
+
+def _run_offsets(rows: pd.DataFrame, at: int) -> np.ndarray:
+    """The offset of each row's last commit at or before `at`, by the row's offsets rule (tableio.quiet_run.Run,
+    over whole columns): commit k adds what the rule's rate produced between the first commit and it."""
+    offset = rows["offset"].astype("int64").to_numpy()
+    interval = rows["repeat_interval_ms"].astype("Int64").fillna(0).astype("int64").to_numpy()
+    k = np.where(interval > 0, (rows["last_ts"].to_numpy() - rows["write_ts"].astype("int64").to_numpy())
+                 // np.maximum(interval, 1), 0)
+    rate = rows["records_per_second"].astype("float64").fillna(0).to_numpy()
+    origin = rows["rate_origin_ts"].astype("Int64").fillna(0).astype("int64").to_numpy()
+    first = rows["commit_ts"].astype("int64").to_numpy()
+    grown = np.trunc(rate * (first + k * interval - origin) / 1000) - np.trunc(rate * (first - origin) / 1000)
+    ruled = (k > 0) & (rate != 0) & rows["rate_origin_ts"].notna().to_numpy() & (repeat_counts(rows).to_numpy() > 1)
+    return offset + np.where(ruled, grown, 0).astype("int64")
+
+
+def _log_end_offsets(run: RunTables, at: int) -> dict[tuple[str, str], int]:
+    """Each (group, topic)'s partition log-end offset at `at` under the run's production model."""
+    rows = run["log_end_offsets"]
+    rows = rows[rows["ts"] <= at].groupby(["group_id", "topic"], sort=False).tail(1)
+    ends = rows["base_offset"].astype("int64") + np.trunc(
+        rows["records_per_second"].astype("float64") * (at - rows["ts"].astype("int64")) / 1000).astype("int64")
+    return dict(zip(zip(rows["group_id"], rows["topic"]), ends.astype(int)))
