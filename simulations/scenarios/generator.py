@@ -42,6 +42,9 @@ class Generated:
     start_ms: int
     until_ms: int
     notes: list[str] = field(default_factory=list)
+    # Each timeline action but idle: {"action": its label, "start_ts", "end_ts"}, from its first group's start
+    # to its last directive's time (epoch ms), what `coordsim capacity` tells steady state from.
+    actions: list[dict] = field(default_factory=list)
 
 
 @dataclass
@@ -102,6 +105,7 @@ class GroupPlan:
 def generate(scenario: Scenario) -> Generated:
     plans: dict[str, list[GroupPlan]] = {s.name: _start_groups(scenario, s) for s in scenario.group_sets}
     notes: list[str] = []
+    actions: list[dict] = []
     cursor = 0
     for action in scenario.timeline:
         at = cursor if action.at_ms is None else action.at_ms
@@ -110,9 +114,13 @@ def generate(scenario: Scenario) -> Generated:
                                 f"run (duration: {scenario.duration_ms} ms); give it an earlier 'at' or a longer "
                                 f"duration", scenario.source, action.line, action.path)
         cursor = _apply(scenario, action, at, plans, notes)
+        if not isinstance(action, Idle):
+            offsets = [plan.offset for name in action.targets for plan in plans[name]]
+            actions.append({"action": action.label, "start_ts": scenario.start_ms + at + min(offsets),
+                            "end_ts": scenario.start_ms + cursor + max(offsets)})
     rows = _rows(scenario, [plan for set_plans in plans.values() for plan in set_plans])
     groups = {name: [plan.group_id for plan in set_plans] for name, set_plans in plans.items()}
-    return Generated(rows, groups, scenario.start_ms, scenario.until_ms, notes)
+    return Generated(rows, groups, scenario.start_ms, scenario.until_ms, notes, actions)
 
 
 def _start_groups(scenario: Scenario, group_set: GroupSet) -> list[GroupPlan]:
