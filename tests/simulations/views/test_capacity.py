@@ -70,7 +70,7 @@ def test_text_fits_80_columns(run_dir):
     assert max(map(len, lines)) <= 80
     assert "hottest broker 1: 10.0 requests/s, skew 1.75 (max / mean of 3)" in lines
     assert "  timeline[0] (crash, line 9): 1970-01-01 00:00:05 to 1970-01-01 00:00:05" in lines
-    assert invoke(run_dir, "--broker", "2").output.count("broker ") == 1
+    assert invoke(run_dir, "--broker", "2").output.count("\nbroker ") == 1
 
 
 def test_csv_and_json(run_dir):
