@@ -24,7 +24,7 @@ import pandas as pd
 
 from simulations.views.run_tables import TIME_COLUMNS, load_run
 from state.tables import columns
-from tableio.coordinator_load import TABLE, WINDOW_MS, LoadError, coordinator_load, read_inputs
+from tableio.coordinator_load import TABLE, WINDOW_MS, LoadError, coordinator_load, first_time, read_inputs
 from tableio.quiet_run import COUNT, INTERVAL
 
 # Beside the run's scenario and events in RUN_DIR/scenario/ (written by `coordsim run`).
@@ -137,7 +137,7 @@ def _load(run_dir: str, window_ms: int) -> tuple[pd.DataFrame, int]:
     windows = set(load["window_ms"].dropna().astype(int))
     if windows != {window_ms} or not (Path(run_dir) / TABLE).is_dir():
         try:
-            load = coordinator_load(read_inputs(Path(run_dir)), final, window_ms).to_pandas()
+            load = coordinator_load(read_inputs(Path(run_dir)), first_time(Path(run_dir)), final, window_ms).to_pandas()
         except LoadError as error:
             raise CapacityError(f"--window: {error}") from None
     return load, final

@@ -4,20 +4,23 @@ ends, and the bytes of each record kind (docs/records.md's worked example: a lon
 
 from __future__ import annotations
 
-import pandas as pd
+import pyarrow as pa
 import pytest
 
 from state.record_bytes import RECORD_BATCH_OVERHEAD, batch_size
 from state.records import GroupMetadataRecord, OffsetCommitRecord
-from tableio.coordinator_load import INPUT_COLUMNS, LoadError, coordinator_load
+from tableio.coordinator_load import LoadError, coordinator_load, input_frames
+from tableio.parquet import arrow_schema
 
 A, B = "orders-000", "orders-001"  # A on broker 1; B on broker 2, moved to 1 at 4.5 s
-FINAL = 41_000
+START, FINAL = 10, 41_000
 
 
-def frame(table: str, rows: list[dict]) -> pd.DataFrame:
-    return pd.DataFrame([{name: row.get(name) for name in INPUT_COLUMNS[table]} for row in rows],
-                        columns=list(INPUT_COLUMNS[table]))
+def frame(table: str, rows: list[dict]) -> pa.Table:
+    schema = arrow_schema(table)
+    if "coordinator_id" not in schema.names:  # the column the cluster adds
+        schema = schema.append(pa.field("coordinator_id", pa.int32()))
+    return pa.Table.from_pylist([{name: row.get(name) for name in schema.names} for row in rows], schema=schema)
 
 
 def response(api, request_ts, response_ts=None, error="NONE", broker=1, count=1, interval=None):
@@ -44,7 +47,7 @@ def state(group, ts, to_state, members, broker, seq):
             "out_seq": seq}
 
 
-TABLES = {
+TABLES = input_frames({
     "responses": frame("responses", [
         response("JoinGroup", 100, 3100),                      # parked at the ends 1000, 2000, 3000
         response("JoinGroup", 2000, 3100),                     # parked at 2000 (request_ts <= end) and 3000
@@ -74,12 +77,12 @@ TABLES = {
         {"group_id": A, "ts": 100, "member_count": 1, "coordinator_id": 1, "out_seq": 2},
         {"group_id": A, "ts": 2000, "member_count": 2, "coordinator_id": 1, "out_seq": 3},
     ]),
-}
+})
 
 
 @pytest.fixture(scope="module")
 def load() -> dict[tuple, int]:
-    rows = coordinator_load(TABLES, FINAL).to_pylist()
+    rows = coordinator_load([TABLES], START, FINAL).to_pylist()
     assert {row["window_ms"] for row in rows} == {1000}
     return {(r["broker_id"], r["window_start_ts"] // 1000, r["measure"], r["name"]): r["value"] for r in rows}
 
@@ -138,9 +141,9 @@ def test_bytes_of_each_record_kind(load):
 
 
 def test_other_windows_and_an_impossible_one():
-    rows = coordinator_load(TABLES, FINAL, window_ms=10_000).to_pylist()
+    rows = coordinator_load([TABLES], START, FINAL, window_ms=10_000).to_pylist()
     heartbeats = {r["window_start_ts"]: r["value"] for r in rows if (r["measure"], r["name"]) == ("requests", "Heartbeat")}
     assert heartbeats == {0: 3 + 1 + 5, 10_000: 3 + 2, 20_000: 3, 30_000: 1}
-    assert coordinator_load(TABLES, None).num_rows == 0
+    assert coordinator_load([TABLES], START, None).num_rows == 0
     with pytest.raises(LoadError):
-        coordinator_load(TABLES, FINAL, window_ms=0)
+        coordinator_load([TABLES], START, FINAL, window_ms=0)
