@@ -53,6 +53,8 @@ NO_BROKER = -1  # a null coordinator_id: the run has no cluster, or the request 
 
 OFFSET_COMMIT, GROUP_METADATA = "OffsetCommit", "GroupMetadata"
 METADATA_MEMBERS = "group_metadata.members"
+STRINGS = ("group_id", "api", "error", "topic", "metadata", "member_id", "protocol_type", "protocol_name",
+           "leader_id", "to_state")
 REBALANCING = ("PreparingRebalance", "CompletingRebalance")
 # A GroupMetadata member's variable-length fields (the others are two int32 timeouts).
 MEMBER_FIELDS = ("member_id", "group_instance_id", "client_id", "client_host", "subscription", "assignment")
@@ -133,7 +135,8 @@ class _Cursor:
         columns = [name for name in dict.fromkeys((*grouped, *INPUT_COLUMNS[table])) if name in schema.names]
         self.rows = 0
         if path.is_file():
-            file = pq.ParquetFile(path)
+            # Strings read as dictionaries: the files keep them so.
+            file = pq.ParquetFile(path, read_dictionary=[name for name in columns if name in STRINGS])
             columns = [name for name in columns if name in file.schema_arrow.names]
             self.schema = pa.schema([file.schema_arrow.field(name) for name in columns])
             self.batches = file.iter_batches(batch_size=BATCH_ROWS, columns=columns)
@@ -185,7 +188,7 @@ def input_frames(tables: Mapping[str, pa.Table]) -> dict[str, pd.DataFrame]:
                           for column in data.columns], names=data.column_names).to_pandas()
         for name in names:
             if name not in frame.columns and name != "members":
-                frame[name] = None
+                frame[name] = np.nan
         frames[table] = frame
     offsets, metadata = tables["offsets"], tables["group_metadata"]
     for name in ("group_id", "topic", "metadata"):
@@ -204,7 +207,11 @@ def input_frames(tables: Mapping[str, pa.Table]) -> dict[str, pd.DataFrame]:
 
 def _lengths(values) -> np.ndarray:
     """The byte length of each string or binary value, -1 for null."""
-    return pc.binary_length(values).fill_null(-1).to_numpy().astype("int64")
+    chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
+    lengths = [pc.take(pc.binary_length(chunk.dictionary), chunk.indices) if pa.types.is_dictionary(chunk.type)
+               else pc.binary_length(chunk) for chunk in chunks]
+    return np.concatenate([pc.fill_null(part, -1).to_numpy().astype("int64") for part in lengths]
+                          + [np.empty(0, dtype="int64")])
 
 
 def coordinator_load(chunks: Iterable[Mapping[str, pd.DataFrame]], start: int | None, final: int | None,
@@ -355,23 +362,40 @@ def _groups(load: "_Load", states: pd.DataFrame, members: pd.DataFrame) -> None:
 
 
 def _factorize(*columns) -> tuple[np.ndarray, np.ndarray]:
-    """A code per row for its combination of values (0, 1, ... in order of first appearance, a null a value
-    like any other), and the first row of each code."""
+    """A code per row for its combination of values (a null a value like any other), and the first row of
+    each code. Categories and integers of a small range are codes already; other columns are hashed."""
     codes, bound = np.zeros(len(columns[0]), dtype="int64"), 1
     for column in columns:
-        if isinstance(column, pd.Categorical):
-            column_codes, cardinality = column.codes.astype("int64") + 1, len(column.categories) + 1
-        else:
-            column_codes, uniques = pd.factorize(column, use_na_sentinel=False)
-            cardinality = len(uniques)
+        column_codes, cardinality = _codes(column)
         if bound * cardinality >= 1 << 62:  # keep the mixed-radix code within int64
-            codes, uniques = pd.factorize(codes)
-            bound = len(uniques)
+            codes, bound = _dense(codes, bound)
         codes, bound = codes * cardinality + column_codes, bound * cardinality
-    codes, uniques = pd.factorize(codes)
-    first = np.empty(len(uniques), dtype="int64")
+    codes, count = _dense(codes, bound)
+    first = np.empty(count, dtype="int64")
     first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)
-    return codes.astype("int64"), first
+    return codes, first
+
+
+def _codes(column) -> tuple[np.ndarray, int]:
+    """Codes from 0 for a column's values, and how many codes there can be."""
+    if isinstance(column, pd.Categorical):
+        return column.codes.astype("int64") + 1, len(column.categories) + 1
+    column = np.asarray(column)
+    if column.dtype.kind in "iub" and len(column):
+        low, high = int(column.min()), int(column.max())
+        if high - low < 1 << 22:
+            return column.astype("int64") - low, high - low + 1
+    codes, uniques = pd.factorize(column, use_na_sentinel=False)
+    return codes.astype("int64"), max(1, len(uniques))
+
+
+def _dense(codes: np.ndarray, bound: int) -> tuple[np.ndarray, int]:
+    """The same codes renumbered 0, 1, ... without gaps."""
+    if bound <= 4 * len(codes) + 1024:
+        present = np.bincount(codes, minlength=bound) > 0
+        return (np.cumsum(present) - 1)[codes], int(present.sum())
+    codes, uniques = pd.factorize(codes)
+    return codes.astype("int64"), len(uniques)
 
 
 class _Load:
