@@ -11,11 +11,16 @@ window is [window_start_ts, window_start_ts + window_ms), its start a multiple o
   `members` of the hosted groups, JoinGroups `parked` (request_ts <= e < response_ts).
 
 A quiet run (docs/tables.md, "Quiet runs") is counted exactly without expanding it: its requests lie on the
-lattice `phase + k * interval`, shared by every run of that interval and phase, so the runs of one lattice
-are summed with a difference array over lattice indices and only the lattice's points are binned into
-windows: a storm hour's 10^8 heartbeats cost about (intervals x phases x lattice length) points.
+lattice `phase + k * interval`; runs whose phases differ by less than gcd(interval, window) put their k-th
+requests in the same window, so they share a lattice, the runs of a lattice are summed with a difference
+array over lattice indices, and only the lattice's points are binned into windows. A storm hour's 10^8
+heartbeats (3 s apart, 1 s windows) cost three lattices of 1,200 points per broker.
 
-Bytes are `state.record_bytes`' sizes. A batch is one operation's records, rebuilt from the rows: the
+Every figure is a sum over groups, so the written tables are read once, a range of groups at a time, in
+bounded memory (`read_inputs`); strings are read as categories and grouped by their codes.
+
+Bytes are `state.record_bytes`' sizes, measured once per shape of record (the byte lengths of its variable
+fields, which are all a size depends on). A batch is one operation's records, rebuilt from the rows: the
 `offsets` rows of one group written at one `write_ts` by one member (one OffsetCommit request; each commit of
 a quiet run of them); a GroupMetadata record alone; the expiry sweep's tombstones of one group at one
 `write_ts` (its offset tombstones, then its group tombstone). Records take their offset deltas in `out_seq`
@@ -26,7 +31,8 @@ order and the batch header is counted with the batch's first record, so a batch'
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -61,8 +67,8 @@ MEMBER_FIELDS = ("member_id", "group_instance_id", "client_id", "client_host", "
 DEAD = "Dead"
 
 # The time each table's rows are placed by; the earliest is where the windows start.
-TIME_COLUMNS = {"responses": "request_ts", "offsets": "write_ts", "group_metadata": "write_ts", "group_states": "ts",
-                "members": "ts"}
+TIME_COLUMNS = {"responses": "request_ts", "offsets": "write_ts", "group_metadata": "write_ts",
+                "group_states": "ts", "members": "ts"}
 INPUT_COLUMNS = {
     "responses": ("request_ts", "response_ts", "api", "error", "coordinator_id", COUNT, INTERVAL),
     "offsets": ("group_id", "topic", "partition", "offset", "metadata", "leader_epoch", "commit_ts",
@@ -147,30 +153,29 @@ class _Cursor:
 
     def next(self, rows: int | None) -> pa.Table:
         """The next `rows` rows (with None: all the rest)."""
-        taken, count = [], 0
-        while rows is None or count < rows:
-            batch = self.held if self.held is not None else next(self.batches, None)
-            self.held = None
-            if batch is None:
-                break
-            if rows is not None and count + len(batch) > rows:
-                batch, self.held = batch.slice(0, rows - count), batch.slice(rows - count)
-            taken.append(batch)
-            count += len(batch)
-        return pa.Table.from_batches(taken, self.schema)
+        if rows is None:
+            return self._take(lambda batch, taken: len(batch))
+        return self._take(lambda batch, taken: min(len(batch), rows - taken))
 
     def until(self, bound: str | None) -> pa.Table:
         """The rows of the groups before `bound` not handed out yet (with None: all the rest)."""
-        taken = []
+        if bound is None:
+            return self.next(None)
+        return self._take(lambda batch, taken: pc.sum(pc.less(batch["group_id"], bound)).as_py() or 0)
+
+    def _take(self, count: Callable[[pa.RecordBatch, int], int]) -> pa.Table:
+        """Rows from the front, batch after batch, `count(batch, rows taken so far)` of each, until a batch
+        is not taken whole (its rest is held for the next call)."""
+        taken: list[pa.RecordBatch] = []
         while True:
             batch = self.held if self.held is not None else next(self.batches, None)
             self.held = None
             if batch is None:
                 break
-            before = len(batch) if bound is None else pc.sum(pc.less(batch["group_id"], bound)).as_py() or 0
-            taken.append(batch.slice(0, before))
-            if before < len(batch):
-                self.held = batch.slice(before)
+            rows = count(batch, sum(map(len, taken)))
+            taken.append(batch.slice(0, rows))
+            if rows < len(batch):
+                self.held = batch.slice(rows)
                 break
         return pa.Table.from_batches(taken, self.schema)
 
@@ -352,7 +357,7 @@ def _groups(load: "_Load", states: pd.DataFrame, members: pd.DataFrame) -> None:
     # The last row of a group lasts past the end of the run's last window.
     until = np.where(following, np.append(ts[1:], 0), (load.first + load.windows) * load.window_ms + 1)
     names = np.asarray(to_state.categories, dtype=object)
-    hosted = (state >= 0) & (state != (names.tolist().index(DEAD) if DEAD in names else -2))
+    hosted = (state >= 0) & ~np.isin(state, np.flatnonzero(names == DEAD))
     brokers, state, start, end = brokers[hosted], names[state[hosted]], ts[hosted], until[hosted]
     load.levels(brokers, "groups", "hosted", start, end)
     load.levels(brokers, "groups", state, start, end)

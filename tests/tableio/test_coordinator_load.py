@@ -56,6 +56,10 @@ TABLES = input_frames({
         response("Heartbeat", 3100, count=5, interval=400),    # 3100, 3500, 3900 | 4300, 4700
         response("SyncGroup", 1500, error="REBALANCE_IN_PROGRESS", broker=2),
         response("FindCoordinator", 4550, broker=None),         # no coordinator named
+        # Intervals that do not divide the window: 3050, 3750 | 4450 | 5150, 5850 and 3099, 3799 | 4499 | ...
+        response("OffsetCommit", 3050, broker=2, count=5, interval=700),
+        response("OffsetCommit", 3099, broker=2, count=5, interval=700),
+        response("OffsetCommit", 3001, broker=2, count=3, interval=1001),  # 3001 | 4002 | 5003
     ]),
     "offsets": frame("offsets", [
         commit(0, 3300, seq=10), commit(1, 3300, seq=11),        # one request: a batch of 2
@@ -97,6 +101,7 @@ def test_requests_per_window_count_every_request_of_a_quiet_run(load):
     assert sum(heartbeats.values()) == 10 + 3 + 5
     assert series(load, 1, "requests", "JoinGroup") == {0: 1, 2: 1}
     assert series(load, 2, "requests", "SyncGroup") == {1: 1}
+    assert series(load, 2, "requests", "OffsetCommit") == {3: 2 + 2 + 1, 4: 1 + 1 + 1, 5: 2 + 2 + 1}
     assert series(load, None, "requests", "FindCoordinator") == {4: 1}
 
 
@@ -142,7 +147,8 @@ def test_bytes_of_each_record_kind(load):
 
 def test_other_windows_and_an_impossible_one():
     rows = coordinator_load([TABLES], START, FINAL, window_ms=10_000).to_pylist()
-    heartbeats = {r["window_start_ts"]: r["value"] for r in rows if (r["measure"], r["name"]) == ("requests", "Heartbeat")}
+    heartbeats = {r["window_start_ts"]: r["value"] for r in rows
+                  if (r["measure"], r["name"]) == ("requests", "Heartbeat")}
     assert heartbeats == {0: 3 + 1 + 5, 10_000: 3 + 2, 20_000: 3, 30_000: 1}
     assert coordinator_load([TABLES], START, None).num_rows == 0
     with pytest.raises(LoadError):
