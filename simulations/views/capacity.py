@@ -165,8 +165,12 @@ def _iso(ts_ms: int) -> str:
     return _dt.datetime.fromtimestamp(ts_ms / 1000, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def _broker(broker_id: int | None) -> str:
-    return "(one coordinator)" if broker_id is None else str(broker_id)
+def _broker(result: Capacity, broker_id: int | None) -> str:
+    """A null broker is the one coordinator of a run without brokers, or no coordinator at all (a
+    FindCoordinator answered with none)."""
+    if broker_id is None:
+        return "(one coordinator)" if result.brokers == [None] else "(no coordinator)"
+    return str(broker_id)
 
 
 def render_text(result: Capacity) -> list[str]:
@@ -182,7 +186,7 @@ def render_text(result: Capacity) -> list[str]:
     for (broker_id, measure, name), by_phase in rows.items():
         if broker_id != current:
             current = broker_id
-            lines += ["", f"{'broker ' + _broker(broker_id):<24}{'steady':^24}  {'during actions':^24}",
+            lines += ["", f"{'broker ' + _broker(result, broker_id):<24}{'steady':^24}  {'during actions':^24}",
                       f"{'':<24}{'mean':>8}{'p99':>8}{'max':>8}  {'mean':>8}{'p99':>8}{'max':>8}"]
         cells = []
         for phase in PHASES:
@@ -191,7 +195,8 @@ def render_text(result: Capacity) -> list[str]:
         lines.append(f"  {measure + ' ' + name:<22}{cells[0]}  {cells[1]}")
     if result.figures:
         skew = "" if result.skew is None else f", skew {result.skew:.2f} (max / mean of {len(result.brokers)})"
-        lines += ["", f"hottest broker {_broker(result.hottest)}: {_rate(result.hottest_rate)} requests/s{skew}"]
+        hottest = _broker(result, result.hottest)
+        lines += ["", f"hottest broker {hottest}: {_rate(result.hottest_rate)} requests/s{skew}"]
     return [line.rstrip() for line in lines]
 
 
