@@ -8,6 +8,7 @@ bug and is allowed to raise.
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import shutil
 import time
 from collections import Counter
@@ -27,6 +28,9 @@ from simulations.reports import REPORT_FILE
 from simulations.reports.commands import COMMANDS as REPORT_COMMANDS
 from simulations.scenarios import ScenarioError
 from simulations.scenarios.summary import render, summarize
+from simulations.views import RunError
+from simulations.views.capacity import (ACTIONS_FILE, CapacityError, capacity, parse_window, render_csv, render_json,
+                                        render_text)
 from simulations.views.quiet_runs import count_requests
 from state.config import ConfigError, CoordinatorConfig
 from state.events import EventError
@@ -357,7 +361,8 @@ def _finish_run(console: Console, out_dir: str, events_file: Path, until: int, w
 
 
 def _write_run_inputs(scenario_file: Path, generated: scenarios.Generated, out: Path, check_checkpoint: bool) -> Path:
-    """DIR/scenario/: the scenario as given and its events, which is what the engine reads."""
+    """DIR/scenario/: the scenario as given, its events, which is what the engine reads, and when its actions
+    ran (`actions.json`, for `coordsim capacity`)."""
     folder = out / RUN_SCENARIO_DIR
     events_file = folder / "events.jsonl"
     text = scenarios.to_jsonl(generated.rows)
@@ -368,6 +373,7 @@ def _write_run_inputs(scenario_file: Path, generated: scenarios.Generated, out: 
     _clear_earlier_outputs(out, EARLIER_OUTPUTS)
     _write_text(folder / "scenario.yaml", scenario_file.read_text(encoding="utf-8"), "the run's scenario")
     _write_text(events_file, text, "the run's events")
+    _write_text(folder / ACTIONS_FILE, json.dumps(generated.actions, indent=1) + "\n", "the run's action times")
     return events_file
 
 
@@ -404,6 +410,24 @@ def _run_spark(paths: list, config: CoordinatorConfig, until: int | None, out_di
         session = SparkSession.getActiveSession()
         if session is not None:
             stop_session(session)
+
+
+@main.command(name="capacity")
+@click.argument("run_dir", metavar="RUN", type=click.Path(file_okay=False))
+@click.option("--window", default="1s", show_default=True, metavar="DURATION",
+              help="Window the rates are taken over, e.g. 1s, 500ms, 1m.")
+@click.option("--broker", type=int, metavar="B", help="Only this broker's figures.")
+@click.option("--format", "output", type=click.Choice(["text", "csv", "json"]), default="text", show_default=True)
+def capacity_command(run_dir: str, window: str, broker: int | None, output: str) -> None:
+    """Per broker: requests per API, __consumer_offsets records and bytes per second (mean, p99 window,
+    busiest window), steady state and during the run's actions; the hottest broker and the skew
+    (docs/capacity.md)."""
+    try:
+        result = capacity(run_dir, parse_window(window), broker)
+    except (RunError, CapacityError) as error:
+        raise UserError(str(error)) from None
+    click.echo({"csv": render_csv, "json": render_json}[output](result) if output != "text"
+               else "\n".join(render_text(result)))
 
 
 main.add_command(capture)

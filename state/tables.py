@@ -203,6 +203,14 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("current_lag", "int64"),
         ("maxlag", "bool"),
     ],
+    "coordinator_load": [
+        ("broker_id", "int32"),
+        ("window_start_ts", "int64"),
+        ("window_ms", "int64"),
+        ("measure", "string"),
+        ("name", "string"),
+        ("value", "int64"),
+    ],
     "rejects": [
         ("raw", "string"),
         ("reason", "string"),
@@ -220,6 +228,7 @@ GROUP_TABLES = ("responses", "generations", "assignments", "offsets", "group_met
 SORT_KEYS: dict[str, tuple[str, ...]] = {name: ("group_id", "out_seq") for name in GROUP_TABLES}
 SORT_KEYS["rejects"] = ("source", "line", "raw")
 SORT_KEYS["lag_status"] = ("group_id", "topic", "partition")
+SORT_KEYS["coordinator_load"] = ("broker_id", "window_start_ts", "measure", "name")
 
 
 def columns(table: str) -> list[str]:

@@ -12,7 +12,8 @@ than the machine has. So the group tables are sorted by distribution, through sp
    SORT_KEYS and handed to its `PartFileWriter`, which cuts the same row groups whatever the pieces. The
    `lag_status` rows of a range's groups are derived from the range's offsets, group_metadata and
    log_end_offsets rows (each group is judged on its own rows).
-Rejects (input rows with no group) are sorted in memory, one row per rejected input line.
+Rejects (input rows with no group) are sorted in memory, one row per rejected input line. Last, the
+`coordinator_load` table is derived from the written tables (`tableio.coordinator_load`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tableio.parquet import PartFileWriter, arrow_schema, output_errors, sort_table, to_arrow
+from tableio.coordinator_load import TABLE as LOAD_TABLE
+from tableio.coordinator_load import write_coordinator_load
 from tableio.lag_status import INPUT_COLUMNS, lag_status_arrow_rows
 from state.tables import GROUP_TABLES, TABLES
 from streaming import sink
@@ -63,8 +66,10 @@ def compact(batches: Path, out: Path, group_ids: Sequence[str], final: int | Non
             lag_rows += lag_status_arrow_rows(lag_inputs, final)
         writers["lag_status"].write(to_arrow("lag_status", lag_rows))
         writers["rejects"].write(sort_table("rejects", sink.committed_table(batches, "rejects")))
-        for writer in writers.values():
-            writer.close()
+        for name, writer in writers.items():
+            if name != LOAD_TABLE:
+                writer.close()
+        write_coordinator_load(out, final, writers[LOAD_TABLE])
         shutil.rmtree(spill)
     return {name: writer.rows for name, writer in writers.items()}
 

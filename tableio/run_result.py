@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from state.tables import GROUP_TABLES
+from tableio.coordinator_load import TABLE as LOAD_TABLE
+from tableio.coordinator_load import coordinator_load_rows
 from tableio.lag_status import lag_status_rows
 
 
@@ -15,7 +17,7 @@ class RunResult:
     """Every table's rows (rejects: only the engine's own) and the counts the run summary reports."""
 
     tables: dict[str, list[dict]] = field(
-        default_factory=lambda: {name: [] for name in GROUP_TABLES + ("rejects", "lag_status")})
+        default_factory=lambda: {name: [] for name in GROUP_TABLES + ("rejects", "lag_status", LOAD_TABLE)})
     groups: int = 0
     events_applied: int = 0
     events_after_until: int = 0
@@ -25,3 +27,4 @@ class RunResult:
         """The run ended at `final`: the tables derived from the others once it has are added."""
         self.final_ts = final
         self.tables["lag_status"] = lag_status_rows(self.tables, final)
+        self.tables[LOAD_TABLE] = coordinator_load_rows(self.tables, final)

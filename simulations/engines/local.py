@@ -9,7 +9,8 @@ same for every group:
   Deadlines armed on the way (a rebalance timeout started by a session expiry) fire only if they fall
   before that time: the run is not extended again, so it always ends.
 The periodic offsets sweep does not extend the run: on its own it would only ever wait for retention.
-At the final time the `lag_status` table is derived from the offsets (`tableio.lag_status`).
+At the final time the `lag_status` table is derived from the offsets (`tableio.lag_status`), and once the
+tables are written the `coordinator_load` table from them (`tableio.coordinator_load`).
 
 `run_local` returns every row in memory; `run_local_to` writes the tables as the groups finish
 (`StreamedTables`), so a run holds one group's rows at a time instead of all of them, then the run record
@@ -31,6 +32,8 @@ from state.output import Output
 from state.runtime import GroupRuntime
 from state.tables import GROUP_TABLES
 from tableio.run_record import final_time, write_run_record
+from tableio.coordinator_load import TABLE as LOAD_TABLE
+from tableio.coordinator_load import write_coordinator_load
 from tableio.lag_status import lag_status_rows
 from tableio.run_result import RunResult
 
@@ -115,6 +118,7 @@ class StreamedTables:
         self.writers = {name: PartFileWriter(out, name) for name in GROUP_TABLES}
         self.pending: dict[str, list[dict]] = {name: [] for name in GROUP_TABLES}
         self.kept: dict[str, list[dict]] = {"rejects": [dict(row) for row in rejects], "lag_status": []}
+        self.final: int | None = None
 
     def __call__(self, output: Output, final: int | None) -> None:
         for name, rows in output.tables.items():
@@ -123,6 +127,7 @@ class StreamedTables:
                 self._flush(name)
         self.kept["rejects"] += output.rejects
         self.kept["lag_status"] += lag_status_rows(output.tables, final)
+        self.final = final
 
     def _flush(self, name: str) -> None:
         self.writers[name].write(to_arrow(name, self.pending[name]))
@@ -136,4 +141,6 @@ class StreamedTables:
             with PartFileWriter(self.out, name) as writer:
                 writer.write(to_arrow(name, rows))
             self.writers[name] = writer
-        return WrittenTables(self.out, {name: writer.rows for name, writer in self.writers.items()})
+        rows = {name: writer.rows for name, writer in self.writers.items()}
+        rows[LOAD_TABLE] = write_coordinator_load(self.out, self.final)
+        return WrittenTables(self.out, rows)

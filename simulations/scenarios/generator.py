@@ -45,6 +45,9 @@ class Generated:
     start_ms: int
     until_ms: int
     notes: list[str] = field(default_factory=list)
+    # Each timeline action but idle: {"action": its label, "start_ts", "end_ts"}, from its first group's start
+    # to its last directive's time (epoch ms), what `coordsim capacity` tells steady state from.
+    actions: list[dict] = field(default_factory=list)
 
 
 @dataclass
@@ -106,6 +109,7 @@ def generate(scenario: Scenario) -> Generated:
     plans: dict[str, list[GroupPlan]] = {s.name: _start_groups(scenario, s) for s in scenario.group_sets}
     notes: list[str] = []
     cluster = None if scenario.cluster is None else ClusterTimeline(scenario.cluster, scenario.controller)
+    actions: list[dict] = []
     cursor = 0
     for action in scenario.timeline:
         at = cursor if action.at_ms is None else action.at_ms
@@ -116,13 +120,21 @@ def generate(scenario: Scenario) -> Generated:
         if isinstance(action, BrokerAction):
             cluster.add(BrokerEvent(at, action.kind, action.broker, action.restart_after_ms, action.label))
             cursor = at + (action.restart_after_ms or 0)
+            # A crash disrupts at least until the controller fences the broker; the cluster has no stagger.
+            fenced = at + scenario.controller.broker_session_timeout_ms if action.kind == "broker_down" else at
+            actions.append({"action": action.label, "start_ts": scenario.start_ms + at,
+                            "end_ts": scenario.start_ms + max(cursor, fenced)})
             continue
         cursor = _apply(scenario, action, at, plans, notes)
+        if not isinstance(action, Idle):
+            offsets = [plan.offset for name in action.targets for plan in plans[name]]
+            actions.append({"action": action.label, "start_ts": scenario.start_ms + at + min(offsets),
+                            "end_ts": scenario.start_ms + cursor + max(offsets)})
     if cluster is not None:
         _name_coordinators(scenario, cluster, [plan for set_plans in plans.values() for plan in set_plans])
     rows = _rows(scenario, [plan for set_plans in plans.values() for plan in set_plans])
     groups = {name: [plan.group_id for plan in set_plans] for name, set_plans in plans.items()}
-    return Generated(rows, groups, scenario.start_ms, scenario.until_ms, notes)
+    return Generated(rows, groups, scenario.start_ms, scenario.until_ms, notes, actions)
 
 
 def _name_coordinators(scenario: Scenario, cluster: ClusterTimeline, plans: list["GroupPlan"]) -> None:

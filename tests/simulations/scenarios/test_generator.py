@@ -112,6 +112,19 @@ def test_actions_without_at_follow_the_previous_one_and_idle_waits():
                   generated.start_ms + 430_000 and r["group_id"] == "orders-00") == [f"orders-00-c{k}" for k in range(5)]
 
 
+def test_each_action_but_idle_is_recorded_with_when_it_ran():
+    _, generated = generate(BASE + "    stagger: 0s\n", """\
+        timeline:
+          - {at: 1m, action: rolling_restart, downtime: 10s, gap: 20s}
+          - {action: idle, duration: 5m}
+          - {action: scale_out, members: 2}
+        """)
+    start = generated.start_ms
+    assert generated.actions == [
+        {"action": "timeline[0] (rolling_restart, line 10)", "start_ts": start + 60_000, "end_ts": start + 130_000},
+        {"action": "timeline[2] (scale_out, line 12)", "start_ts": start + 430_000, "end_ts": start + 430_000}]
+
+
 def test_fractions_of_groups_and_members():
     _, generated = generate(BASE.replace("members: 3", "members: 8"),
                             "timeline:\n  - {at: 1m, action: crash, groups: 25%, members: 50%}\n")
