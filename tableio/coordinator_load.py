@@ -55,7 +55,8 @@ RANGE_ROWS = 1_000_000
 BATCH_ROWS = 65_536
 # Lattice points binned at once (bounds the memory of a quiet-run computation).
 LATTICE_CHUNK = 4_000_000
-NO_BROKER = -1  # a null coordinator_id: the run has no cluster, or the request found no coordinator
+NO_BROKER = -1  # a null broker_id: the run has no cluster, or a request to any broker (FindCoordinator)
+FIND_COORDINATOR = "FindCoordinator"
 
 OFFSET_COMMIT, GROUP_METADATA = "OffsetCommit", "GroupMetadata"
 METADATA_MEMBERS = "group_metadata.members"
@@ -231,8 +232,10 @@ def coordinator_load(chunks: Iterable[Mapping[str, pd.DataFrame]], start: int | 
     for tables in chunks:
         responses = tables["responses"]
         count, interval = _runs(responses)
-        load.events(_brokers(responses), "requests", responses["api"], responses["request_ts"], count, interval)
-        load.events(_brokers(responses), "responses", responses["error"], responses["response_ts"], count, interval)
+        # A client sends FindCoordinator to any broker (its least loaded one), not to the coordinator it names.
+        brokers = np.where(responses["api"].to_numpy(object) == FIND_COORDINATOR, NO_BROKER, _brokers(responses))
+        load.events(brokers, "requests", responses["api"], responses["request_ts"], count, interval)
+        load.events(brokers, "responses", responses["error"], responses["response_ts"], count, interval)
         parked = responses[(responses["api"] == "JoinGroup") & (responses["response_ts"] > responses["request_ts"])]
         load.levels(_brokers(parked), "parked", "JoinGroup", parked["request_ts"], parked["response_ts"])
         _records(load, tables["offsets"], tables["group_metadata"], tables[METADATA_MEMBERS])

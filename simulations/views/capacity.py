@@ -166,10 +166,10 @@ def _iso(ts_ms: int) -> str:
 
 
 def _broker(result: Capacity, broker_id: int | None) -> str:
-    """A null broker is the one coordinator of a run without brokers, or no coordinator at all (a
-    FindCoordinator answered with none)."""
+    """A null broker is the one coordinator of a run without brokers, or, beside real ones, the brokers at
+    large: FindCoordinator goes to any broker."""
     if broker_id is None:
-        return "(one coordinator)" if result.brokers == [None] else "(no coordinator)"
+        return "(one coordinator)" if result.brokers == [None] else "(any broker: FindCoordinator)"
     return str(broker_id)
 
 

@@ -56,6 +56,7 @@ TABLES = input_frames({
         response("Heartbeat", 3100, count=5, interval=400),    # 3100, 3500, 3900 | 4300, 4700
         response("SyncGroup", 1500, error="REBALANCE_IN_PROGRESS", broker=2),
         response("FindCoordinator", 4550, broker=None),         # no coordinator named
+        response("FindCoordinator", 5550, broker=2),            # names broker 2, went to any broker
         # Intervals that do not divide the window: 3050, 3750 | 4450 | 5150, 5850 and 3099, 3799 | 4499 | ...
         response("OffsetCommit", 3050, broker=2, count=5, interval=700),
         response("OffsetCommit", 3099, broker=2, count=5, interval=700),
@@ -102,7 +103,8 @@ def test_requests_per_window_count_every_request_of_a_quiet_run(load):
     assert series(load, 1, "requests", "JoinGroup") == {0: 1, 2: 1}
     assert series(load, 2, "requests", "SyncGroup") == {1: 1}
     assert series(load, 2, "requests", "OffsetCommit") == {3: 2 + 2 + 1, 4: 1 + 1 + 1, 5: 2 + 2 + 1}
-    assert series(load, None, "requests", "FindCoordinator") == {4: 1}
+    assert series(load, None, "requests", "FindCoordinator") == {4: 1, 5: 1}
+    assert series(load, 2, "requests", "FindCoordinator") == {}
 
 
 def test_responses_by_error_at_their_response_times(load):
