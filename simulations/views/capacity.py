@@ -194,7 +194,8 @@ def render_text(result: Capacity) -> list[str]:
             cells.append("".join(f"{_rate(v):>8}" for v in (f.mean, f.p99, f.max)) if f else f"{'-':>8}" * 3)
         lines.append(f"  {measure + ' ' + name:<22}{cells[0]}  {cells[1]}")
     if result.figures:
-        skew = "" if result.skew is None else f", skew {result.skew:.2f} (max / mean of {len(result.brokers)})"
+        counted = len([b for b in result.brokers if b is not None]) or len(result.brokers)
+        skew = "" if result.skew is None else f", skew {result.skew:.2f} (max / mean of {counted})"
         hottest = _broker(result, result.hottest)
         lines += ["", f"hottest broker {hottest}: {_rate(result.hottest_rate)} requests/s{skew}"]
     return [line.rstrip() for line in lines]
