@@ -32,6 +32,7 @@ import pandas as pd
 from tableio.lag_status import PARTITION_STATUSES, LagHistory
 from simulations.views.quiet_runs import count_requests, counts_per_window, repeat_times
 from simulations.views.run_tables import RunTables
+from tableio.coordinator_load import NO_BROKER
 
 MAX_BINS = 60
 # Bin widths a reader can count in (ms): 1, 2, 5 times powers of ten up to seconds, then clock steps.
@@ -240,7 +241,7 @@ def _commit_failed(error: str, results) -> bool:
     return error != "NONE" or (results is not None and any(r["error"] != "NONE" for r in results))
 
 
-def coordinator_load(run: RunTables) -> pd.DataFrame:
+def partition_load(run: RunTables) -> pd.DataFrame:
     """Per `__consumer_offsets` partition with groups: groups, requests per second over the run, and the
     busiest second's requests."""
     responses = run["responses"]
@@ -256,6 +257,55 @@ def coordinator_load(run: RunTables) -> pd.DataFrame:
     load["requests_per_second"] = load["requests"] / span_s
     load.index = load.index.astype(int)
     return load.sort_index()
+
+
+def broker_requests(run: RunTables, bins: Bins) -> dict[str, list[float]]:
+    """Requests per second each broker received, per bin, from the `coordinator_load` table (the figures
+    `coordsim capacity` reads): label -> one value per bin. Empty until the table is written (run end)."""
+    load = run["coordinator_load"]
+    load = load[load["measure"] == "requests"]
+    if load.empty:
+        return {}
+    load = load.assign(bin=bins.index(load["window_start_ts"]),
+                       broker=load["broker_id"].astype("float64").fillna(NO_BROKER))
+    per_bin = load.groupby(["broker", "bin"])["value"].sum()
+    only_null = bool((per_bin.index.get_level_values(0) == NO_BROKER).all())
+    out: dict[str, list[float]] = {}
+    for broker, values in per_bin.groupby(level=0):
+        if broker == NO_BROKER:
+            label = "one coordinator" if only_null else "any broker (FindCoordinator)"
+        else:
+            label = f"broker {int(broker)}"
+        row = [0.0] * bins.count
+        for (_, b), value in values.items():
+            row[int(b)] = float(value) / (bins.width_ms / 1000)
+        out[label] = row
+    return out
+
+
+def coordinator_moves(run: RunTables) -> pd.DataFrame:
+    """One row per time a group's coordinator lost it (`group_states` cause coordinator_unload): the broker
+    it left (`from_broker`), the one that loaded it next (`to_broker`, NaN: none by the end), and `gap_ms`,
+    from the unload to the group's first successful answer to anything but FindCoordinator (`unanswered`
+    when there was none by the end)."""
+    states = run["group_states"]
+    columns = ["group_id", "ts", "from_broker", "to_broker", "gap_ms", "unanswered"]
+    unloads = states[states["cause"] == "coordinator_unload"]
+    if unloads.empty:
+        return pd.DataFrame(columns=columns)
+    loads = states[states["cause"] == "coordinator_load"]
+    responses = run["responses"]
+    answered = responses[(responses["error"] == "NONE") & (responses["api"] != "FindCoordinator")]
+    answered = answered.sort_values(["group_id", "request_ts"])
+    rows = []
+    for row in unloads.itertuples(index=False):
+        later = loads[(loads["group_id"] == row.group_id) & (loads["ts"] >= row.ts)]
+        own = answered[answered["group_id"] == row.group_id]
+        i = int(np.searchsorted(own["request_ts"].to_numpy("int64"), row.ts, side="left"))
+        gap = int(own["response_ts"].iloc[i]) - row.ts if i < len(own) else None
+        rows.append((row.group_id, row.ts, row.coordinator_id,
+                     later["coordinator_id"].iloc[0] if len(later) else None, gap, gap is None))
+    return pd.DataFrame(rows, columns=columns)
 
 
 def _peak_per_second(responses: pd.DataFrame) -> int:

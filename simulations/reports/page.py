@@ -7,7 +7,7 @@ from collections import Counter
 from html import escape
 from pathlib import Path
 
-from simulations.reports.panels import Panel
+from simulations.reports.panel import Panel
 from simulations.reports.svg import iso
 from simulations.views.quiet_runs import count_requests
 from simulations.views.run_tables import RunTables

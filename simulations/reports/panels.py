@@ -6,11 +6,12 @@ A panel without data says so in words; it never draws invented numbers.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from html import escape
 
 from simulations.reports import figures, svg
+from simulations.reports.capacity_panels import capacity_panels
 from simulations.reports.figures import Bins
+from simulations.reports.panel import Panel, note, span
 from simulations.views.lag_status import NO_LOG_END_OFFSET
 from tableio.lag_status import INPUT_COLUMNS as LAG_INPUT_COLUMNS
 from tableio.lag_status import GroupStatus, LagHistory
@@ -29,26 +30,19 @@ OK_CELL = 0
 # What the summary and the panels read of the run's tables whole (few, narrow columns); the commit rates and
 # the lag status, which read wide or many columns of every group, read theirs one range of groups at a time.
 COLUMNS = {
-    "responses": ("group_id", "request_ts", "response_ts", "error", "repeat_count", "repeat_interval_ms",
+    "responses": ("group_id", "request_ts", "response_ts", "api", "error", "repeat_count", "repeat_interval_ms",
                   "coordinator_partition"),
     "generations": ("group_id", "generation_id", "protocol_name", "rebalance_start_ts", "join_complete_ts",
                     "stable_ts", "coordinator_partition"),
     "assignments": ("group_id", "generation_id", "member_id", "group_instance_id", "topic", "partition", "assign_ts"),
     "offsets": ("group_id", "write_ts", "repeat_count", "repeat_interval_ms", "coordinator_partition"),
     "group_metadata": ("group_id", "write_ts", "coordinator_partition"),
-    "group_states": ("group_id", "ts", "from_state", "to_state", "cause", "generation_id"),
+    "group_states": ("group_id", "ts", "from_state", "to_state", "cause", "generation_id", "coordinator_id"),
     "members": ("group_id", "ts"),  # only for the run's groups and time span (RunTables)
     "metrics": ("group_id", "duplicate_records", "skipped_records", *figures.UNCONSUMED),
     "rejects": ("line",),
+    "coordinator_load": ("broker_id", "window_start_ts", "measure", "value"),
 }
-
-
-@dataclass(frozen=True)
-class Panel:
-    id: str
-    title: str
-    guide: str
-    body: str
 
 
 def build_panels(run: RunTables, group: str | None = None) -> list[Panel]:
@@ -70,11 +64,8 @@ def build_panels(run: RunTables, group: str | None = None) -> list[Panel]:
         _commits(run, bins),
         _lag(run, ranked[:TOP_GROUPS], bins, end),
         _load(run),
+        *capacity_panels(run, bins),
     ]
-
-
-def _note(text: str) -> str:
-    return f'<p class="note">{escape(text)}</p>'
 
 
 def _timeline(run: RunTables, groups: list[str], bins: Bins, end: int) -> Panel:
@@ -87,9 +78,9 @@ def _timeline(run: RunTables, groups: list[str], bins: Bins, end: int) -> Panel:
 
 def _rebalances(run: RunTables, bins: Bins) -> Panel:
     counts = figures.rebalances_by_cause(run, bins)
-    title, guide = "Rebalances over time by cause", f"Rebalances started per {_span(bins.width_ms)}, by cause."
+    title, guide = "Rebalances over time by cause", f"Rebalances started per {span(bins.width_ms)}, by cause."
     if not counts:
-        return Panel("rebalances", title, guide, _note("No rebalance in this run."))
+        return Panel("rebalances", title, guide, note("No rebalance in this run."))
     series = [(cause, svg.color(i), values) for i, (cause, values) in enumerate(counts.items())]
     return Panel("rebalances", title, guide,
                  svg.legend([(c, f) for c, f, _ in series]) + svg.stacked_bars(bins.start, bins.width_ms, series,
@@ -103,12 +94,12 @@ def _unconsumed(run: RunTables) -> Panel:
              "(revoked, lost, crashed, closed, until a consumer resumes it), per group, and the p99 of the "
              "individual gaps; the groups with the most (metrics table).")
     if per_group is None:
-        return Panel("unconsumed", title, guide, _note(
+        return Panel("unconsumed", title, guide, note(
             f"{NEEDS_CLIENTS.capitalize()}: only synthetic consumers say when they stop and resume processing "
             "(a replay of captured requests does not)."))
     top = per_group.sort_values("unconsumed_partition_ms", ascending=False, kind="stable").head(TOP_UNCONSUMED)
     if not top["unconsumed_partition_ms"].any():
-        return Panel("unconsumed", title, guide, _note("No partition was ever left unconsumed."))
+        return Panel("unconsumed", title, guide, note("No partition was ever left unconsumed."))
     labels = list(top.index)
     titles = [f"{g}: {r.unconsumed_partition_ms / 1000:,.1f} partition-s over {int(r.unconsumed_gaps)} gaps; "
               f"gap p50 {r.unconsumed_gap_ms_p50 / 1000:,.1f} s, p99 {r.unconsumed_gap_ms_p99 / 1000:,.1f} s, "
@@ -126,11 +117,11 @@ def _in_rebalance(run: RunTables, ranked: list[str], bins: Bins, end: int) -> Pa
     per_group = figures.partition_seconds_in_rebalance(run, ranked, bins, end)
     title = "Partition time in rebalance over time"
     guide = (f"The coordinator's view: partitions of a Stable generation's assignment held from a rebalance's "
-             f"start until the group is next Stable, in partition-seconds per {_span(bins.width_ms)}, stacked by "
+             f"start until the group is next Stable, in partition-seconds per {span(bins.width_ms)}, stacked by "
              f"group. A static member's restart causes no rebalance: see Unconsumed partition time for the time "
              f"nobody processed a partition.")
     if not per_group:
-        return Panel("in_rebalance", title, guide, _note("No partition was held in a rebalance of a Stable group."))
+        return Panel("in_rebalance", title, guide, note("No partition was held in a rebalance of a Stable group."))
     top = sorted(per_group, key=lambda g: -sum(per_group[g]))
     series = [(g, svg.color(i), per_group[g]) for i, g in enumerate(top[:TOP_GROUPS])]
     if len(top) > TOP_GROUPS:
@@ -154,7 +145,7 @@ def _moved(run: RunTables, groups: list[str]) -> Panel:
     guide = ("Per Stable generation (x: generation id), partitions whose owner changed since the group's previous "
              "Stable generation; the groups with the most rebalances.")
     return Panel("moved", "Partitions moved per generation", guide,
-                 "".join(charts) or _note("No group had two Stable generations with assignments."))
+                 "".join(charts) or note("No group had two Stable generations with assignments."))
 
 
 def _heatmap(run: RunTables, group: str, bins: Bins, end: int) -> Panel:
@@ -163,7 +154,7 @@ def _heatmap(run: RunTables, group: str, bins: Bins, end: int) -> Panel:
     guide = ("Each row a partition, each colour the member owning it for most of the time slice; pale: no owner. "
              "A static member keeps its colour across restarts.")
     if not partitions:
-        return Panel("heatmap", title, guide, _note(f"Group {group} has no assignment."))
+        return Panel("heatmap", title, guide, note(f"Group {group} has no assignment."))
     fills = [svg.color(i) for i in range(len(owners))]
     return Panel("heatmap", title, guide,
                  svg.legend(list(zip(owners, fills)) + [("no owner", svg.UNOWNED)])
@@ -174,7 +165,7 @@ def _consumption(run: RunTables) -> Panel:
     figures_ = figures.consumption(run)
     title, guide = "Duplicate and skipped records", "Records processed twice, or never, because of rebalances."
     if figures_ is None:
-        return Panel("consumption", title, guide, _note(
+        return Panel("consumption", title, guide, note(
             f"{NEEDS_CLIENTS.capitalize()}: records are consumed only by synthetic clients, and this run has none "
             "(a replay of captured requests carries no records)."))
     top = figures_.sort_values(["duplicate_records", "skipped_records"], ascending=False).head(20)
@@ -188,7 +179,7 @@ def _commits(run: RunTables, bins: Bins) -> Panel:
     rates = figures.commit_rates(run, bins)
     guide = "Per second, averaged over each time slice: partitions committed, and OffsetCommit requests by outcome."
     if not any(any(values) for values in rates.values()):
-        return Panel("commits", "Commit rate", guide, _note("No offset commit in this run."))
+        return Panel("commits", "Commit rate", guide, note("No offset commit in this run."))
     fills = {"partitions committed": svg.PALETTE[0], "commit requests ok": svg.PALETTE[4],
              "commit requests failed": svg.PALETTE[2]}
     parts = [f"<h3>{escape(name)}</h3>" + svg.stacked_bars(bins.start, bins.width_ms, [(name, fills[name], values)],
@@ -211,7 +202,7 @@ def _lag(run: RunTables, groups: list[str], bins: Bins, end: int) -> Panel:
         statuses.update({group: figures.lag_statuses(history, group, bins, end) for group in groups if group in known})
         at_end += [history.evaluate(g, end) for g in history.groups]
     if not committed:
-        return Panel("lag", title, guide, _note("No offset commit in this run."))
+        return Panel("lag", title, guide, note("No offset commit in this run."))
     charts = []
     for group in groups:
         partitions, cells = statuses.get(group, ([], []))
@@ -223,7 +214,7 @@ def _lag(run: RunTables, groups: list[str], bins: Bins, end: int) -> Panel:
         if len(charts) == TOP_LAG:
             break
     if not charts:
-        charts.append(_note(f"No partition of the {len(groups)} groups with the most rebalances was WARN, STOP, "
+        charts.append(note(f"No partition of the {len(groups)} groups with the most rebalances was WARN, STOP, "
                             "STALL or REWIND at the sampled times."))
     not_ok = [g for g in at_end if g is not None and g.status != "OK"]
     ending = "<h3>Groups not OK at the end</h3>"
@@ -232,9 +223,9 @@ def _lag(run: RunTables, groups: list[str], bins: Bins, end: int) -> Panel:
             f"<li>{escape(g.group_id)}: {escape(g.status or 'no status: ' + NO_LOG_END_OFFSET)}"
             f"{escape(_worst(g))}</li>" for g in not_ok[:MAX_NOT_OK]) + "</ul>"
         if len(not_ok) > MAX_NOT_OK:
-            ending += _note(f"and {len(not_ok) - MAX_NOT_OK} more (coordsim lag RUN_DIR lists them all).")
+            ending += note(f"and {len(not_ok) - MAX_NOT_OK} more (coordsim lag RUN_DIR lists them all).")
     else:
-        ending += _note("None: every group with commits was OK at the end of the run.")
+        ending += note("None: every group with commits was OK at the end of the run.")
     legend = svg.legend(list(zip(figures.LAG_CELLS, LAG_FILLS)))
     return Panel("lag", title, guide, legend + "".join(charts) + ending)
 
@@ -246,7 +237,7 @@ def _worst(g: GroupStatus) -> str:
 
 
 def _load(run: RunTables) -> Panel:
-    load = figures.coordinator_load(run)
+    load = figures.partition_load(run)
     guide = ("Per __consumer_offsets partition (the group's coordinator, abs(hashCode(group.id)) % partitions): "
              "groups it coordinates and requests per second over the run.")
     labels = [str(p) for p in load.index]
@@ -256,9 +247,3 @@ def _load(run: RunTables) -> Panel:
                  "<h3>groups</h3>" + svg.bars(labels, load["groups"].tolist(), svg.PALETTE[0], "groups", 80, titles)
                  + "<h3>requests per second</h3>"
                  + svg.bars(labels, load["requests_per_second"].tolist(), svg.PALETTE[1], "req/s", 80, titles))
-
-
-def _span(ms: int) -> str:
-    if ms % 60_000 == 0:
-        return f"{ms // 60_000} min"
-    return f"{ms / 1000:g} s" if ms >= 1000 else f"{ms} ms"

@@ -35,6 +35,9 @@ PANELS = {
     "commits": "Commit rate",
     "lag": "Consumer lag status (Burrow)",
     "load": "Load per __consumer_offsets partition",
+    "broker-requests": "Requests per broker",
+    "broker-heatmap": "Broker load heatmap",
+    "moves": "Coordinator moves",
 }
 
 
@@ -66,9 +69,10 @@ def test_partitions_are_in_rebalance_from_rebalance_start_to_the_next_stable(tin
     assert list(seconds) == ["orders"] and sum(seconds["orders"]) == 0.8
 
 
-def _scenario_run(name: str, out) -> RunTables:
-    """A small shipped scenario (one group of three), its tables written to `out` and read as the report does."""
-    scenario = shipped_small(name, sets={"*": {"groups": 1, "members": 3}})
+def _scenario_run(name: str, out, groups: int = 1) -> RunTables:
+    """A small shipped scenario (`groups` groups of three), its tables written to `out` and read as the report
+    does."""
+    scenario = shipped_small(name, sets={"*": {"groups": groups, "members": 3}})
     generated = scenarios.generate(scenario)
     events = [parse_event(row, "scenario", line) for line, row in enumerate(generated.rows, start=1)]
     run_local_to(out, events, load_config(scenario=scenario.broker), generated.until_ms)
@@ -180,5 +184,24 @@ def test_responses_without_a_repeat_count_are_one_request_each_in_every_figure(s
     responses = len(run["responses"])
     assert re.search(rf"<dt>responses</dt><dd>{responses} \(NONE \d+", summary(run))
     assert summary(run) == summary(current).replace(str(sample_run), str(old))
-    assert figures.coordinator_load(run)["requests"].sum() == responses
+    assert figures.partition_load(run)["requests"].sum() == responses
     assert figures.rank_groups(run) == figures.rank_groups(current)
+
+
+def test_the_capacity_page_shows_each_broker_and_what_a_broker_failure_cost_the_groups_that_moved(tmp_path):
+    run = _scenario_run("broker-failure", tmp_path, groups=12)
+    bins = Bins.over(run.start_ts, run.end_ts)
+    per_broker = figures.broker_requests(run, bins)
+    assert {f"broker {b}" for b in range(1, 7)} <= set(per_broker)
+    crash_bin = (run.start_ts + 180_000 - bins.start) // bins.width_ms
+    # Broker 3 is down from 3m to 5m: no request reaches it; the lookups go to any broker.
+    assert per_broker["broker 3"][crash_bin + 1] == 0 and per_broker["any broker (FindCoordinator)"][crash_bin] > 0
+    moves = figures.coordinator_moves(run)
+    away = moves[moves["from_broker"] == 3]
+    back = moves[moves["to_broker"] == 3]
+    assert len(away) and set(away["group_id"]) == set(back["group_id"])
+    # Away: no coordinator until the controller fences broker 3 (9 s) and the next replica loads the group.
+    assert away["gap_ms"].between(9_000, 10_000).all() and back["gap_ms"].lt(1_000).all()
+    panels = {p.id: p for p in build_panels(run)}
+    assert "<svg" in panels["broker-requests"].body and "<svg" in panels["broker-heatmap"].body
+    assert "<td>3</td>" in panels["moves"].body

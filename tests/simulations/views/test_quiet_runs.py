@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from tableio.parquet import write_tables
-from simulations.reports.figures import Bins, commit_rates, coordinator_load
+from simulations.reports.figures import Bins, commit_rates, partition_load
 from simulations.views.describe import describe
 from simulations.views.offsets_log import offsets_log
 from simulations.views.quiet_runs import (count_requests, counts_per_window, expand_runs, last_repeat,
@@ -50,7 +50,7 @@ def test_report_figures_count_every_repeat(both):
     runs, single = both
     bins = Bins.over(runs.start_ts, runs.end_ts)
     assert commit_rates(runs, bins) == commit_rates(single, bins)
-    assert coordinator_load(runs).equals(coordinator_load(single))
+    assert partition_load(runs).equals(partition_load(single))
 
 
 def test_lag_status_reads_runs_commit_by_commit(both):
