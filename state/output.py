@@ -18,8 +18,19 @@ from state.group_state import GroupState
 from state.tables import GROUP_TABLES, columns
 
 
-# What json.dumps(raw, sort_keys=True) writes, by one encoder; rows are trees (no cycles to look for).
-REQUEST_JSON = json.JSONEncoder(sort_keys=True, check_circular=False)
+def _request_json():
+    """What json.dumps(raw, sort_keys=True) writes. JSONEncoder.encode builds its C encoder anew on every call,
+    about a third of the cost of a request's row: this one is built once. Rows are trees (no cycles to look
+    for)."""
+    encoder = json.JSONEncoder(sort_keys=True, check_circular=False)
+    if json.encoder.c_make_encoder is None:  # an interpreter without json's C accelerator
+        return encoder.encode
+    encode = json.encoder.c_make_encoder(None, encoder.default, json.encoder.encode_basestring_ascii, None,
+                                         encoder.key_separator, encoder.item_separator, True, False, True)
+    return lambda raw: "".join(encode(raw, 0))
+
+
+request_json = _request_json()
 
 
 def partitions_column(partitions) -> list[dict] | None:
@@ -110,7 +121,7 @@ class Output:
         captured request)."""
         self.emit("requests", {"group_id": self.group_id, "ts": raw["ts"], "seq": raw["seq"], "type": raw["type"],
                                "client_id": raw["client_id"], "request_id": raw["request_id"],
-                               "raw": REQUEST_JSON.encode(raw), "repeat_count": repeat_count,
+                               "raw": request_json(raw), "repeat_count": repeat_count,
                                "repeat_interval_ms": repeat_interval_ms})
 
     def state_change(self, now: int, previous: GroupState | None, target: GroupState, group: ClassicGroup,
