@@ -84,7 +84,9 @@ class Settings:
             raise LagSettingsError("offset-refresh and expire-group must be positive")
 
 
-@dataclass(frozen=True)
+# A value, never changed once built; not frozen=True, whose per-field object.__setattr__ was a quarter of a
+# window's cost (as for state.events' classes).
+@dataclass(slots=True, unsafe_hash=True)
 class Commit:
     """One stored commit of a window: Burrow's ConsumerOffset."""
 
