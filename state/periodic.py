@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from state.consumer import Phase, SyntheticConsumer
 from state.group_state import GroupState
 from state.membership import MemberError, validate_member
-from state.output import REQUEST_JSON
+from state.output import request_json
 from state.production import rule_offset
 from state.records import OffsetCommitRecord
 from state.timers import request_item
@@ -190,7 +190,7 @@ class PeriodicHandlers:
                 raw = _run_raw(run)
                 rows["requests"].append({"group_id": self.group_id, "ts": raw["ts"], "seq": raw["seq"],
                                          "type": raw["type"], "client_id": raw["client_id"],
-                                         "request_id": raw["request_id"], "raw": REQUEST_JSON.encode(raw),
+                                         "request_id": raw["request_id"], "raw": request_json(raw),
                                          "repeat_count": run.count, "repeat_interval_ms": run.interval})
             for table, row in _run_rows(run):
                 rows[table].append(row)

@@ -22,7 +22,8 @@ from state.group import ClassicGroup, ClassicGroupMember, decode_assignment_part
 from state.group_state import GroupState
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+# Records are values, never changed once built; not frozen=True for the same reason as state.events' classes.
+@dataclasses.dataclass(slots=True, unsafe_hash=True)
 class OffsetCommitRecord:
     """OffsetCommitKey(group, topic, partition) → OffsetCommitValue, or a tombstone (`value` None).
 
@@ -39,7 +40,7 @@ class OffsetCommitRecord:
         return ("offset", self.topic, self.partition)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(slots=True, unsafe_hash=True)
 class GroupMetadataRecord:
     """GroupMetadataKey(group) → GroupMetadataValue (protocol, generation, leader, members with their
     subscription and assignment), or a tombstone (`value` None) when the group is deleted."""

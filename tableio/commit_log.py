@@ -52,20 +52,17 @@ class CommitLog:
         e = bisect.bisect_right(self._starts, i) - 1
         return self._entries[e], i - self._starts[e]
 
+    def commit(self, i: int) -> tuple[int, int, int, int]:
+        """Commit i's (order, write_ts, commit_ts, offset): one lookup for what a window reads of it."""
+        (order, write_ts, commit_ts, offset, run), k = self._locate(i)
+        return order, run.time(write_ts, k), run.time(commit_ts, k), run.offset(offset, commit_ts, k)
+
     def order(self, i: int) -> int:
         return self._locate(i)[0][0]
 
     def write_ts(self, i: int) -> int:
         (_, write_ts, _, _, run), k = self._locate(i)
         return run.time(write_ts, k)
-
-    def commit_ts(self, i: int) -> int:
-        (_, _, commit_ts, _, run), k = self._locate(i)
-        return run.time(commit_ts, k)
-
-    def offset(self, i: int) -> int:
-        (_, _, commit_ts, offset, run), k = self._locate(i)
-        return run.offset(offset, commit_ts, k)
 
     def stored(self, k: int) -> int:
         """The commit index of the k-th stored commit."""

@@ -84,7 +84,9 @@ class Settings:
             raise LagSettingsError("offset-refresh and expire-group must be positive")
 
 
-@dataclass(frozen=True)
+# A value, never changed once built; not frozen=True, whose per-field object.__setattr__ was a quarter of a
+# window's cost (as for state.events' classes).
+@dataclass(slots=True, unsafe_hash=True)
 class Commit:
     """One stored commit of a window: Burrow's ConsumerOffset."""
 
@@ -293,11 +295,12 @@ class LagHistory:
             first = max(first, stored - settings.intervals)  # no merging: the last `intervals` commits
         window: list[Commit] = []
         for i in map(commits.stored, range(first, stored)):
+            order, write_ts, commit_ts, offset = commits.commit(i)
             if i not in part.lag:
                 # Burrow's latest sample when the commit arrived, from what is known by then.
-                known, log_end = _broker(part, commits.write_ts(i))
-                part.lag[i] = max(0, log_end(self._sample_time(known, commits.write_ts(i))) - commits.offset(i))
-            commit = Commit(commits.order(i), commits.offset(i), commits.commit_ts(i), part.lag[i])
+                known, log_end = _broker(part, write_ts)
+                part.lag[i] = max(0, log_end(self._sample_time(known, write_ts)) - offset)
+            commit = Commit(order, offset, commit_ts, part.lag[i])
             if window and commit.ts - window[-1].ts < settings.min_distance_ms:
                 window[-1] = Commit(commit.order, commit.offset, window[-1].ts, commit.lag)
                 continue
