@@ -61,6 +61,8 @@ class Capacity:
     hottest: int | None = None                  # broker id
     hottest_rate: float = 0.0                   # its mean requests per second over the run
     skew: float | None = None                   # hottest / mean over the brokers
+    formed_ts: int | None = None                # the last group's first Stable: windows before it are forming
+    forming_s: float = 0.0                      # seconds of forming windows (neither steady nor actions)
 
 
 def parse_window(text: str) -> int:
@@ -75,7 +77,7 @@ def parse_window(text: str) -> int:
 
 
 def capacity(run_dir: str, window_ms: int = WINDOW_MS, broker: int | None = None) -> Capacity:
-    load, final = _load(run_dir, window_ms)
+    load, final, formed = _load(run_dir, window_ms)
     brokers = sorted(load["broker_id"].dropna().astype(int).unique().tolist())
     if load["broker_id"].isna().any() or not brokers:
         brokers = [None, *brokers]
@@ -89,9 +91,12 @@ def capacity(run_dir: str, window_ms: int = WINDOW_MS, broker: int | None = None
     during = np.zeros(len(starts), dtype=bool)
     for action in actions:
         during |= (starts < action["end_ts"] + 1) & (starts + window_ms > action["start_ts"])
-    phases = {"steady": ~during, "actions": during}
+    # The groups' formation (every group's first JoinGroups) is neither steady state nor an action.
+    forming = ~during & (starts < formed) if formed is not None else np.zeros(len(starts), dtype=bool)
+    phases = {"steady": ~during & ~forming, "actions": during}
     result = Capacity(run_dir, window_ms, {p: int(mask.sum()) * window_ms / 1000 for p, mask in phases.items()},
-                      actions, recorded, brokers)
+                      actions, recorded, brokers, formed_ts=formed,
+                      forming_s=int(forming.sum()) * window_ms / 1000)
     counted = load[load["measure"].isin(MEASURES)]
     counted = pd.concat([counted, counted.assign(name=ALL)])
     matrix = (counted.assign(broker=counted["broker_id"].astype("float64").fillna(-1), at=lambda f: (
@@ -124,11 +129,13 @@ def capacity(run_dir: str, window_ms: int = WINDOW_MS, broker: int | None = None
     return result
 
 
-def _load(run_dir: str, window_ms: int) -> tuple[pd.DataFrame, int]:
+def _load(run_dir: str, window_ms: int) -> tuple[pd.DataFrame, int, int | None]:
     """The run's coordinator_load rows at `window_ms` (computed again from its tables when the table has
-    another window or the run predates it) and its final time."""
+    another window or the run predates it), its final time, and when its groups had formed (the last
+    group's first Stable; None when none became Stable)."""
     wanted = {table: list(names) + ([COUNT, INTERVAL] if table in ("responses", "offsets") else [])
               for table, names in TIME_COLUMNS.items()}
+    wanted["group_states"] += ["group_id", "to_state"]
     run = load_run(run_dir, {**wanted, TABLE: columns(TABLE)})
     final = run.end_ts
     if final is None:
@@ -140,7 +147,9 @@ def _load(run_dir: str, window_ms: int) -> tuple[pd.DataFrame, int]:
             load = coordinator_load(read_inputs(Path(run_dir)), first_time(Path(run_dir)), final, window_ms).to_pandas()
         except LoadError as error:
             raise CapacityError(f"--window: {error}") from None
-    return load, final
+    states = run["group_states"]
+    stable = states[states["to_state"] == "Stable"].groupby("group_id")["ts"].min()
+    return load, final, None if stable.empty else int(stable.max())
 
 
 def _actions(root: Path) -> tuple[list[dict], bool]:
@@ -178,6 +187,9 @@ def render_text(result: Capacity) -> list[str]:
     lines = [f"group coordinator load per second, over {result.window_ms / 1000:g} s windows",
              f"steady {result.seconds['steady']:,.0f} s, during actions {result.seconds['actions']:,.0f} s"
              + ("" if result.actions_recorded else " (no action times recorded: all steady)")]
+    if result.forming_s:
+        lines.append(f"  groups forming (not shown): {result.forming_s:,.0f} s, until every group's first Stable "
+                     f"at {_iso(result.formed_ts)}")
     lines += [f"  {a['action']}: {_iso(a['start_ts'])} to {_iso(a['end_ts'])}" for a in result.actions]
     rows: dict[tuple, dict[str, Figure]] = {}
     for f in result.figures:
@@ -215,6 +227,7 @@ def render_json(result: Capacity) -> str:
     return json.dumps({
         "run": result.run_dir, "window_ms": result.window_ms, "seconds": result.seconds,
         "actions": result.actions, "actions_recorded": result.actions_recorded,
+        "forming": {"seconds": result.forming_s, "until_ts": result.formed_ts},
         "hottest": {"broker_id": result.hottest, "requests_per_s": result.hottest_rate, "skew": result.skew},
         "figures": [asdict(f) for f in result.figures],
     }, indent=1)

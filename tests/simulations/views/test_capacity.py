@@ -5,6 +5,7 @@ mistakes (one line, exit 2)."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 from click.testing import CliRunner
@@ -94,3 +95,18 @@ def test_user_mistakes_are_one_line(run_dir, args, message):
 def test_no_such_run(tmp_path):
     result = invoke(str(tmp_path / "nothing"))
     assert result.exit_code == 2 and "no such run folder" in result.output
+
+
+def test_windows_before_every_group_first_became_stable_are_forming_not_steady(run_dir, tmp_path):
+    formed = tmp_path / "run"
+    shutil.copytree(run_dir, formed)
+    states = [{"group_id": g, "ts": ts, "from_state": None, "to_state": "Stable", "generation_id": 1,
+               "leader_id": None, "member_count": 1, "cause": "initial_rebalance_delay",
+               "coordinator_partition": 0, "coordinator_id": 1, "out_seq": 0}
+              for g, ts in (("a", 1_500), ("b", 2_500))]
+    with PartFileWriter(formed, "group_states") as writer:
+        writer.write(to_arrow("group_states", states))
+    result = capacity(str(formed))
+    # Windows 0, 1 and 2 start before group b's first Stable at 2.5 s: forming, neither steady nor actions.
+    assert result.seconds == {"steady": 6.0, "actions": 1.0} and (result.forming_s, result.formed_ts) == (3.0, 2_500)
+    assert figures(result, 1)[("steady", "bytes", "OffsetCommit")] == (0.0, 0.0, 0.0)
