@@ -414,16 +414,17 @@ def _run_spark(paths: list, config: CoordinatorConfig, until: int | None, out_di
 
 @main.command(name="capacity")
 @click.argument("run_dir", metavar="RUN", type=click.Path(file_okay=False))
-@click.option("--window", default="1s", show_default=True, metavar="DURATION",
-              help="Window the rates are taken over, e.g. 1s, 500ms, 1m.")
+@click.option("--window", metavar="DURATION",
+              help="Window the rates are taken over, e.g. 1s, 500ms, 1m (default: the table's, 1s unless the "
+                   "run spans weeks).")
 @click.option("--broker", type=int, metavar="B", help="Only this broker's figures.")
 @click.option("--format", "output", type=click.Choice(["text", "csv", "json"]), default="text", show_default=True)
-def capacity_command(run_dir: str, window: str, broker: int | None, output: str) -> None:
+def capacity_command(run_dir: str, window: str | None, broker: int | None, output: str) -> None:
     """Per broker: requests per API, __consumer_offsets records and bytes per second (mean, p99 window,
     busiest window), steady state and during the run's actions; the hottest broker and the skew
     (docs/capacity.md)."""
     try:
-        result = capacity(run_dir, parse_window(window), broker)
+        result = capacity(run_dir, None if window is None else parse_window(window), broker)
     except (RunError, CapacityError) as error:
         raise UserError(str(error)) from None
     click.echo({"csv": render_csv, "json": render_json}[output](result) if output != "text"

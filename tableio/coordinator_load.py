@@ -47,6 +47,10 @@ from tableio.quiet_run import COUNT, INTERVAL
 
 TABLE = "coordinator_load"
 WINDOW_MS = 1000
+# The windows a run's own table may use: the first that keeps the run within MAX_RUN_WINDOWS (a week of
+# simulated time fits 1 s windows; an offsets-expiry run of months takes minutes or hours).
+RUN_WINDOWS_MS = (1_000, 10_000, 60_000, 600_000, 3_600_000, 86_400_000)
+MAX_RUN_WINDOWS = 1_000_000
 # At most this many (figure, window) cells in one computation: a shorter window is a mistake, not a request
 # for memory.
 MAX_CELLS = 50_000_000
@@ -88,7 +92,8 @@ class LoadError(ValueError):
 def write_coordinator_load(out: Path, final: int | None, writer: PartFileWriter | None = None) -> int:
     """Derive the table from the tables written under `out` and write it (into `writer` if given, which this
     closes); returns its rows."""
-    data = coordinator_load(read_inputs(out), first_time(out), final)
+    start = first_time(out)
+    data = coordinator_load(read_inputs(out), start, final, run_window_ms(start, final))
     writer = writer or PartFileWriter(out, TABLE)
     with writer:
         writer.write(data)
@@ -100,7 +105,13 @@ def coordinator_load_rows(tables: Mapping[str, list[dict]], final: int | None) -
     frames = input_frames({table: rows_to_arrow(table, list(tables[table])) for table in INPUT_COLUMNS})
     start = min((int(frames[table][column].min()) for table, column in TIME_COLUMNS.items()
                  if len(frames[table])), default=None)
-    return coordinator_load([frames], start, final).to_pylist()
+    return coordinator_load([frames], start, final, run_window_ms(start, final)).to_pylist()
+
+
+def run_window_ms(start: int | None, final: int | None) -> int:
+    """The window of a run's own table: 1 s unless the run is too long for it (RUN_WINDOWS_MS)."""
+    span = 0 if start is None or final is None else final - start
+    return next((w for w in RUN_WINDOWS_MS if span // w < MAX_RUN_WINDOWS), RUN_WINDOWS_MS[-1])
 
 
 def first_time(out: Path) -> int | None:

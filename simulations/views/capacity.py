@@ -24,7 +24,8 @@ import pandas as pd
 
 from simulations.views.run_tables import TIME_COLUMNS, load_run
 from state.tables import columns
-from tableio.coordinator_load import TABLE, WINDOW_MS, LoadError, coordinator_load, first_time, read_inputs
+from tableio.coordinator_load import (TABLE, WINDOW_MS, LoadError, coordinator_load, first_time, read_inputs,
+                                     run_window_ms)
 from tableio.quiet_run import COUNT, INTERVAL
 
 # Beside the run's scenario and events in RUN_DIR/scenario/ (written by `coordsim run`).
@@ -76,8 +77,10 @@ def parse_window(text: str) -> int:
         raise CapacityError(str(error)) from None
 
 
-def capacity(run_dir: str, window_ms: int = WINDOW_MS, broker: int | None = None) -> Capacity:
+def capacity(run_dir: str, window_ms: int | None = None, broker: int | None = None) -> Capacity:
+    """`window_ms` None: the run's table's own window."""
     load, final, formed = _load(run_dir, window_ms)
+    window_ms = int(load["window_ms"].iloc[0]) if len(load) else (window_ms or WINDOW_MS)
     brokers = sorted(load["broker_id"].dropna().astype(int).unique().tolist())
     if load["broker_id"].isna().any() or not brokers:
         brokers = [None, *brokers]
@@ -129,7 +132,7 @@ def capacity(run_dir: str, window_ms: int = WINDOW_MS, broker: int | None = None
     return result
 
 
-def _load(run_dir: str, window_ms: int) -> tuple[pd.DataFrame, int, int | None]:
+def _load(run_dir: str, window_ms: int | None) -> tuple[pd.DataFrame, int, int | None]:
     """The run's coordinator_load rows at `window_ms` (computed again from its tables when the table has
     another window or the run predates it), its final time, and when its groups had formed (the last
     group's first Stable; None when none became Stable)."""
@@ -142,6 +145,8 @@ def _load(run_dir: str, window_ms: int) -> tuple[pd.DataFrame, int, int | None]:
         raise CapacityError(f"{run_dir}: the run has no events")
     load = run[TABLE]
     windows = set(load["window_ms"].dropna().astype(int))
+    if window_ms is None:
+        window_ms = next(iter(windows)) if len(windows) == 1 else run_window_ms(first_time(Path(run_dir)), final)
     if windows != {window_ms} or not (Path(run_dir) / TABLE).is_dir():
         try:
             load = coordinator_load(read_inputs(Path(run_dir)), first_time(Path(run_dir)), final, window_ms).to_pandas()

@@ -9,7 +9,7 @@ import pytest
 
 from state.record_bytes import RECORD_BATCH_OVERHEAD, batch_size
 from state.records import GroupMetadataRecord, OffsetCommitRecord
-from tableio.coordinator_load import LoadError, coordinator_load, input_frames
+from tableio.coordinator_load import LoadError, coordinator_load, input_frames, run_window_ms
 from tableio.parquet import arrow_schema
 
 A, B = "orders-000", "orders-001"  # A on broker 1; B on broker 2, moved to 1 at 4.5 s
@@ -155,3 +155,11 @@ def test_other_windows_and_an_impossible_one():
     assert coordinator_load([TABLES], START, None).num_rows == 0
     with pytest.raises(LoadError):
         coordinator_load([TABLES], START, FINAL, window_ms=0)
+
+
+def test_a_run_too_long_for_1_s_windows_gets_the_first_window_that_fits():
+    assert run_window_ms(0, 600_000) == 1_000
+    assert run_window_ms(0, 7 * 86_400_000) == 1_000             # a week fits 1 s windows
+    assert run_window_ms(0, 30 * 86_400_000) == 10_000
+    assert run_window_ms(1_700_000_000_000, 1_780_000_000_000) == 600_000   # two and a half years
+    assert run_window_ms(None, None) == 1_000
