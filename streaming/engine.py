@@ -53,8 +53,6 @@ from streaming.step import (ARROW_BATCH_ENVELOPES, META_TABLE, OUTPUT_SCHEMA, ST
 DRAIN_TO_LAST = "1-drain-to-last-event.control"
 ADVANCE_TO_FINAL = "2-advance-to-final.control"
 END_OF_RUN = "3-end-of-run.control"
-# In OUT/_slices/, written once the slice files are: each slice's horizon, in order.
-SLICE_HORIZONS = "horizons.json"
 
 
 class RunMismatch(Exception):
@@ -161,7 +159,7 @@ class _Run:
         # Spark's default; both profiles set it. Bucket labels depend on it (streaming.buckets).
         self.partitions = int(settings.get("spark.sql.shuffle.partitions", 200))
         self.control = out / "_control"
-        self.slices = out / "_slices"
+        self.slices = out / slices.SLICES_DIR
         self.checkpoint = out / "_checkpoints" / "events"
         self.batches = out / "_batches"
         self.display = display
@@ -241,7 +239,7 @@ class _Run:
     def ensure_slices(self) -> list[tuple[str, str]]:
         """The slice files, written unless a previous attempt of this run did (their horizons, written last,
         say it finished): a resumed query must read the very files its checkpoint counted."""
-        done = self.slices / SLICE_HORIZONS
+        done = self.slices / slices.HORIZONS_FILE
         if not done.exists():
             self.slices.mkdir(parents=True, exist_ok=True)
             rows = [row for path, name in self.inputs for row in input_rows(path, name, self.captured)]

@@ -20,6 +20,9 @@ from typing import Iterable, Sequence
 
 from state.events import DURATION_HINT, duration_ms
 
+# Where a sliced run keeps its slice files, inside OUT, and the list of their horizons, written last.
+SLICES_DIR = "_slices"
+HORIZONS_FILE = "horizons.json"
 # A slice so short that the run would be millions of micro-batches is a mistake, not a wish.
 MAX_SLICES = 100_000
 SPEED_HINT = "max, or a multiple of real time such as 60x"
