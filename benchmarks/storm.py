@@ -15,6 +15,10 @@ machine may be shared).
     .venv/bin/python benchmarks/storm.py --groups 25 --members 10 --engines local spark
     .venv/bin/python benchmarks/storm.py                      # the target size: 10,000 x 10
     .venv/bin/python benchmarks/storm.py --groups 3 --engines runtime   # work per group-hour, both modes
+    .venv/bin/python benchmarks/storm.py --groups 200 --engines spark --runs storm --slice 1m   # in slices
+
+`--slice` runs the Spark engine in slices of simulated time (docs/spark.md, "Slices"); a Spark row then
+also has the run's micro-batches and its wall time per phase (`OUT/_run.json`).
 
 `runtime` runs the groups in this process through `GroupRuntime` directly, with periodic elision off
 (explicit) and on (elided), and reports per group-hour the steps applied (`GroupRuntime.steps`) and the CPU
@@ -81,7 +85,8 @@ def timed(command: list[str], env: dict) -> tuple[float, int | None]:
     return wall, peak
 
 
-def run(engine: str, scenario_file: Path, out: Path, buckets: int, spark_sets: list[str]) -> tuple[float, int | None]:
+def run(engine: str, scenario_file: Path, out: Path, buckets: int, spark_sets: list[str], slice_text: str | None
+        ) -> tuple[float, int | None]:
     shutil.rmtree(out, ignore_errors=True)
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
     coordsim = str(REPO / ".venv" / "bin" / "coordsim")
@@ -91,8 +96,14 @@ def run(engine: str, scenario_file: Path, out: Path, buckets: int, spark_sets: l
     generate_s, _ = timed([coordsim, "generate", str(scenario_file), "--out", str(events)], env)
     wall, peak = timed([sys.executable, "-m", "streaming.engine", str(events), "--out", str(out), "--until", UNTIL,
                         "--spark-set", f"streaming.state.buckets={buckets}", "--quiet",
-                        *(arg for setting in spark_sets for arg in ("--spark-set", setting))], env)
+                        *(arg for setting in spark_sets for arg in ("--spark-set", setting)),
+                        *(("--slice", slice_text) if slice_text else ())], env)
     return generate_s + wall, peak
+
+
+def spark_run(out: Path, slice_text: str | None) -> dict:
+    record = json.loads((out / "_run.json").read_text())
+    return {"slice": slice_text, "batches": record["batches"], "phases_s": record["phases_s"]}
 
 
 def work(out: Path) -> dict:
@@ -145,6 +156,7 @@ def main() -> None:
     parser.add_argument("--buckets", type=int, default=64, help="Spark: streaming.state.buckets")
     parser.add_argument("--spark-set", action="append", default=[], metavar="NAME=VALUE",
                         help="Spark: another engine or spark.* setting, e.g. spark.driver.memory=12g")
+    parser.add_argument("--slice", metavar="DURATION", help="Spark: simulated time per micro-batch (--slice)")
     parser.add_argument("--runs", nargs="+", choices=["storm", "quiet"], default=["storm", "quiet"])
     parser.add_argument("--work", type=Path, default=Path("/tmp/coordsim-storm"))
     parser.add_argument("--results", type=Path, default=REPO / "benchmarks" / "results" / "storm.jsonl")
@@ -165,12 +177,13 @@ def main() -> None:
                 record(args.results, row)
                 continue
             out = folder / f"out-{engine}-{kind}"
-            wall, peak = run(engine, scenario_file, out, args.buckets, args.spark_set)
+            wall, peak = run(engine, scenario_file, out, args.buckets, args.spark_set, args.slice)
             walls[kind] = wall
             row = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "engine": engine,
                    "run": kind, "groups": args.groups, "members": args.members,
                    "buckets": args.buckets if engine == "spark" else 0,
-                   "spark_settings": args.spark_set if engine == "spark" else [], "wall_s": round(wall, 1),
+                   "spark_settings": args.spark_set if engine == "spark" else [],
+                   **(spark_run(out, args.slice) if engine == "spark" else {}), "wall_s": round(wall, 1),
                    "speed_up": round(HOUR_S / wall, 1), "peak_mb": peak,
                    "load_average": [round(x, 1) for x in os.getloadavg()], **work(out)}
             if kind == "quiet" and "storm" in walls:
@@ -181,7 +194,9 @@ def main() -> None:
           "| rows written | quiet / storm |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['engine']}{' (' + str(r['buckets']) + ' buckets)' if r['buckets'] else ''} | {r['run']} "
+        label = ", ".join([*([f"{r['buckets']} buckets"] if r["buckets"] else []),
+                           *([f"slice {r['slice']}"] if r.get("slice") else [])])
+        print(f"| {r['engine']}{f' ({label})' if label else ''} | {r['run']} "
               f"| {r['groups']:,} × {r['members']} | {r['wall_s']} | {r['speed_up']}× | {r['peak_mb'] or '-'} "
               f"| {r['directives']:,} | {r['requests']:,} | {r['rows_written']:,} | {r.get('quiet_over_storm', '-')} |")
 

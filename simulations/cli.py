@@ -43,7 +43,7 @@ RUN_SCENARIO_DIR = "scenario"
 # The main job runs on Spark, as the design asks; the local engine gives byte-identical tables.
 RUN_ENGINE = "spark"
 # Simulated time per micro-batch of `coordsim run` on Spark (docs/benchmarks.md, "Slices").
-RUN_SLICE = "1m"
+RUN_SLICE = "5m"
 # Where the Spark engine keeps what it resumes a run from, inside --out.
 SPARK_CHECKPOINTS = "_checkpoints"
 # What a run writes beside its tables only sometimes (a report, a comparison with a capture):

@@ -16,7 +16,7 @@ unsliced run (tested). Nothing here imports Spark: the CLI checks a user's value
 from __future__ import annotations
 
 import time
-from typing import Iterable, Sequence
+from typing import Sequence
 
 from state.events import DURATION_HINT, duration_ms
 
