@@ -244,7 +244,6 @@ class _Run:
             self.slices.mkdir(parents=True, exist_ok=True)
             rows = [row for path, name in self.inputs for row in input_rows(path, name, self.captured)]
             parts = slices.split(rows, self.slice_ms, self.until)
-            del rows
             for index, (horizon, part) in enumerate(parts):
                 write_slice(self._slice_file(index), part, horizon + self.delay + 1)
             temp = done.with_name(done.name + ".tmp")
