@@ -249,8 +249,9 @@ class _Run:
             temp = done.with_name(done.name + ".tmp")
             temp.write_text(json.dumps([horizon for horizon, _ in parts]), encoding="utf-8")
             os.replace(temp, done)
-        count = len(json.loads(done.read_text(encoding="utf-8")))
-        return [(str(self._slice_file(i)),) * 2 for i in range(count)]
+        horizons = json.loads(done.read_text(encoding="utf-8"))
+        self.display.sliced(horizons)
+        return [(str(self._slice_file(i)),) * 2 for i in range(len(horizons))]
 
     def _slice_file(self, index: int) -> Path:
         return self.slices / f"{index:06d}{SLICE_SUFFIX}"
