@@ -18,7 +18,11 @@ machine may be shared).
     .venv/bin/python benchmarks/storm.py --groups 200 --engines spark --runs storm --slice 1m   # in slices
 
 `--slice` runs the Spark engine in slices of simulated time (docs/spark.md, "Slices"); a Spark row then
-also has the run's micro-batches and its wall time per phase (`OUT/_run.json`).
+also has the run's micro-batches and its wall time per phase (`OUT/_run.json`). `visits` counts, in this
+process, what slicing adds per group: the visits (a group's runtime decoded, advanced, encoded) a run makes
+at each slice size, against an unsliced run's, and the encoding and decoding time of a storm group:
+
+    .venv/bin/python benchmarks/storm.py --groups 5 --engines visits --runs storm
 
 `runtime` runs the groups in this process through `GroupRuntime` directly, with periodic elision off
 (explicit) and on (elided), and reports per group-hour the steps applied (`GroupRuntime.steps`) and the CPU
@@ -148,11 +152,63 @@ def runtime_work(scenario_file: Path) -> dict:
     return found
 
 
+def slice_visits(scenario_file: Path, delay_ms: int = 30_000) -> dict:
+    """Per group: visits unsliced (horizons as the engine's phases set them) and per slice size, each
+    group's runtime run to every horizon at which something is due for it; and the mean encode and decode
+    time of a group runtime during the storm (minutes 5 to 14)."""
+    from simulations import scenarios
+    from tableio.coordinator_settings import load_config
+    from state.events import parse_event
+    from state.runtime import GroupRuntime
+
+    loaded = scenarios.load_scenario(scenario_file)
+    generated = scenarios.generate(loaded)
+    config = load_config(scenario=loaded.broker)
+    by_group: dict[str, list] = {}
+    for line, row in enumerate(generated.rows, start=1):
+        by_group.setdefault(row["group_id"], []).append(parse_event(row, "scenario", line))
+    start, until = generated.start_ms, generated.until_ms
+    last = max(row["ts"] for row in generated.rows)
+    codec = {"encode": [], "decode": []}
+
+    def visits(horizons: list[int]) -> float:
+        total = 0
+        for group_id, events in by_group.items():
+            runtime, pending = None, sorted(events, key=lambda e: e.ts)
+            for horizon in horizons:
+                due = [e for e in pending if e.ts <= horizon]
+                wakeup = None if runtime is None else runtime.next_wakeup()
+                if not due and (wakeup is None or wakeup > horizon):
+                    continue
+                runtime = runtime or GroupRuntime(group_id, config)
+                runtime.offer(due)
+                pending = pending[len(due):]
+                runtime.advance_to(horizon)
+                runtime.take_output()
+                total += 1
+                if start + 5 * 60_000 <= horizon <= start + 14 * 60_000:
+                    began = time.perf_counter()
+                    blob = runtime.encode()
+                    encoded = time.perf_counter()
+                    runtime = GroupRuntime.decode(blob, config)
+                    codec["encode"].append(encoded - began)
+                    codec["decode"].append(time.perf_counter() - encoded)
+        return round(total / len(by_group), 1)
+
+    found = {"unsliced": visits([-1, last - delay_ms - 1, until])}
+    for minutes in (1, 2, 5, 10, 15):
+        step = minutes * 60_000
+        found[f"{minutes}m"] = visits([*range(start, until, step), until])
+    found["encode_ms"], found["decode_ms"] = (round(1000 * sum(v) / len(v), 2) for v in codec.values())
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--groups", type=int, default=10_000)
     parser.add_argument("--members", type=int, default=10)
-    parser.add_argument("--engines", nargs="+", choices=["local", "spark", "runtime"], default=["local", "spark"])
+    parser.add_argument("--engines", nargs="+", choices=["local", "spark", "runtime", "visits"],
+                        default=["local", "spark"])
     parser.add_argument("--buckets", type=int, default=64, help="Spark: streaming.state.buckets")
     parser.add_argument("--spark-set", action="append", default=[], metavar="NAME=VALUE",
                         help="Spark: another engine or spark.* setting, e.g. spark.driver.memory=12g")
@@ -170,10 +226,11 @@ def main() -> None:
         for kind in args.runs:
             scenario_file = folder / f"{kind}.yaml"
             scenario_file.write_text(scenario(args.groups, args.members, kind == "storm"))
-            if engine == "runtime":
+            if engine in ("runtime", "visits"):
+                measure = runtime_work if engine == "runtime" else slice_visits
                 row = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "engine": engine,
                        "run": kind, "groups": args.groups, "members": args.members,
-                       "load_average": [round(x, 1) for x in os.getloadavg()], **runtime_work(scenario_file)}
+                       "load_average": [round(x, 1) for x in os.getloadavg()], **measure(scenario_file)}
                 record(args.results, row)
                 continue
             out = folder / f"out-{engine}-{kind}"
