@@ -15,6 +15,14 @@ machine may be shared).
     .venv/bin/python benchmarks/storm.py --groups 25 --members 10 --engines local spark
     .venv/bin/python benchmarks/storm.py                      # the target size: 10,000 x 10
     .venv/bin/python benchmarks/storm.py --groups 3 --engines runtime   # work per group-hour, both modes
+    .venv/bin/python benchmarks/storm.py --groups 200 --engines spark --runs storm --slice 1m   # in slices
+
+`--slice` runs the Spark engine in slices of simulated time (docs/spark.md, "Slices"); a Spark row then
+also has the run's micro-batches and its wall time per phase (`OUT/_run.json`). `visits` counts, in this
+process, what slicing adds per group: the visits (a group's runtime decoded, advanced, encoded) a run makes
+at each slice size, against an unsliced run's, and the encoding and decoding time of a storm group:
+
+    .venv/bin/python benchmarks/storm.py --groups 5 --engines visits --runs storm
 
 `runtime` runs the groups in this process through `GroupRuntime` directly, with periodic elision off
 (explicit) and on (elided), and reports per group-hour the steps applied (`GroupRuntime.steps`) and the CPU
@@ -81,7 +89,8 @@ def timed(command: list[str], env: dict) -> tuple[float, int | None]:
     return wall, peak
 
 
-def run(engine: str, scenario_file: Path, out: Path, buckets: int, spark_sets: list[str]) -> tuple[float, int | None]:
+def run(engine: str, scenario_file: Path, out: Path, buckets: int, spark_sets: list[str], slice_text: str | None
+        ) -> tuple[float, int | None]:
     shutil.rmtree(out, ignore_errors=True)
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
     coordsim = str(REPO / ".venv" / "bin" / "coordsim")
@@ -91,8 +100,14 @@ def run(engine: str, scenario_file: Path, out: Path, buckets: int, spark_sets: l
     generate_s, _ = timed([coordsim, "generate", str(scenario_file), "--out", str(events)], env)
     wall, peak = timed([sys.executable, "-m", "streaming.engine", str(events), "--out", str(out), "--until", UNTIL,
                         "--spark-set", f"streaming.state.buckets={buckets}", "--quiet",
-                        *(arg for setting in spark_sets for arg in ("--spark-set", setting))], env)
+                        *(arg for setting in spark_sets for arg in ("--spark-set", setting)),
+                        *(("--slice", slice_text) if slice_text else ())], env)
     return generate_s + wall, peak
+
+
+def spark_run(out: Path, slice_text: str | None) -> dict:
+    record = json.loads((out / "_run.json").read_text())
+    return {"slice": slice_text, "batches": record["batches"], "phases_s": record["phases_s"]}
 
 
 def work(out: Path) -> dict:
@@ -137,14 +152,67 @@ def runtime_work(scenario_file: Path) -> dict:
     return found
 
 
+def slice_visits(scenario_file: Path, delay_ms: int = 30_000) -> dict:
+    """Per group: visits unsliced (horizons as the engine's phases set them) and per slice size, each
+    group's runtime run to every horizon at which something is due for it; and the mean encode and decode
+    time of a group runtime during the storm (minutes 5 to 14)."""
+    from simulations import scenarios
+    from tableio.coordinator_settings import load_config
+    from state.events import parse_event
+    from state.runtime import GroupRuntime
+
+    loaded = scenarios.load_scenario(scenario_file)
+    generated = scenarios.generate(loaded)
+    config = load_config(scenario=loaded.broker)
+    by_group: dict[str, list] = {}
+    for line, row in enumerate(generated.rows, start=1):
+        by_group.setdefault(row["group_id"], []).append(parse_event(row, "scenario", line))
+    start, until = generated.start_ms, generated.until_ms
+    last = max(row["ts"] for row in generated.rows)
+    codec = {"encode": [], "decode": []}
+
+    def visits(horizons: list[int]) -> float:
+        total = 0
+        for group_id, events in by_group.items():
+            runtime, pending = None, sorted(events, key=lambda e: e.ts)
+            for horizon in horizons:
+                due = [e for e in pending if e.ts <= horizon]
+                wakeup = None if runtime is None else runtime.next_wakeup()
+                if not due and (wakeup is None or wakeup > horizon):
+                    continue
+                runtime = runtime or GroupRuntime(group_id, config)
+                runtime.offer(due)
+                pending = pending[len(due):]
+                runtime.advance_to(horizon)
+                runtime.take_output()
+                total += 1
+                if start + 5 * 60_000 <= horizon <= start + 14 * 60_000:
+                    began = time.perf_counter()
+                    blob = runtime.encode()
+                    encoded = time.perf_counter()
+                    runtime = GroupRuntime.decode(blob, config)
+                    codec["encode"].append(encoded - began)
+                    codec["decode"].append(time.perf_counter() - encoded)
+        return round(total / len(by_group), 1)
+
+    found = {"unsliced": visits([-1, last - delay_ms - 1, until])}
+    for minutes in (1, 2, 5, 10, 15):
+        step = minutes * 60_000
+        found[f"{minutes}m"] = visits([*range(start, until, step), until])
+    found["encode_ms"], found["decode_ms"] = (round(1000 * sum(v) / len(v), 2) for v in codec.values())
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--groups", type=int, default=10_000)
     parser.add_argument("--members", type=int, default=10)
-    parser.add_argument("--engines", nargs="+", choices=["local", "spark", "runtime"], default=["local", "spark"])
+    parser.add_argument("--engines", nargs="+", choices=["local", "spark", "runtime", "visits"],
+                        default=["local", "spark"])
     parser.add_argument("--buckets", type=int, default=64, help="Spark: streaming.state.buckets")
     parser.add_argument("--spark-set", action="append", default=[], metavar="NAME=VALUE",
                         help="Spark: another engine or spark.* setting, e.g. spark.driver.memory=12g")
+    parser.add_argument("--slice", metavar="DURATION", help="Spark: simulated time per micro-batch (--slice)")
     parser.add_argument("--runs", nargs="+", choices=["storm", "quiet"], default=["storm", "quiet"])
     parser.add_argument("--work", type=Path, default=Path("/tmp/coordsim-storm"))
     parser.add_argument("--results", type=Path, default=REPO / "benchmarks" / "results" / "storm.jsonl")
@@ -158,19 +226,21 @@ def main() -> None:
         for kind in args.runs:
             scenario_file = folder / f"{kind}.yaml"
             scenario_file.write_text(scenario(args.groups, args.members, kind == "storm"))
-            if engine == "runtime":
+            if engine in ("runtime", "visits"):
+                measure = runtime_work if engine == "runtime" else slice_visits
                 row = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "engine": engine,
                        "run": kind, "groups": args.groups, "members": args.members,
-                       "load_average": [round(x, 1) for x in os.getloadavg()], **runtime_work(scenario_file)}
+                       "load_average": [round(x, 1) for x in os.getloadavg()], **measure(scenario_file)}
                 record(args.results, row)
                 continue
             out = folder / f"out-{engine}-{kind}"
-            wall, peak = run(engine, scenario_file, out, args.buckets, args.spark_set)
+            wall, peak = run(engine, scenario_file, out, args.buckets, args.spark_set, args.slice)
             walls[kind] = wall
             row = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "engine": engine,
                    "run": kind, "groups": args.groups, "members": args.members,
                    "buckets": args.buckets if engine == "spark" else 0,
-                   "spark_settings": args.spark_set if engine == "spark" else [], "wall_s": round(wall, 1),
+                   "spark_settings": args.spark_set if engine == "spark" else [],
+                   **(spark_run(out, args.slice) if engine == "spark" else {}), "wall_s": round(wall, 1),
                    "speed_up": round(HOUR_S / wall, 1), "peak_mb": peak,
                    "load_average": [round(x, 1) for x in os.getloadavg()], **work(out)}
             if kind == "quiet" and "storm" in walls:
@@ -181,7 +251,9 @@ def main() -> None:
           "| rows written | quiet / storm |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['engine']}{' (' + str(r['buckets']) + ' buckets)' if r['buckets'] else ''} | {r['run']} "
+        label = ", ".join([*([f"{r['buckets']} buckets"] if r["buckets"] else []),
+                           *([f"slice {r['slice']}"] if r.get("slice") else [])])
+        print(f"| {r['engine']}{f' ({label})' if label else ''} | {r['run']} "
               f"| {r['groups']:,} × {r['members']} | {r['wall_s']} | {r['speed_up']}× | {r['peak_mb'] or '-'} "
               f"| {r['directives']:,} | {r['requests']:,} | {r['rows_written']:,} | {r.get('quiet_over_storm', '-')} |")
 

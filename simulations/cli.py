@@ -46,6 +46,8 @@ USER_ERRORS = (InputError, OutputError, ConfigError, EventError, ScenarioError, 
 RUN_SCENARIO_DIR = "scenario"
 # The main job runs on Spark, as the design asks; the local engine gives byte-identical tables.
 RUN_ENGINE = "spark"
+# Simulated time per micro-batch of `coordsim run` on Spark (docs/benchmarks.md, "Slices").
+RUN_SLICE = "5m"
 # Where the Spark engine keeps what it resumes a run from, inside --out.
 SPARK_CHECKPOINTS = "_checkpoints"
 # What a run writes beside its tables only sometimes (a report, a comparison with a capture):
@@ -275,9 +277,15 @@ def generate(scenario: str, out_path: str) -> None:
               help="Write the HTML report to DIR/report.html at the end.")
 @click.option("--validate/--no-validate", "run_validation", default=True, show_default=True,
               help="Check the tables at the end (schema, values, protocol invariants; exit 1 if one fails).")
+@click.option("--slice", "slice_text", metavar="DURATION",
+              help=f"Simulated time per micro-batch; its rows commit when it ends (spark engine; default {RUN_SLICE}).")
+@click.option("--speed", "speed_text", metavar="PACE",
+              help="Hold each slice to the wall clock: 60x plays a minute in a second; max (the default) runs "
+                   "as fast as it can (spark engine).")
 @spark_options
 def run(scenario: str, out_dir: str, engine: str, conf_file: str | None, overrides: tuple[str, ...],
-        write_report: bool, run_validation: bool, spark_sets: tuple[str, ...], profile: str, master: str | None) -> None:
+        write_report: bool, run_validation: bool, slice_text: str | None, speed_text: str | None,
+        spark_sets: tuple[str, ...], profile: str, master: str | None) -> None:
     """Run SCENARIO: generate its events and simulate them, then summarize per group set. The main job.
 
     SCENARIO is a YAML file, or the name of a shipped scenario ({shipped}). A scenario, in brief:
@@ -312,6 +320,10 @@ def run(scenario: str, out_dir: str, engine: str, conf_file: str | None, overrid
         path, loaded = _load_scenario(scenario)
         config = load_config(conf_file, overrides, loaded.broker)
         spark = spark_engine(engine, spark_sets, profile, master)
+        if spark is not None:
+            spark.update(_slicing(slice_text, speed_text))
+        elif slice_text is not None or speed_text is not None:
+            raise UserError("--slice, --speed: only the spark engine runs in slices (--engine local was given)")
         generated = scenarios.generate(loaded)
         events_file = _write_run_inputs(path, generated, Path(out_dir), check_checkpoint=engine == "spark")
         if engine == "local":
@@ -392,6 +404,15 @@ def _run_local(console: Console, events_file: Path, config: CoordinatorConfig, u
     return result
 
 
+def _slicing(slice_text: str | None, speed_text: str | None) -> dict:
+    from streaming.slices import SliceError, parse_slice, parse_speed
+
+    try:
+        return {"slice_ms": parse_slice(slice_text or RUN_SLICE), "speed": parse_speed(speed_text or "max")}
+    except SliceError as error:
+        raise UserError(str(error)) from None
+
+
 def _run_spark(paths: list, config: CoordinatorConfig, until: int | None, out_dir: str, spark: dict,
                captured_file: str | None = None) -> RunResult:
     try:
@@ -403,7 +424,8 @@ def _run_spark(paths: list, config: CoordinatorConfig, until: int | None, out_di
         raise UserError(f"the spark engine cannot start ({error}); use --engine local") from None
     try:
         return run_spark([str(p) for p in paths], out_dir, config, until, spark["settings"], captured=captured_file,
-                         profile=spark["profile"], master=spark["master"])
+                         profile=spark["profile"], master=spark["master"], slice_ms=spark.get("slice_ms"),
+                         speed=spark.get("speed"))
     except (RunMismatch, SettingsError) as error:
         raise UserError(str(error)) from None
     finally:

@@ -434,6 +434,21 @@ def parse_ts(value: Any, name: str = "ts") -> int:
     return _as_int(value, name, 0)
 
 
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)")
+_UNIT_MS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+DURATION_HINT = "a duration such as 500ms, 30s, 5m, 1h30m, 7d, or whole milliseconds"
+
+
+def duration_ms(text: str) -> int | None:
+    """`500ms`, `30s`, `5m`, `2h`, `7d`, combinations (`1h30m`) or whole milliseconds (`1500`) as
+    milliseconds; None if `text` is none of these (the caller names the field in its own error)."""
+    if text.strip().isdigit():
+        return int(text)
+    if not re.fullmatch(rf"\s*(?:{_DURATION.pattern}\s*)+", text):
+        return None
+    return round(sum(float(n) * _UNIT_MS[u] for n, u in _DURATION.findall(text)))
+
+
 def _epoch_ms(moment: _dt.datetime, name: str) -> int:
     ms = int(round(moment.timestamp() * 1000))
     if ms < 0:

@@ -4,6 +4,9 @@ One streaming query per run, checkpointed under `OUT/_checkpoints/events`, run w
 three phases; each phase is a restart of the same query over a longer file list:
 
 1. main: every input file. The watermark trails the latest event by `streaming.watermark.delay.ms`.
+   With a slice (`slice_ms`, `--slice`), the input's rows are first split by event time into slice files
+   under `OUT/_slices/`, read one per micro-batch in their place: each micro-batch moves the horizon by one
+   slice of simulated time, and `speed` holds each slice to the wall clock (streaming/slices.py).
 2. drain to L (skipped with `until`): a control file whose sentinel row moves the watermark to L + 1, L
    being the last event's time, and whose wake rows bring every group to L, as the local engine's groups
    are before it picks the final time (a group with nothing due would otherwise report its deadlines as of
@@ -36,12 +39,13 @@ from tableio.parquet import WrittenTables
 from tableio.run_record import RUN_FILE, final_time, write_run_record
 from tableio.run_result import RunResult
 from state.config import CoordinatorConfig
-from streaming import compaction
+from streaming import compaction, slices
 from streaming.buckets import bucket_labels
 from streaming import sink as batches
 from streaming.progress import ProgressListener, RunDisplay, print_summary, warn_late_rows
 from streaming.session import get_session, resolve_settings, run_session, stop_session
-from streaming.source import SOURCE_NAME, EventFileSource, read_control_final, write_control
+from streaming.source import (SLICE_SUFFIX, SOURCE_NAME, EventFileSource, input_rows, read_control_final, write_control,
+                              write_slice)
 from streaming.step import (ARROW_BATCH_ENVELOPES, META_TABLE, OUTPUT_SCHEMA, STATE_SCHEMA, GroupFacts, decode_facts,
                             make_step)
 
@@ -90,12 +94,17 @@ class _Facts:
 
 def run_spark(paths: Sequence[str], out_dir: str, config: CoordinatorConfig, until: int | None = None,
               settings: Mapping[str, Any] | None = None, progress: bool = True, *, profile: str = "local",
-              master: str | None = None, captured: str | os.PathLike | None = None) -> SparkRunResult:
+              master: str | None = None, captured: str | os.PathLike | None = None, slice_ms: int | None = None,
+              speed: float | None = None) -> SparkRunResult:
     """Replay the event files `paths` into `out_dir` on Spark; the same tables as `run_local`.
 
     `captured`: a captured-responses file (`coordsim capture import`); its answers are attached to the events
     they answer, as `tableio.captured_answers.attach_captured` does for `run_local` (an unreadable file
     raises CapturedError before Spark starts).
+
+    `slice_ms`: advance simulated time by this much per micro-batch of the main phase (None: the input
+    files are the micro-batches); `speed`: hold each slice to at least slice / speed of wall time (None: as
+    fast as it goes). A bad value raises `slices.SliceError` before Spark starts.
 
     `settings`: engine (`streaming.*`) and `spark.*` settings over the profile's (`conf/spark-<profile>.yaml`).
     `progress`: a live panel on stderr while the run goes (gone at the end: the caller prints its summary,
@@ -103,6 +112,7 @@ def run_spark(paths: Sequence[str], out_dir: str, config: CoordinatorConfig, unt
     Running the same call again on the same `out_dir` resumes an interrupted run (or re-writes a finished
     one's tables); a call with other inputs or settings on it raises RunMismatch."""
     started = time.monotonic()
+    slices.check(slice_ms, speed)
     resolved = resolve_settings(profile, settings)
     # Rows name their file as given (relative paths stay relative, as with the local engine); Spark reads it
     # by its absolute path.
@@ -110,7 +120,8 @@ def run_spark(paths: Sequence[str], out_dir: str, config: CoordinatorConfig, unt
     if captured is not None:
         captured = str(Path(captured).absolute())
         captured_records(captured)
-    run = _Run(inputs, Path(out_dir), config, until, resolved, RunDisplay(progress, until), captured)
+    run = _Run(inputs, Path(out_dir), config, until, resolved, RunDisplay(progress, until), captured, slice_ms,
+               speed)
     run.check_same_run()
     # The record says the part files are complete (simulations.views.run_tables): not true again until the
     # end of this run, whatever run wrote the files there.
@@ -132,8 +143,12 @@ def run_spark(paths: Sequence[str], out_dir: str, config: CoordinatorConfig, unt
 
 class _Run:
     def __init__(self, inputs: list[tuple[str, str]], out: Path, config: CoordinatorConfig, until: int | None,
-                 settings: Mapping[str, Any], display: RunDisplay, captured: str | None) -> None:
+                 settings: Mapping[str, Any], display: RunDisplay, captured: str | None, slice_ms: int | None,
+                 speed: float | None) -> None:
         self.inputs = inputs
+        self.slice_ms = slice_ms
+        self.speed = speed
+        self.pace: slices.Pace | None = None  # while the slices run
         self.captured = captured
         self.out = out
         self.config = config
@@ -144,6 +159,7 @@ class _Run:
         # Spark's default; both profiles set it. Bucket labels depend on it (streaming.buckets).
         self.partitions = int(settings.get("spark.sql.shuffle.partitions", 200))
         self.control = out / "_control"
+        self.slices = out / slices.SLICES_DIR
         self.checkpoint = out / "_checkpoints" / "events"
         self.batches = out / "_batches"
         self.display = display
@@ -161,6 +177,8 @@ class _Run:
             identity["state_partitions"] = self.partitions  # the keys' labels depend on it
         if self.captured is not None:
             identity["captured"] = self.captured
+        if self.slice_ms is not None:
+            identity["slice_ms"] = self.slice_ms  # the micro-batches; the pace is free to change
         return identity
 
     def check_same_run(self) -> None:
@@ -178,9 +196,15 @@ class _Run:
     # -- phases --------------------------------------------------------------------------------------------
     def execute(self, spark) -> SparkRunResult:
         self.control.mkdir(parents=True, exist_ok=True)
+        sources = self.inputs
+        if self.slice_ms is not None:
+            self.begin("slicing the input")
+            sources = self.ensure_slices()
+            self.pace = slices.Pace(self.slice_ms, self.speed)
         self.begin("main")
         # No trailing no-data micro-batch: the next phase's first batch fires the same timeouts anyway.
-        self.run_query(spark, no_data_batches=False)
+        self.run_query(spark, sources, no_data_batches=False)
+        self.pace = None
         facts = self.facts()
         final = self.until
         if facts.known:
@@ -188,7 +212,7 @@ class _Run:
                 last = facts.max_event_ts
                 self.ensure_control(DRAIN_TO_LAST, last, last, wake_groups=facts.known)
                 self.begin("drain to the last event")
-                self.run_query(spark)
+                self.run_query(spark, sources)
                 facts = self.facts()
                 decided, pending = self.decided_final(), facts.max_pending_deadline()
                 final = decided if decided is not None else final_time(None, last, [pending])
@@ -196,7 +220,7 @@ class _Run:
             self.ensure_control(ADVANCE_TO_FINAL, beyond, final)
             self.ensure_control(END_OF_RUN, beyond, final, facts.known)
             self.begin("finish at the final time")
-            self.run_query(spark)
+            self.run_query(spark, sources)
         self.begin("compaction")
         result = self.compact(final)
         self.begin(None)
@@ -212,10 +236,30 @@ class _Run:
         if phase is not None:
             self.display.phase(phase)
 
-    def files(self) -> list[tuple[str, str]]:
-        return self.inputs + [(str(p), str(p)) for p in sorted(self.control.glob("*.control"))]
+    def ensure_slices(self) -> list[tuple[str, str]]:
+        """The slice files, written unless a previous attempt of this run did (their horizons, written last,
+        say it finished): a resumed query must read the very files its checkpoint counted."""
+        done = self.slices / slices.HORIZONS_FILE
+        if not done.exists():
+            self.slices.mkdir(parents=True, exist_ok=True)
+            rows = [row for path, name in self.inputs for row in input_rows(path, name, self.captured)]
+            parts = slices.split(rows, self.slice_ms, self.until)
+            for index, (horizon, part) in enumerate(parts):
+                write_slice(self._slice_file(index), part, horizon + self.delay + 1)
+            temp = done.with_name(done.name + ".tmp")
+            temp.write_text(json.dumps([horizon for horizon, _ in parts]), encoding="utf-8")
+            os.replace(temp, done)
+        horizons = json.loads(done.read_text(encoding="utf-8"))
+        self.display.sliced(horizons)
+        return [(str(self._slice_file(i)),) * 2 for i in range(len(horizons))]
 
-    def run_query(self, spark, no_data_batches: bool = True) -> None:
+    def _slice_file(self, index: int) -> Path:
+        return self.slices / f"{index:06d}{SLICE_SUFFIX}"
+
+    def files(self, sources: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        return sources + [(str(p), str(p)) for p in sorted(self.control.glob("*.control"))]
+
+    def run_query(self, spark, sources: list[tuple[str, str]], no_data_batches: bool = True) -> None:
         from pyspark.sql import functions as F
         from pyspark.sql.streaming.state import GroupStateTimeout
 
@@ -225,7 +269,7 @@ class _Run:
         # Spark runs no streaming query with adaptive execution; asked for it, it warns and turns it off.
         spark.conf.set("spark.sql.adaptive.enabled", "false")
         rows = (spark.readStream.format(SOURCE_NAME)
-                .option("files", json.dumps(self.files()))
+                .option("files", json.dumps(self.files(sources)))
                 .option("files_per_trigger", self.settings["streaming.files.per.trigger"])
                 .option("captured", self.captured or "")
                 .load()
@@ -246,7 +290,7 @@ class _Run:
         query = (rows.groupBy("key")
                  .applyInPandasWithState(step, OUTPUT_SCHEMA, STATE_SCHEMA, "Append", GroupStateTimeout.EventTimeTimeout)
                  .writeStream
-                 .foreachBatch(batches.BatchSink(self.batches, self.on_batch if self.display.enabled else None))
+                 .foreachBatch(batches.BatchSink(self.batches, self.on_batch))
                  .option("checkpointLocation", str(self.checkpoint))
                  .trigger(availableNow=True)
                  .start())
@@ -256,6 +300,10 @@ class _Run:
             self.listener.record(report)
 
     def on_batch(self, batch_id: int) -> None:
+        if self.pace is not None:
+            self.pace.slice_done()
+        if not self.display.enabled:
+            return
         meta = batches.read_batch(self.batches, batch_id, META_TABLE)
         rejects = batches.read_batch(self.batches, batch_id, "rejects")
         facts = [] if meta is None else list(self.meta_rows(meta))
@@ -343,6 +391,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--captured", metavar="FILE",
                         help="captured responses (*.captured.ndjson) to attach to the events they answer, as "
                              "`coordsim replay --compare-captured` does")
+    parser.add_argument("--slice", metavar="DURATION",
+                        help="advance simulated time by this much per micro-batch (1m, 30s, ...; docs/spark.md)")
+    parser.add_argument("--speed", metavar="PACE", default="max",
+                        help="with --slice: hold simulated time to this multiple of the wall clock (60x), or max")
     parser.add_argument("--quiet", action="store_true", help="no progress display or summary")
     args = parser.parse_args(argv)
     from pyspark.sql import SparkSession
@@ -353,9 +405,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = load_config(args.conf, args.set)
         until = None if args.until is None else parse_ts(args.until, "--until")
         spark_settings = parse_overrides(args.spark_set, "--spark-set")
+        slice_ms = None if args.slice is None else slices.parse_slice(args.slice)
+        speed = slices.parse_speed(args.speed)
         result = run_spark(args.events, args.out, config, until, spark_settings, not args.quiet,
-                           profile=args.profile, master=args.master, captured=args.captured)
-    except (InputError, OutputError, ConfigError, EventError, CapturedError, SettingsError, RunMismatch) as error:
+                           profile=args.profile, master=args.master, captured=args.captured, slice_ms=slice_ms,
+                           speed=speed)
+    except (InputError, OutputError, ConfigError, EventError, CapturedError, SettingsError, RunMismatch,
+            slices.SliceError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     finally:

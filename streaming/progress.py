@@ -60,6 +60,7 @@ class RunDisplay:
         self.rejects = 0
         self.groups: set[str] = set()
         self.reports: dict[int, dict] = {}
+        self.horizons: list[int] = []  # a sliced run's, one per slice
         self.live: Live | None = None
 
     def __enter__(self) -> "RunDisplay":
@@ -76,6 +77,9 @@ class RunDisplay:
 
     def phase(self, name: str) -> None:
         self.stage = name
+
+    def sliced(self, horizons: list[int]) -> None:
+        self.horizons = horizons
 
     def batch_committed(self, batch_id: int, facts: list[tuple[str, GroupFacts]], rejects: int) -> None:
         with self.lock:
@@ -99,7 +103,9 @@ class RunDisplay:
             table = Table(title=f"coordsim on Spark: {self.stage}", show_header=False, min_width=60)
             table.add_row("micro-batches", str(len(self.batches)))
             table.add_row("events in", f"{self.events:,}")
-            table.add_row("simulated time reached", format_ts(reached))
+            done = "" if not self.horizons or reached is None else \
+                f", slice {sum(1 for h in self.horizons if h <= reached)} of {len(self.horizons)}"
+            table.add_row("simulated time reached", format_ts(reached) + done)
             table.add_row("groups", f"{len(self.groups):,}")
             table.add_row("rejects", f"{self.rejects:,}")
             table.add_row("late rows (dropped)", f"{late:,}")

@@ -4,8 +4,10 @@ Input files are read with the local engine's own reader (`tableio.inputs.read_ev
 validated and numbered exactly as `coordsim replay --engine local` does it. Offsets are indexes into the
 file list, so a query restarted from its checkpoint replays exactly the same micro-batches; the engine only
 ever appends to the list. After the input files come the engine's control files (`*.control`, written by
-`write_control`): the sentinel, wake and end-of-run rows that drain a finite run. A control file always travels
-alone in its micro-batch, so the watermark it moves is in force before the next one is read.
+`write_control`): the sentinel, wake and end-of-run rows that drain a finite run. A sliced run reads slice
+files (`*.slice`, written by `write_slice`: its input rows of one slice of simulated time, already read and
+validated, and a sentinel; streaming/slices.py) in place of its input files. A control or slice file always
+travels alone in its micro-batch, so the watermark it moves is in force before the next one is read.
 
 With a captured-responses file (`captured` option, `coordsim replay --compare-captured`), each event gets
 the captured broker's answer to it attached, as the local engine's replay does (tableio/captured_answers.py);
@@ -20,18 +22,23 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import json
 import os
 import pickle
 from pathlib import Path
 from typing import Iterable, Iterator
 
+import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles, SupportsTriggerAvailableNow
 
 SOURCE_NAME = "coordsim_events"
 SCHEMA = "kind string, key string, event_time timestamp, payload binary"
 CONTROL_SUFFIX = ".control"
+SLICE_SUFFIX = ".slice"
+ROW_SCHEMA = pa.schema([("kind", pa.string()), ("key", pa.string()),
+                        ("event_time", pa.timestamp("us", tz="UTC")), ("payload", pa.binary())])
 # Rows per Arrow batch handed to Spark: bounds a worker's memory on large files.
 ROWS_PER_BATCH = 20_000
 
@@ -66,6 +73,10 @@ def is_control(path: str) -> bool:
     return path.endswith(CONTROL_SUFFIX)
 
 
+def travels_alone(path: str) -> bool:
+    return path.endswith((CONTROL_SUFFIX, SLICE_SUFFIX))
+
+
 def write_control(path: Path, sentinel_ts: int, final: int, end_groups: Iterable[str] = (),
                   wake_groups: Iterable[str] = ()) -> None:
     """Write a control file atomically: a sentinel row at `sentinel_ts` (it moves the watermark), one wake
@@ -81,6 +92,25 @@ def write_control(path: Path, sentinel_ts: int, final: int, end_groups: Iterable
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(temp, path)
+
+
+def write_slice(path: Path, rows: Iterable[tuple], sentinel_ts: int) -> None:
+    """Write a slice file atomically: `rows` (as `input_rows` yields them) and a sentinel row at
+    `sentinel_ts`, as Arrow IPC, which `read` hands to Spark as it is."""
+    temp = path.with_name(path.name + ".tmp")
+    with pa.OSFile(str(temp), "wb") as sink, pa.ipc.new_file(sink, ROW_SCHEMA) as writer:
+        for batch in _arrow_batches(itertools.chain(rows, [("sentinel", None, sentinel_ts, b"")])):
+            writer.write_batch(batch)
+    with open(temp, "rb+") as handle:
+        os.fsync(handle.fileno())
+    os.replace(temp, path)
+
+
+def _slice_batches(path: str) -> Iterator:
+    with pa.OSFile(path, "rb") as source:  # copies: the batches outlive the file handle
+        reader = pa.ipc.open_file(source)
+        for index in range(reader.num_record_batches):
+            yield reader.get_batch(index)
 
 
 def read_control_final(path: Path) -> int:
@@ -133,10 +163,10 @@ class EventFileReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         end = len(self.files) if self.target is None else self.target
         if isinstance(limit, ReadMaxFiles):
             end = min(end, begin + limit.max_files)
-        if begin < end and is_control(self.files[begin][0]):
+        if begin < end and travels_alone(self.files[begin][0]):
             end = begin + 1
         else:
-            end = next((i for i in range(begin, end) if is_control(self.files[i][0])), end)
+            end = next((i for i in range(begin, end) if travels_alone(self.files[i][0])), end)
         return {"file": max(begin, end)}
 
     def partitions(self, start: dict, end: dict) -> list[FilePartition]:
@@ -144,11 +174,15 @@ class EventFileReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: FilePartition) -> Iterator:
         path = partition.value
-        rows = _control_rows(path) if is_control(path) else _input_rows(path, partition.name, self.captured)
+        if path.endswith(SLICE_SUFFIX):
+            yield from _slice_batches(path)
+            return
+        rows = _control_rows(path) if is_control(path) else input_rows(path, partition.name, self.captured)
         yield from _arrow_batches(rows)
 
 
-def _input_rows(path: str, name: str, captured: str | None) -> Iterator[tuple]:
+def input_rows(path: str, name: str, captured: str | None) -> Iterator[tuple]:
+    """The rows of input file `path` (named `name` in them): (kind, key, event time in ms, payload)."""
     from tableio.captured_answers import attach_captured
     from tableio.inputs import read_events
     from state.pickling import ValuesPickler
@@ -187,11 +221,7 @@ def _control_rows(path: str) -> Iterator[tuple]:
                 yield "end", row["group_id"], row["ts"], end_of_run_payload(row["final"])
 
 
-def _arrow_batches(rows: Iterator[tuple]) -> Iterator:
-    import pyarrow as pa
-
-    schema = pa.schema([("kind", pa.string()), ("key", pa.string()),
-                        ("event_time", pa.timestamp("us", tz="UTC")), ("payload", pa.binary())])
+def _arrow_batches(rows: Iterable[tuple]) -> Iterator:
     columns: tuple[list, ...] = ([], [], [], [])
     for kind, key, ts_ms, payload in rows:
         columns[0].append(kind)
@@ -199,8 +229,10 @@ def _arrow_batches(rows: Iterator[tuple]) -> Iterator:
         columns[2].append(None if ts_ms is None else ts_ms * 1000)
         columns[3].append(payload)
         if len(columns[0]) >= ROWS_PER_BATCH:
-            yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(columns, schema.types)], schema=schema)
+            yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(columns, ROW_SCHEMA.types)],
+                                         schema=ROW_SCHEMA)
             for column in columns:
                 column.clear()
     if columns[0]:
-        yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(columns, schema.types)], schema=schema)
+        yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(columns, ROW_SCHEMA.types)],
+                                         schema=ROW_SCHEMA)

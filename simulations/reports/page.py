@@ -10,6 +10,7 @@ from pathlib import Path
 from simulations.reports.panel import Panel
 from simulations.reports.svg import iso
 from simulations.views.quiet_runs import count_requests
+from simulations.views.run_clock import run_clock
 from simulations.views.run_tables import RunTables
 
 CSS = """
@@ -80,6 +81,11 @@ def summary(run: RunTables) -> str:
         ("responses", f"{sum(errors.values())} ({top_errors})"),
         ("rejected rows", str(len(run["rejects"]))),
     ]
+    clock = run_clock(run.run_dir) if run.live else None
+    if clock is not None:
+        slices = "" if clock.slices is None else f" (slice {clock.slices_done} of {clock.slices})"
+        pace = "-" if clock.pace is None else f"{clock.pace:,.1f}x real time over the last batches"
+        facts[2:2] = [("reached", iso(clock.reached) + slices), ("pace", pace)]
     return "<dl>" + "".join(f"<div><dt>{escape(k)}</dt><dd>{escape(v)}</dd></div>" for k, v in facts) + "</dl>"
 
 

@@ -16,6 +16,8 @@ from typing import Any, Iterable
 
 import yaml
 
+from state.events import DURATION_HINT, duration_ms
+
 
 class ScenarioError(Exception):
     """A scenario the generator cannot use; the message names the file, line and key path."""
@@ -187,18 +189,13 @@ def as_list(node: Node, non_empty: bool = True) -> list[Node]:
     return node.value
 
 
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)")
-_UNIT_MS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-DURATION_HINT = "a duration such as 500ms, 30s, 5m, 1h30m, 7d, or whole milliseconds"
-
-
 def as_duration_ms(node: Node, positive: bool = False) -> int:
     """`500ms`, `30s`, `5m`, `2h`, `7d`, combinations (`1h30m`), or an integer of milliseconds."""
     value = node.value
     if isinstance(value, int) and not isinstance(value, bool):
         ms = value
-    elif isinstance(value, str) and re.fullmatch(rf"\s*(?:{_DURATION.pattern}\s*)+", value):
-        ms = round(sum(float(n) * _UNIT_MS[u] for n, u in _DURATION.findall(value)))
+    elif isinstance(value, str) and not value.strip().isdigit() and (parsed := duration_ms(value)) is not None:
+        ms = parsed
     else:
         raise node.error(f"must be {DURATION_HINT}, got {describe(value)}")
     if ms < 0 or (positive and ms == 0):

@@ -153,7 +153,9 @@ def signature(run_dir: str | os.PathLike) -> tuple:
     """Changes whenever a table, a committed batch or the run record changes: a cheap "reload?" test."""
     root = Path(run_dir)
     stamps = []
-    for path in [root / RUN_FILE, root / BATCHES / "_committed", *(root / name / PART_FILE for name in TABLES)]:
+    # Progress reports land just after their batch's commit: they move the run's clock (views.run_clock).
+    for path in [root / RUN_FILE, root / BATCHES / "_committed", root / BATCHES / "_progress.jsonl",
+                 *(root / name / PART_FILE for name in TABLES)]:
         try:
             stat = path.stat()
             stamps.append((str(path), stat.st_mtime_ns, stat.st_size))

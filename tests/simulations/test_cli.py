@@ -85,6 +85,22 @@ def test_spark_settings_are_checked_before_any_engine_starts(tmp_path, args, mes
         assert_user_error(result, message)
 
 
+@pytest.mark.parametrize("args, message", [
+    (["--engine", "local", "--slice", "1m"], "--slice, --speed: only the spark engine runs in slices"),
+    (["--engine", "local", "--speed", "60x"], "--slice, --speed: only the spark engine runs in slices"),
+    (["--slice", "0s"], "--slice: must be longer than 0, got '0s'"),
+    (["--slice", "-1m"], "--slice: must be a duration such as 500ms"),
+    (["--slice", "soon"], "--slice: must be a duration such as 500ms"),
+    (["--speed", "0x"], "--speed: must be more than 0x, got '0x'"),
+    (["--speed", "-2x"], "--speed: must be more than 0x"),
+    (["--speed", "fast"], "--speed: must be max, or a multiple of real time such as 60x, got 'fast'"),
+])
+def test_slices_are_checked_before_any_engine_starts(tmp_path, args, message):
+    result = CliRunner().invoke(main, ["run", "crash", "--out", str(tmp_path / "out"), *args])
+    assert_user_error(result, message)
+    assert not (tmp_path / "out").exists()
+
+
 def test_missing_input_and_unwritable_output(tmp_path):
     assert_user_error(replay(tmp_path / "nope.jsonl", "--out", tmp_path / "out"), "nope.jsonl: no such file or folder")
     (tmp_path / "taken").write_text("")

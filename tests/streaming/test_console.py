@@ -63,7 +63,8 @@ def test_a_successful_spark_run_prints_one_summary_and_nothing_of_spark(tmp_path
     assert "\tat " not in output and "Exception" not in output, output
     assert "validate" in done.stdout and "PASSED" in done.stdout
     assert [line for line in done.stderr.splitlines() if line != JVM_NOTICE] == [], done.stderr
-    assert json.loads((tmp_path / "out" / "_checkpoints" / "run.json").read_text())["streaming.state.buckets"] == 3
+    identity = json.loads((tmp_path / "out" / "_checkpoints" / "run.json").read_text())
+    assert (identity["streaming.state.buckets"], identity["slice_ms"]) == (3, 300_000)  # run's default slice
 
 
 def test_the_driver_is_given_the_logging_file_before_the_profile_s_options(tmp_path, monkeypatch):

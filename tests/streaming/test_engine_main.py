@@ -20,6 +20,10 @@ SAMPLE = str(Path(__file__).resolve().parents[2] / "simulations" / "samples" / "
      "setting streaming.state.buckets must be an integer, got 'abc'"),
     ([SAMPLE, "--out", "{out}", "--set", "session.timeout"], "--set expects name=value"),
     ([SAMPLE, "--out", "{out}", "--captured", "/nonexistent.captured.ndjson"], "/nonexistent.captured.ndjson"),
+    ([SAMPLE, "--out", "{out}", "--slice", "0"], "--slice: must be longer than 0, got '0'"),
+    ([SAMPLE, "--out", "{out}", "--slice", "a minute"], "--slice: must be a duration such as 500ms"),
+    ([SAMPLE, "--out", "{out}", "--slice", "1m", "--speed=-60x"], "--speed: must be more than 0x"),
+    ([SAMPLE, "--out", "{out}", "--speed", "60x"], "--speed: holds slices to the wall clock; give --slice as well"),
 ])
 def test_user_mistakes_end_with_their_message_and_status_2(tmp_path, capsys, args, message):
     assert main([a.format(out=tmp_path / "out") for a in args]) == 2
@@ -51,7 +55,7 @@ def test_a_bucketed_run_is_not_resumed_with_other_state_partitions(tmp_path, cap
     out = tmp_path / "out"
     settings = resolve_settings("local", {"streaming.state.buckets": 8, "spark.sql.shuffle.partitions": 2})
     started = _Run([(str(Path(SAMPLE).absolute()), SAMPLE)], out, CoordinatorConfig(), None, settings,
-                   RunDisplay(False, None), None)
+                   RunDisplay(False, None), None, None, None)
     started.check_same_run()  # records the run's identity, as the first attempt did
     started.check_same_run()  # the same run again is accepted
     # Bucket labels depend on the partition count: another one would key the same groups differently.
@@ -78,3 +82,17 @@ def test_a_run_record_left_in_out_is_gone_while_the_run_writes(tmp_path, monkeyp
     monkeypatch.setattr(engine, "get_session", stop_at_session)
     assert main([SAMPLE, "--out", str(out)]) == 2
     assert seen == [False]
+
+
+def test_a_sliced_run_is_not_resumed_with_another_slice(tmp_path, capsys):
+    from state.config import CoordinatorConfig
+    from streaming.engine import _Run
+    from streaming.progress import RunDisplay
+    from streaming.session import resolve_settings
+
+    out = tmp_path / "out"
+    _Run([(str(Path(SAMPLE).absolute()), SAMPLE)], out, CoordinatorConfig(), None, resolve_settings("local"),
+         RunDisplay(False, None), None, 60_000, None).check_same_run()
+    # The slices are the micro-batches the checkpoint counted: another cut would read other files.
+    assert main([SAMPLE, "--out", str(out), "--slice", "30s"]) == 2
+    assert "holds a Spark run of other inputs or settings" in capsys.readouterr().err
