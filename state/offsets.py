@@ -75,9 +75,9 @@ class OffsetHandlers:
             records.append(OffsetCommitRecord(p.topic, p.partition, value, dict(context, log_end_offset=log_end)))
         return results, records
 
-    def fail_offset_commit(self, req: OffsetCommit, error: str) -> None:
-        """An error for the whole request applies to each of its partitions."""
-        self.respond(req, error, results=[_result(p.topic, p.partition, error) for p in req.offsets])
+    def fail_offset_commit(self, req: OffsetCommit, error: str, **fields) -> None:
+        """An error for the whole request applies to each of its partitions (`fields`: other columns)."""
+        self.respond(req, error, results=[_result(p.topic, p.partition, error) for p in req.offsets], **fields)
 
     def _validate_offset_commit(self, req: OffsetCommit) -> str | None:
         if self.group is None:

@@ -260,9 +260,7 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
 
     def _answer_not_coordinator(self, event: Event, sent_to: int) -> None:
         """The broker the request was sent to no longer leads the group's partition: it answers, as itself."""
-        current, self.out.coordinator_id = self.out.coordinator_id, self.broker_of(sent_to)
-        self.respond_generic_error(event, "NOT_COORDINATOR")
-        self.out.coordinator_id = current
+        self.respond_generic_error(event, "NOT_COORDINATOR", coordinator_id=self.broker_of(sent_to))
 
     def _disconnect(self, request: Event) -> None:
         """The broker a synthetic client's request went to is down: no broker sees the request (no row), and
@@ -372,12 +370,13 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
         replay of captured requests)."""
         return self._produced(tp[0], at) if tp[0] in self.production else None
 
-    def respond_generic_error(self, request: Event, error: str) -> None:
-        """An error raised before any handler logic: the response carries only Kafka's default fields."""
+    def respond_generic_error(self, request: Event, error: str, **fields) -> None:
+        """An error raised before any handler logic: the response carries only Kafka's default fields (and
+        `fields`, other columns of the row)."""
         if request.type == "OFFSET_COMMIT":
-            self.fail_offset_commit(request, error)
+            self.fail_offset_commit(request, error, **fields)
         else:
-            self.respond(request, error, **GENERIC_ERROR_FIELDS.get(request.type, {}))
+            self.respond(request, error, **GENERIC_ERROR_FIELDS.get(request.type, {}), **fields)
 
     def transition(self, target: GroupState, cause: str) -> None:
         previous = self.group.transition_to(target, self.now)
@@ -463,18 +462,14 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
         if group is None:
             return
         for member in group.all_members():
-            join = group.take_join(member)
-            if join is not None:
+            for request, fields in ((group.take_join(member), {"member_id": member.member_id}),
+                                    (group.take_sync(member), {"assignment": None})):
+                if request is None:
+                    continue
                 if parked is None:
-                    self.respond(join, "NOT_COORDINATOR", member_id=member.member_id)
+                    self.respond(request, "NOT_COORDINATOR", **fields)
                 else:
-                    parked(join)
-            sync = group.take_sync(member)
-            if sync is not None:
-                if parked is None:
-                    self.respond(sync, "NOT_COORDINATOR", assignment=None)
-                else:
-                    parked(sync)
+                    parked(request)
         self._flush_generation(stable_ts=None)
         self.transition(GroupState.DEAD, "coordinator_unload")
         self.record_unloaded_members()

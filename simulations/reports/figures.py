@@ -293,14 +293,16 @@ def coordinator_moves(run: RunTables) -> pd.DataFrame:
     unloads = states[states["cause"] == "coordinator_unload"]
     if unloads.empty:
         return pd.DataFrame(columns=columns)
-    loads = states[states["cause"] == "coordinator_load"]
+    loads = dict(iter(states[states["cause"] == "coordinator_load"].groupby("group_id", sort=False)))
     responses = run["responses"]
     answered = responses[(responses["error"] == "NONE") & (responses["api"] != "FindCoordinator")]
-    answered = answered.sort_values(["group_id", "request_ts"])
+    answered = dict(iter(answered.sort_values(["group_id", "request_ts"]).groupby("group_id", sort=False)))
+    no_rows = responses.iloc[0:0]
     rows = []
     for row in unloads.itertuples(index=False):
-        later = loads[(loads["group_id"] == row.group_id) & (loads["ts"] >= row.ts)]
-        own = answered[answered["group_id"] == row.group_id]
+        later = loads.get(row.group_id, states.iloc[0:0])
+        later = later[later["ts"] >= row.ts]
+        own = answered.get(row.group_id, no_rows)
         i = int(np.searchsorted(own["request_ts"].to_numpy("int64"), row.ts, side="left"))
         gap = int(own["response_ts"].iloc[i]) - row.ts if i < len(own) else None
         rows.append((row.group_id, row.ts, row.coordinator_id,

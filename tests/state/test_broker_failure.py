@@ -4,6 +4,9 @@ named, COORDINATOR_NOT_AVAILABLE while no replica is live) and how they carry on
 
 from __future__ import annotations
 
+import pytest
+
+from state.events import EventError, parse_event
 from tests.state.harness import GroupContext
 from tests.state.test_consumer import start
 from tests.state.test_coordinator_discovery import requests_after, stable_fleet
@@ -131,3 +134,13 @@ def test_a_captured_request_while_no_broker_leads_is_answered_coordinator_not_av
     ctx.fault(fault="move", coordinator_id=-1)
     handle = ctx.join(member_id="")
     assert handle.error == "COORDINATOR_NOT_AVAILABLE"
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"fault": "move", "coordinator_id": -2}, "field 'coordinator_id'"),
+    ({"fault": "move", "coordinator_id": "two"}, "field 'coordinator_id'"),
+    ({"fault": "explode"}, "field 'fault' must be one of write_failure, move, crash"),
+])
+def test_a_bad_coordinator_fault_is_a_reject_naming_the_field(fields, message):
+    with pytest.raises(EventError, match=message):
+        parse_event({"ts": 0, "group_id": "g", "type": "COORDINATOR_FAULT", **fields})
