@@ -1,14 +1,11 @@
-"""Fixtures of the Spark engine tests: one SparkSession for the whole pytest session (starting one costs
-10-20 s here), and the local engine's tables as the oracle."""
+"""Fixtures of the Spark engine tests: the local engine's tables as the oracle (the SparkSession they share is
+tests/conftest.py's)."""
 
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
-import pytest
 
 from simulations.engines.local import run_local
 from tableio.inputs import read_events
@@ -18,17 +15,6 @@ from state.tables import TABLES
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "simulations" / "samples" / "sample-trace.jsonl"
-
-
-@pytest.fixture(scope="session")
-def spark():
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from streaming.session import build_session
-
-    session = build_session("local")
-    yield session
-    session.stop()
 
 
 def local_run(paths, out_dir: Path, config: CoordinatorConfig, until: int | None = None):
