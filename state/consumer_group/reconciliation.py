@@ -20,7 +20,7 @@ Trunk against Kafka 4.0.0 (spec §11), selected by `reconcile(..., kafka_4_0=Tru
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Callable, Collection, Iterable, Mapping
 
 from state.consumer_group.topic_id import TopicId
@@ -48,8 +48,6 @@ class MemberState(enum.IntEnum):
 class FencedMemberEpochError(Exception):
     """The member must drop all its partitions and rejoin (error FENCED_MEMBER_EPOCH)."""
 
-    error = "FENCED_MEMBER_EPOCH"
-
 
 @dataclass(frozen=True)
 class CurrentAssignment:
@@ -60,9 +58,6 @@ class CurrentAssignment:
     previous_member_epoch: int
     assigned_partitions: PartitionEpochs = field(default_factory=dict)
     partitions_pending_revocation: PartitionEpochs = field(default_factory=dict)
-
-    def is_reconciled_to(self, assignment_epoch: int) -> bool:
-        return self.state is MemberState.STABLE and self.member_epoch == assignment_epoch
 
     def _moved(self, state: MemberState, epoch: int, assigned: PartitionEpochs,
                pending: PartitionEpochs) -> "CurrentAssignment":

@@ -50,26 +50,26 @@ def test_first_assignment_num_members_greater_than_num_partitions():
           {"A": {TOPIC_1: [0], TOPIC_3: [0]}, "B": {TOPIC_1: [1], TOPIC_3: [1]}, "C": {TOPIC_1: [2]}})
 
 
-def test_static_membership():
-    counts = {TOPIC_1: 3}
-    members = {"A": member(TOPIC_1, instance="instanceA"), "B": member(TOPIC_1, instance="instanceB")}
+def restart_member_a(members, counts):
+    """The assignment before and after static member A restarts as "memberA1" with the same instance id."""
     initial = range_assignor.assign(group(members, HOMOGENEOUS), counts)
     del members["A"]
     members["memberA1"] = member(TOPIC_1, instance="instanceA")
     again = range_assignor.assign(group(members, HOMOGENEOUS), counts)
     assert again["memberA1"] == initial["A"]
+    return initial, again
+
+
+def test_static_membership():
+    members = {"A": member(TOPIC_1, instance="instanceA"), "B": member(TOPIC_1, instance="instanceB")}
+    initial, again = restart_member_a(members, {TOPIC_1: 3})
     assert again["B"] == initial["B"]
 
 
 def test_mixed_static_membership():
-    counts = {TOPIC_1: 5}
     members = {"A": member(TOPIC_1, instance="instanceA"), "C": member(TOPIC_1, instance="instanceC"),
                "B": member(TOPIC_1)}
-    initial = range_assignor.assign(group(members, HOMOGENEOUS), counts)
-    del members["A"]
-    members["memberA1"] = member(TOPIC_1, instance="instanceA")
-    again = range_assignor.assign(group(members, HOMOGENEOUS), counts)
-    assert again["memberA1"] == initial["A"]
+    initial, again = restart_member_a(members, {TOPIC_1: 5})
     assert again["B"] == initial["B"]
     assert again["C"] == initial["C"]
 

@@ -163,6 +163,13 @@ def test_unknown_state():
     assert got == member(STABLE, 12, 11, epochs(11, [3], [6]))
 
 
+def stable_on_both_subscribed_to_topic_2(member_epoch, target_epoch, reported, subscription_changed):
+    """A STABLE member holding topics 1 and 2, now subscribed to topic 2 only, target unchanged."""
+    m = member(STABLE, member_epoch, member_epoch - 1, epochs(member_epoch, [1, 2, 3], [4, 5, 6]))
+    return reconcile(m, target_epoch=target_epoch, target=target([1, 2, 3], [4, 5, 6]), subscribed={TOPIC_2},
+                     current_partition_epoch=always(-1), owned=reported, subscription_changed=subscription_changed)
+
+
 @pytest.mark.parametrize("member_epoch, target_epoch, expected_epoch, subscription_changed", [
     (10, 11, 11, False),  # advancing to a new target always applies the subscription
     (10, 11, 11, True),
@@ -170,10 +177,8 @@ def test_unknown_state():
 ])
 def test_stable_to_stable_with_assignment_topics_no_longer_in_subscription(
         member_epoch, target_epoch, expected_epoch, subscription_changed):
-    m = member(STABLE, member_epoch, member_epoch - 1, epochs(member_epoch, [1, 2, 3], [4, 5, 6]))
-    got = reconcile(m, target_epoch=target_epoch, target=target([1, 2, 3], [4, 5, 6]), subscribed={TOPIC_2},
-                    current_partition_epoch=always(-1), owned={TOPIC_2: [4, 5, 6]},
-                    subscription_changed=subscription_changed)
+    got = stable_on_both_subscribed_to_topic_2(member_epoch, target_epoch, {TOPIC_2: [4, 5, 6]},
+                                               subscription_changed)
     # The previous epoch moves in every case, also when only unsubscribed topics were dropped.
     assert got == member(STABLE, expected_epoch, member_epoch, epochs(member_epoch, t2=[4, 5, 6]))
 
@@ -185,10 +190,8 @@ def test_stable_to_stable_with_assignment_topics_no_longer_in_subscription(
 ])
 def test_stable_to_unrevoked_partitions_with_assignment_topics_no_longer_in_subscription(
         member_epoch, target_epoch, expected_epoch, subscription_changed):
-    m = member(STABLE, member_epoch, member_epoch - 1, epochs(member_epoch, [1, 2, 3], [4, 5, 6]))
-    got = reconcile(m, target_epoch=target_epoch, target=target([1, 2, 3], [4, 5, 6]), subscribed={TOPIC_2},
-                    current_partition_epoch=always(-1), owned=owned([1, 2, 3], [4, 5, 6]),
-                    subscription_changed=subscription_changed)
+    got = stable_on_both_subscribed_to_topic_2(member_epoch, target_epoch, owned([1, 2, 3], [4, 5, 6]),
+                                               subscription_changed)
     assert got == member(UNREVOKED, expected_epoch, member_epoch, epochs(expected_epoch, t2=[4, 5, 6]),
                          epochs(member_epoch, [1, 2, 3]))
 
