@@ -21,6 +21,7 @@ target assignments, as every Kafka test builds it.
 from __future__ import annotations
 
 import enum
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Callable, Collection, Hashable, Iterable, Mapping, Sequence, TypeVar
@@ -45,17 +46,22 @@ class SubscriptionType(enum.Enum):
     HETEROGENEOUS = "HETEROGENEOUS"
 
 
-def subscription_type(member_topic_names: Iterable[Collection[str]]) -> SubscriptionType:
-    """`ModernGroup.subscriptionType` for members that subscribe by topic name: HOMOGENEOUS iff every topic
-    name is subscribed by every member (so also for no members, or nobody subscribing to anything). Names
-    count whether or not the topic exists. Regex subscriptions are not modelled here."""
-    subscriptions = [frozenset(names) for names in member_topic_names]
-    counts: dict[str, int] = {}
-    for names in subscriptions:
-        for name in names:
-            counts[name] = counts.get(name, 0) + 1
-    every = len(subscriptions)
-    return SubscriptionType.HOMOGENEOUS if all(c == every for c in counts.values()) else SubscriptionType.HETEROGENEOUS
+def subscription_type(subscriptions: Iterable[tuple[Collection[str], str]]) -> SubscriptionType:
+    """`ConsumerGroup.subscriptionType` from each member's (topic names, regex); "" is no regex.
+
+    Without regexes the group is HOMOGENEOUS iff every topic name is subscribed by every member (names
+    count whether or not the topic exists; no members, or nobody subscribing to anything, is HOMOGENEOUS).
+    With regexes it is HOMOGENEOUS iff every member uses the same one and nobody subscribes by name.
+    """
+    subscriptions = [(frozenset(names), regex) for names, regex in subscriptions]
+    members = len(subscriptions)
+    name_counts = Counter(name for names, _ in subscriptions for name in names)
+    regex_counts = Counter(regex for _, regex in subscriptions if regex)
+    if not regex_counts:
+        homogeneous = all(count == members for count in name_counts.values())
+    else:
+        homogeneous = list(regex_counts.values()) == [members] and not name_counts
+    return SubscriptionType.HOMOGENEOUS if homogeneous else SubscriptionType.HETEROGENEOUS
 
 
 @dataclass(frozen=True)

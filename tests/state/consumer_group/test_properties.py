@@ -35,7 +35,7 @@ def groups(draw):
     static = draw(st.lists(st.booleans(), min_size=len(member_ids), max_size=len(member_ids)))
     members = {m: MemberSpec(tuple(subscriptions[m]), current[m], f"instance-{place}" if is_static else None)
                for m, place, is_static in zip(member_ids, places, static)}
-    kind = subscription_type([[str(t) for t in topics] for topics in subscriptions.values()])
+    kind = subscription_type([([str(t) for t in topics], "") for topics in subscriptions.values()])
     return GroupSpec(members, kind), counts
 
 
