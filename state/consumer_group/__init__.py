@@ -7,7 +7,8 @@ functions with no I/O, modelled on Kafka's group coordinator at trunk commit d79
   orders the assignors depend on.
 * `uniform`, `range`: the two server-side assignors, exactly as Kafka computes them; `SERVER_ASSIGNORS`
   maps the names a member may ask for (`ConsumerGroupHeartbeat.ServerAssignor`) to them.
-* `reconciliation`: one member's move towards its target assignment (Kafka's CurrentAssignmentBuilder).
+* `reconciliation`: one member's move towards its target assignment (Kafka's CurrentAssignmentBuilder)
+  and the group's record of which member epoch holds each partition.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """One consumer-group member's reconciliation towards its target assignment: Kafka's
-`CurrentAssignmentBuilder` (trunk), the states of `MemberState`, and the member-side epoch rules.
+`CurrentAssignmentBuilder` (trunk), the states of `MemberState`, the member epoch rules, and the group's
+current partition epochs (`CurrentPartitionEpochs`, from ConsumerGroup) that say who still holds what.
 
 A member never holds a partition another member still owns: it first gives up what it loses (staying at
 its epoch in UNREVOKED_PARTITIONS until its heartbeat's owned partitions no longer list them), then moves
@@ -190,3 +191,56 @@ class _Reconciliation:
             kept.setdefault(topic_id, {}).update(dict.fromkeys(partitions, self.target_epoch))
         state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
         return member._moved(state, self.target_epoch, kept, {})
+
+
+class PartitionEpochConflict(Exception):
+    """A member would take a partition another member still holds at the same or a later epoch (Kafka's
+    IllegalStateException from ConsumerGroup.addPartitionEpochs): a coordinator bug, never a client error."""
+
+
+class CurrentPartitionEpochs:
+    """The group's `currentPartitionEpoch` map: for each partition some member holds (assigned or pending
+    revocation), that member's epoch. Called as `(topic_id, partition) -> epoch`, -1 when nobody holds the
+    partition, it is `reconcile`'s `current_partition_epoch`.
+
+    It changes as members' CurrentAssignments are replayed (`update_member`): the old holdings are released
+    only where they are still at the old member epoch, and the new ones claimed at the new member epoch,
+    which must be later than any epoch the partition is held at.
+    """
+
+    def __init__(self) -> None:
+        self._epochs: dict[TopicId, dict[int, int]] = {}
+
+    def __call__(self, topic_id: TopicId, partition: int) -> int:
+        return self._epochs.get(topic_id, {}).get(partition, -1)
+
+    def update_member(self, old: CurrentAssignment | None, new: CurrentAssignment | None) -> None:
+        """A member's CurrentAssignment replaced (`old` None: it joined; `new` None: it was removed)."""
+        if old is not None:
+            self.remove(old.assigned_partitions, old.member_epoch)
+            self.remove(old.partitions_pending_revocation, old.member_epoch)
+        if new is not None:
+            self.add(new.assigned_partitions, new.member_epoch)
+            self.add(new.partitions_pending_revocation, new.member_epoch)
+
+    def remove(self, partitions: Mapping[TopicId, Iterable[int]], expected_epoch: int) -> None:
+        """Release `partitions` where they are held at `expected_epoch`; others are left as they are."""
+        for topic_id, topic_partitions in partitions.items():
+            held = self._epochs.get(topic_id)
+            if held is None:
+                continue
+            for partition in topic_partitions:
+                if held.get(partition) == expected_epoch:
+                    del held[partition]
+            if not held:
+                del self._epochs[topic_id]
+
+    def add(self, partitions: Mapping[TopicId, Iterable[int]], epoch: int) -> None:
+        for topic_id, topic_partitions in partitions.items():
+            held = self._epochs.setdefault(topic_id, {})
+            for partition in topic_partitions:
+                previous = held.get(partition)
+                if previous is not None and previous >= epoch:
+                    raise PartitionEpochConflict(f"Cannot set the epoch of {topic_id}-{partition} to {epoch} "
+                                                 f"because the partition is still owned at epoch {previous}")
+                held[partition] = epoch
