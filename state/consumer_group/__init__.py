@@ -1,0 +1,28 @@
+"""Broker-side building blocks of KIP-848 consumer groups (`group.protocol=consumer`): pure, deterministic
+functions with no I/O, modelled on Kafka's group coordinator at trunk commit d79bd502ec7f (2026-08-23,
+4.5.0-SNAPSHOT); docs name where Kafka 4.0.0 behaved differently.
+
+* `topic_id`: topic ids (Kafka's Uuid) with their Java hash and order.
+* `group_spec`: the assignors' input and output, the group's subscription type, and the Java iteration
+  orders the assignors depend on.
+* `uniform`, `range`: the two server-side assignors, exactly as Kafka computes them; `SERVER_ASSIGNORS`
+  maps the names a member may ask for (`ConsumerGroupHeartbeat.ServerAssignor`) to them.
+* `reconciliation`: one member's move towards its target assignment (Kafka's CurrentAssignmentBuilder)
+  and the group's record of which member epoch holds each partition.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping
+
+from state.consumer_group import range as range_assignor, uniform
+from state.consumer_group.group_spec import GroupAssignment, GroupSpec
+from state.consumer_group.topic_id import TopicId
+
+Assignor = Callable[[GroupSpec, Mapping[TopicId, int]], GroupAssignment]
+
+# In the order of `group.consumer.assignors`' default: the first is the group's default assignor.
+SERVER_ASSIGNORS: dict[str, Assignor] = {
+    uniform.NAME: uniform.assign,
+    range_assignor.NAME: range_assignor.assign,
+}
