@@ -99,12 +99,15 @@ def make_server(run_dir: str | os.PathLike, host: str, port: int, refresh_s: flo
             self._send_bytes(body.encode("utf-8"), kind)
 
         def _send_bytes(self, data: bytes, kind: str) -> None:
-            self.send_response(HTTPStatus.OK)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(data)))
-            self.send_header("Cache-Control", "no-store")
-            self.end_headers()
-            self.wfile.write(data)
+            try:
+                self.send_response(HTTPStatus.OK)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(data)))
+                self.send_header("Cache-Control", "no-store")
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the browser went away (a tab closed mid-refresh): nothing to answer, nothing to report
 
         def log_message(self, format: str, *args) -> None:  # noqa: A002
             pass  # one line per poll would drown the terminal

@@ -60,8 +60,12 @@ async function refresh() {
     document.body.dataset.refreshes = String(Number(document.body.dataset.refreshes || 0) + 1);
   } catch (e) { /* the dashboard is restarting or gone: try again on the next tick */ }
 }
+async function poll() {  // one request at a time: a slow answer delays the next instead of piling them up
+  await refresh();
+  setTimeout(poll, REFRESH_MS);
+}
 picker.addEventListener('change', refresh);
-setInterval(refresh, REFRESH_MS);
+setTimeout(poll, REFRESH_MS);
 """
 
 
