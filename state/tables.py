@@ -11,6 +11,8 @@ coordinator produced them. Sorting a table by (group_id, out_seq) gives the same
 
 from __future__ import annotations
 
+from state.variants import VARIANT
+
 PARTITIONS = "list<struct<topic:string,partitions:list<int32>>>"
 
 RESPONSE_MEMBER = "struct<member_id:string,group_instance_id:string,metadata:binary>"
@@ -231,8 +233,17 @@ SORT_KEYS["lag_status"] = ("group_id", "topic", "partition")
 SORT_KEYS["coordinator_load"] = ("broker_id", "window_start_ts", "measure", "name")
 
 
-def columns(table: str) -> list[str]:
-    return [name for name, _ in TABLES[table]]
+# A sweep's tables (state/variants.py) have one more column, first: the variant each row belongs to. They are
+# sorted by it first, then by the table's own SORT_KEYS.
+VARIANT_COLUMN = (VARIANT, "string")
+
+
+def table_spec(table: str, sweep: bool = False) -> list[tuple[str, str]]:
+    return [VARIANT_COLUMN, *TABLES[table]] if sweep else TABLES[table]
+
+
+def columns(table: str, sweep: bool = False) -> list[str]:
+    return [name for name, _ in table_spec(table, sweep)]
 
 
 def parse_type(spec: str):

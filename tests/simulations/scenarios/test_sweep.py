@@ -1,0 +1,152 @@
+"""`coordsim sweep`: the variants a sweep names, its user errors, and the independence of its variants (each
+variant's rows of every table are the rows of that variant run alone)."""
+
+from __future__ import annotations
+
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from simulations.cli import main
+from simulations.scenarios import ScenarioError, load_sweep
+from state.tables import TABLES
+from tableio.parquet import PART_FILE, variant_rows
+
+from ..test_cli import assert_user_error
+
+# Small, but with a cluster, a crash and its restart: the varied values change placement, formation and the
+# rebalances of every group.
+TEMPLATE = """\
+name: small
+duration: 2m
+seed: 4
+broker:
+  group.initial.rebalance.delay.ms: {delay}
+cluster:
+  brokers: {brokers}
+  offsets.topic.num.partitions: 10
+  offsets.topic.replication.factor: 2
+group_sets:
+  - name: svc
+    groups: 3
+    members: {members}
+    topics: [{{name: orders, partitions: 6, records_per_second: 50}}]
+timeline:
+  - {{at: 30s, action: crash, members: 1, restart_after: 20s}}
+"""
+
+
+def write(tmp_path, name="small.yaml", extra="", **values):
+    values = {"delay": 3000, "brokers": 3, "members": 3, **values}
+    path = tmp_path / name
+    path.write_text(TEMPLATE.format(**values) + extra)
+    return path
+
+
+def cli(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def test_every_combination_is_a_variant_named_after_its_values(tmp_path):
+    path = write(tmp_path, extra="sweep:\n  broker.group.initial.rebalance.delay.ms: [0, 3000]\n"
+                                 "  group_sets.svc.members: [2, 4]\n")
+    sweep = load_sweep(path, ["group_sets.svc.members=3,5", "group_sets.svc.config.session.timeout.ms=10000"])
+    # --vary replaces the section's axis of the same name in place and adds the others after; the first axis
+    # varies slowest.
+    assert [v.name for v in sweep.variants] == [
+        "group.initial.rebalance.delay.ms=0,members=3,session.timeout.ms=10000",
+        "group.initial.rebalance.delay.ms=0,members=5,session.timeout.ms=10000",
+        "group.initial.rebalance.delay.ms=3000,members=3,session.timeout.ms=10000",
+        "group.initial.rebalance.delay.ms=3000,members=5,session.timeout.ms=10000",
+    ]
+    last = sweep.variants[-1].scenario
+    assert last.broker["group.initial.rebalance.delay.ms"] == 3000
+    assert last.group_sets[0].members == 5
+    assert last.group_sets[0].config == {"session.timeout.ms": 10000}
+    assert sweep.variants[0].values == {"broker.group.initial.rebalance.delay.ms": "0",
+                                        "group_sets.svc.members": "3",
+                                        "group_sets.svc.config.session.timeout.ms": "10000"}
+
+
+def test_labels_grow_until_they_tell_the_axes_apart(tmp_path):
+    path = tmp_path / "two.yaml"
+    path.write_text(TEMPLATE.format(delay=0, brokers=3, members=2).replace(
+        "timeline:", "  - {name: batch, members: 2, topics: [{name: jobs, partitions: 2}]}\ntimeline:"))
+    sweep = load_sweep(path, ["group_sets.svc.members=2", "group_sets.batch.members=3",
+                              "cluster.brokers=2", "group_sets.batch.topics.jobs.partitions=4",
+                              "group_sets.svc.assignors=[range,cooperative-sticky]"])
+    assert [v.name for v in sweep.variants] == [
+        "svc.members=2,batch.members=3,brokers=2,partitions=4,assignors=[range,cooperative-sticky]"]
+    scenario = sweep.variants[0].scenario
+    assert len(scenario.cluster.brokers) == 2
+    assert scenario.group_sets[1].topics[0].partitions == 4
+    assert scenario.group_sets[0].config["partition.assignment.strategy"] == ["range", "cooperative-sticky"]
+
+
+@pytest.mark.parametrize("vary, message", [
+    ("group_sets.svx.members=2", "--vary: group_sets.svx.members: no group set 'svx' (did you mean 'svc'?)"),
+    ("group_sets.svc.membrs=2", "a group set has no field 'membrs' (did you mean 'members'?)"),
+    ("brokr.group.max.size=2", "cannot vary 'brokr' (did you mean 'broker'?)"),
+    ("group_sets.svc.members=2,0",
+     "variant members=0: --vary: group_sets.svc.members: must be >= 1, got 0"),
+    ("group_sets.svc.config.session.timeout.ms=1000,2000",
+     "variant session.timeout.ms=1000: --vary: group_sets.svc.config.session.timeout.ms: heartbeat.interval.ms "
+     "must be > 0 and lower than session.timeout.ms"),
+    ("duration=1m,2m", "vary neither start nor duration"),
+    ("members", "--vary: 'members': expected NAME=V1,V2,..."),
+    ("group_sets.svc.members=2,2", "value 2 is given twice"),
+])
+def test_a_bad_axis_is_one_line_naming_it(tmp_path, vary, message):
+    result = cli("sweep", write(tmp_path), "--vary", vary, "--engine", "local", "--out", tmp_path / "out")
+    assert_user_error(result, message)
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_a_bad_value_of_the_sweep_section_names_its_line(tmp_path):
+    path = write(tmp_path, extra="sweep:\n  group_sets.svc.members: [2, many]\n")
+    with pytest.raises(ScenarioError, match=r"variant members=many: .*small.yaml:\d+: sweep.group_sets.svc.members\[1\]: "
+                                            r"must be an integer, got str 'many'"):
+        load_sweep(path)
+
+
+def test_nothing_to_vary_and_a_setting_given_twice_are_refused(tmp_path):
+    assert_user_error(cli("sweep", write(tmp_path), "--engine", "local", "--out", tmp_path / "out"),
+                      "nothing to vary")
+    result = cli("sweep", write(tmp_path), "--vary", "broker.group.initial.rebalance.delay.ms=0,3000",
+                 "--set", "group.initial.rebalance.delay.ms=10", "--engine", "local", "--out", tmp_path / "out")
+    assert_user_error(result, "group.initial.rebalance.delay.ms: varied by the sweep and given by --set or --conf")
+
+
+def test_each_variant_has_the_rows_it_has_alone(tmp_path):
+    """The issue's independence: a 2x2 sweep of a broker setting and a group set's size on the local engine;
+    each variant's rows of every table, the variant column dropped, equal the rows of the variant run alone."""
+    sweep_dir = tmp_path / "sweep"
+    result = cli("sweep", write(tmp_path), "--vary", "broker.group.initial.rebalance.delay.ms=0,3000",
+                 "--vary", "group_sets.svc.members=2,4", "--engine", "local", "--no-report", "--no-validate",
+                 "--out", sweep_dir)
+    assert result.exit_code == 0, result.output
+    assert "variant group.initial.rebalance.delay.ms=0,members=4" in result.output
+    for delay in (0, 3000):
+        for members in (2, 4):
+            alone = tmp_path / f"alone-{delay}-{members}"
+            scenario = write(tmp_path, f"alone-{delay}-{members}.yaml", delay=delay, members=members)
+            ran = cli("run", scenario, "--engine", "local", "--no-report", "--no-validate", "--out", alone)
+            assert ran.exit_code == 0, ran.output
+            name = f"group.initial.rebalance.delay.ms={delay},members={members}"
+            for table in TABLES:
+                own = pq.read_table(alone / table / PART_FILE)
+                swept = variant_rows(pq.read_table(sweep_dir / table / PART_FILE), name)
+                assert swept.equals(own), (name, table)
+                assert own.num_rows or table in ("rejects",), table
+
+
+def test_the_variant_column_is_first_and_the_rows_sort_by_variant(tmp_path):
+    result = cli("sweep", write(tmp_path), "--vary", "cluster.brokers=3,2", "--engine", "local", "--no-report",
+                 "--no-validate", "--out", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    for table in TABLES:
+        data = pq.read_table(tmp_path / "out" / table / PART_FILE)
+        assert data.schema.names[0] == "variant"
+        variants = data["variant"].to_pylist()
+        if table != "rejects":
+            assert variants == sorted(variants) and set(variants) == {"brokers=2", "brokers=3"}, table
