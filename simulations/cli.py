@@ -29,8 +29,9 @@ from simulations.engines import run_local_to
 from simulations.reports import REPORT_FILE
 from simulations.reports.commands import COMMANDS as REPORT_COMMANDS
 from simulations.scenarios import ScenarioError
-from simulations.scenarios.summary import render, summarize
+from simulations.scenarios.summary import render, render_comparison, summarize
 from simulations.views import RunError
+from simulations.views.comparison import write_comparison
 from simulations.views.capacity import (ACTIONS_FILE, CapacityError, capacity, parse_window, render_csv, render_json,
                                         render_text)
 from simulations.views.quiet_runs import count_requests
@@ -394,6 +395,7 @@ def sweep(scenario: str, vary: tuple[str, ...], out_dir: str, engine: str, conf_
         events_file = _write_run_inputs(path, scenarios.to_jsonl(rows), actions, Path(out_dir),
                                         check_checkpoint=engine == "spark")
         result = _simulate(console, engine, events_file, config, loaded.base.until_ms, out_dir, spark, configs)
+        comparison = write_comparison(out_dir, loaded)
     except USER_ERRORS as error:
         raise UserError(str(error)) from None
     wall_s = time.monotonic() - started
@@ -418,7 +420,10 @@ def sweep(scenario: str, vary: tuple[str, ...], out_dir: str, engine: str, conf_
     for variant in loaded.variants:
         console.print()
         console.print(f"[bold]variant {escape(variant.name)}[/bold]", highlight=False)
-        render(console, summarize(variant.scenario, generated[variant.name].groups, {"metrics": metrics.get(variant.name, [])}))
+        render(console, summarize(variant.scenario, generated[variant.name].groups,
+                                  {"metrics": metrics.get(variant.name, [])}))
+    console.print()
+    render_comparison(console, comparison.to_pylist())
     _finish_sweep(console, out_dir, loaded, write_report, run_validation)
 
 

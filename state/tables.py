@@ -221,6 +221,25 @@ TABLES: dict[str, list[tuple[str, str]]] = {
     ],
 }
 
+# A sweep's `comparison` table (simulations/views/comparison.py): one row per variant, in sweep order. Between
+# `variant` and these come the sweep's axes, one string column each, named as the axis (e.g.
+# `group_sets.orders.members`): they differ from sweep to sweep, so the table is not in TABLES.
+COMPARISON: list[tuple[str, str]] = [
+    ("groups", "int64"),
+    ("rebalances", "int64"),
+    ("rebalance_causes", "list<struct<cause:string,count:int64>>"),
+    ("rebalances_after_formation", "int64"),
+    ("rebalance_ms_p99", "int64"),
+    ("rebalance_ms_max", "int64"),
+    ("unconsumed_partition_ms", "int64"),
+    ("duplicate_records", "int64"),
+    ("failed_commits", "int64"),
+    ("peak_broker_id", "int32"),
+    ("peak_broker_requests", "int64"),
+    ("peak_window_start_ts", "int64"),
+    ("window_ms", "int64"),
+]
+
 # Tables the coordinator produces (rejects come from input validation, before any group sees the row;
 # lag_status is derived from the offsets table once the run has ended).
 GROUP_TABLES = ("responses", "generations", "assignments", "offsets", "group_metadata", "group_states", "members",

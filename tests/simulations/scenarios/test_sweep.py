@@ -150,3 +150,36 @@ def test_the_variant_column_is_first_and_the_rows_sort_by_variant(tmp_path):
         variants = data["variant"].to_pylist()
         if table != "rejects":
             assert variants == sorted(variants) and set(variants) == {"brokers=2", "brokers=3"}, table
+
+
+def test_the_comparison_has_a_row_per_variant_with_the_runs_own_figures(tmp_path):
+    out = tmp_path / "out"
+    result = cli("sweep", write(tmp_path), "--vary", "cluster.brokers=3,2", "--vary", "group_sets.svc.members=2,4",
+                 "--engine", "local", "--no-report", "--no-validate", "--out", out)
+    assert result.exit_code == 0, result.output
+    comparison = pq.read_table(out / "comparison" / PART_FILE)
+    assert comparison.schema.names[:3] == ["variant", "cluster.brokers", "group_sets.svc.members"]
+    rows = comparison.to_pylist()
+    # Sweep order, not sorted by name: brokers=3 first, as given.
+    assert [(r["cluster.brokers"], r["group_sets.svc.members"]) for r in rows] == [
+        ("3", "2"), ("3", "4"), ("2", "2"), ("2", "4")]
+    metrics = pq.read_table(out / "metrics" / PART_FILE).to_pandas()
+    load = pq.read_table(out / "coordinator_load" / PART_FILE).to_pandas()
+    for row in rows:
+        own = metrics[metrics["variant"] == row["variant"]]
+        assert row["groups"] == len(own) == 3
+        assert row["rebalances"] == own["rebalances"].sum()
+        later = sorted(entry["ms"] for durations in own["rebalance_durations"] for entry in durations
+                       for _ in range(entry["count"]))
+        assert row["rebalances_after_formation"] == len(later)
+        assert row["rebalance_ms_max"] == later[-1]
+        assert row["rebalance_ms_p99"] == later[-(-99 * len(later) // 100) - 1]
+        for figure in ("unconsumed_partition_ms", "duplicate_records", "failed_commits"):
+            assert row[figure] == own[figure].sum(), figure
+        requests = load[(load["variant"] == row["variant"]) & (load["measure"] == "requests")
+                        & load["broker_id"].notna()]
+        per_window = requests.groupby(["broker_id", "window_start_ts"])["value"].sum()
+        assert row["peak_broker_requests"] == per_window.max()
+        assert (row["peak_broker_id"], row["peak_window_start_ts"]) == min(
+            key for key, value in per_window.items() if value == per_window.max())
+    assert "comparison" in result.output and "  4  brokers=2,members=4" in result.output
