@@ -31,11 +31,12 @@ from simulations.reports.commands import COMMANDS as REPORT_COMMANDS
 from simulations.scenarios import ScenarioError
 from simulations.scenarios.summary import render, render_comparison, summarize
 from simulations.views import RunError
+from simulations.views.run_tables import sweep_variants
 from simulations.views.comparison import write_comparison
 from simulations.views.capacity import (ACTIONS_FILE, CapacityError, capacity, parse_window, render_csv, render_json,
                                         render_text)
 from simulations.views.quiet_runs import count_requests
-from simulations.views.variants import EVENTS_FILE, SCENARIO_DIR, write_variant_run
+from simulations.views.variants import EVENTS_FILE, SCENARIO_DIR
 from state.config import ConfigError, CoordinatorConfig
 from state.events import EventError
 from state.variants import by_variant
@@ -49,8 +50,6 @@ from tableio.run_result import RunResult
 USER_ERRORS = (InputError, OutputError, ConfigError, EventError, ScenarioError, *CAPTURE_ERRORS)
 # Where `coordsim run` keeps the scenario it ran and the events it generated, inside --out.
 RUN_SCENARIO_DIR = SCENARIO_DIR
-# Where `coordsim sweep` puts one variant's tables as a run of its own while it validates them.
-VARIANT_CHECK_DIR = "_variant"
 # The main job runs on Spark, as the design asks; the local engine gives byte-identical tables.
 RUN_ENGINE = "spark"
 # Simulated time per micro-batch of `coordsim run` on Spark (docs/benchmarks.md, "Slices").
@@ -449,25 +448,19 @@ def _variant_configs(loaded: scenarios.Sweep, conf_file: str | None, overrides: 
 
 def _finish_sweep(console: Console, out_dir: str, loaded: scenarios.Sweep, write_report: bool,
                   run_validation: bool) -> None:
-    """The report (the variants side by side) and the validation of each variant, on the variant's tables as
-    a run of its own, in a folder removed once it is checked."""
+    """The report (the variants side by side) and the validation of each variant, as a run of its own."""
     if write_report:
         from simulations.reports import build_report
 
         console.print(f"report: {build_report(out_dir)}", highlight=False)
     if not run_validation:
         return
-    from simulations.validation import validate
+    from simulations.validation import validate_variant
 
     failed = False
     for variant in loaded.variants:
-        folder = Path(out_dir) / VARIANT_CHECK_DIR
-        try:
-            write_variant_run(out_dir, variant.name, folder)
-            result = validate(folder, None, [folder / SCENARIO_DIR / EVENTS_FILE], loaded.base.until_ms)
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
-        console.print(f"variant {variant.name}: {result.summary()}", highlight=False)
+        result = validate_variant(out_dir, variant.name, loaded.base.until_ms)
+        console.print(result.summary(), highlight=False)
         failed = failed or not result.success
     if failed:
         raise SystemExit(1)
@@ -579,16 +572,19 @@ def _run_spark(paths: list, config: CoordinatorConfig, until: int | None, out_di
                    "run spans weeks).")
 @click.option("--broker", type=int, metavar="B", help="Only this broker's figures.")
 @click.option("--format", "output", type=click.Choice(["text", "csv", "json"]), default="text", show_default=True)
-def capacity_command(run_dir: str, window: str | None, broker: int | None, output: str) -> None:
+@click.option("--variant", metavar="V", help="A sweep's variant (default: every variant, one after the other).")
+def capacity_command(run_dir: str, window: str | None, broker: int | None, output: str, variant: str | None) -> None:
     """Per broker: requests per API, __consumer_offsets records and bytes per second (mean, p99 window,
     busiest window), steady state and during the run's actions; the hottest broker and the skew
-    (docs/capacity.md)."""
+    (docs/capacity.md). A sweep's figures are per variant."""
     try:
-        result = capacity(run_dir, None if window is None else parse_window(window), broker)
+        variants = sweep_variants(run_dir) if variant is None else [variant]
+        window_ms = None if window is None else parse_window(window)
+        results = [capacity(run_dir, window_ms, broker, name) for name in variants or [None]]
     except (RunError, CapacityError) as error:
         raise UserError(str(error)) from None
-    click.echo({"csv": render_csv, "json": render_json}[output](result) if output != "text"
-               else "\n".join(render_text(result)))
+    click.echo({"csv": render_csv, "json": render_json}[output](results) if output != "text"
+               else "\n\n".join("\n".join(render_text(result)) for result in results))
 
 
 main.add_command(capture)

@@ -1,5 +1,5 @@
-"""One variant of a sweep as a run folder of its own, for the tools that read one run (validation,
-`coordsim capacity --variant`, `coordsim metrics --variant`).
+"""One variant of a sweep as a run folder of its own, for the validation, which reads runs its own way (the
+other views read a variant in place: `simulations.views.run_tables.load_run`).
 
 A sweep's variants are independent: a variant's rows of every table, without the `variant` column, are the
 tables of that variant run alone (tested). So a variant's folder holds just those, the variant's events
@@ -16,40 +16,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from simulations.views.capacity import ACTIONS_FILE
-from simulations.views.run_tables import RunError
 from state.tables import TABLES
 from state.variants import VARIANT
-from tableio.parquet import PART_FILE, PartFileWriter, is_sweep, output_errors, variant_rows
+from tableio.parquet import PART_FILE, PartFileWriter, output_errors, variant_rows
 from tableio.run_record import RUN_FILE, read_run_record
 
 # Where a run keeps the scenario it ran and its events, inside its folder (`coordsim run` and `sweep` write them).
 SCENARIO_DIR = "scenario"
 EVENTS_FILE = "events.jsonl"
 BATCH_ROWS = 65_536
-
-
-def sweep_variants(run_dir: str | Path) -> list[str] | None:
-    """The variants of the sweep in `run_dir`, sorted; None when the run is not a sweep."""
-    record = read_run_record(Path(run_dir)) or {}
-    if "variants" in record:
-        return sorted(record["variants"])
-    return None if not is_sweep(run_dir) else sorted(_variants_in_tables(Path(run_dir)))
-
-
-def _variants_in_tables(root: Path) -> set[str]:
-    column = pq.read_table(root / "metrics" / PART_FILE, columns=[VARIANT])[VARIANT]
-    return {value for value in column.unique().to_pylist() if value is not None}
-
-
-def check_variant(run_dir: str | Path, variant: str | None) -> list[str] | None:
-    """The sweep's variants, checking the `--variant` a command was given against them: a sweep needs one
-    where a view shows a single run, and a run that is not a sweep has none."""
-    variants = sweep_variants(run_dir)
-    if variants is None and variant is not None:
-        raise RunError(f"{run_dir} is not a sweep: it has no variant {variant!r}")
-    if variants is not None and variant is not None and variant not in variants:
-        raise RunError(f"{run_dir} has no variant {variant!r}; its variants: {', '.join(variants)}")
-    return variants
 
 
 def write_variant_run(sweep_dir: str | Path, variant: str, into: str | Path) -> Path:
@@ -90,4 +65,4 @@ def _write_inputs(source: Path, into: Path, variant: str) -> None:
         (into / ACTIONS_FILE).write_text(json.dumps(by_variant.get(variant, []), indent=1) + "\n", encoding="utf-8")
 
 
-__all__ = ["check_variant", "sweep_variants", "write_variant_run"]
+__all__ = ["write_variant_run"]

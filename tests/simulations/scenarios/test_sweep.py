@@ -3,6 +3,8 @@ variant's rows of every table are the rows of that variant run alone)."""
 
 from __future__ import annotations
 
+import csv
+
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
@@ -138,6 +140,11 @@ def test_each_variant_has_the_rows_it_has_alone(tmp_path):
                 swept = variant_rows(pq.read_table(sweep_dir / table / PART_FILE), name)
                 assert swept.equals(own), (name, table)
                 assert own.num_rows or table in ("rejects",), table
+            # The views read a variant as its run alone: capacity's figures, to the digit.
+            own_csv = list(csv.reader(cli("capacity", alone, "--format", "csv").output.splitlines()))
+            swept_csv = list(csv.reader(cli("capacity", sweep_dir, "--variant", name, "--format", "csv")
+                                        .output.splitlines()))
+            assert [row[1:] for row in swept_csv] == own_csv and len(own_csv) > 10
 
 
 def test_the_variant_column_is_first_and_the_rows_sort_by_variant(tmp_path):
@@ -183,3 +190,21 @@ def test_the_comparison_has_a_row_per_variant_with_the_runs_own_figures(tmp_path
         assert (row["peak_broker_id"], row["peak_window_start_ts"]) == min(
             key for key, value in per_window.items() if value == per_window.max())
     assert "comparison" in result.output and "  4  brokers=2,members=4" in result.output
+
+
+def test_the_views_read_a_sweep_per_variant(tmp_path):
+    out = tmp_path / "out"
+    result = cli("sweep", write(tmp_path), "--vary", "group_sets.svc.members=2,3", "--engine", "local",
+                 "--no-validate", "--out", out)
+    assert result.exit_code == 0, result.output
+    page = (out / "report.html").read_text()
+    assert "Variants side by side" in page and "Busiest broker&#x27;s busiest window" in page
+    assert page.count("<tr title=") == 2
+    capacity = cli("capacity", out)
+    assert capacity.exit_code == 0, capacity.output
+    assert "variant members=2\n" in capacity.output and "variant members=3\n" in capacity.output
+    assert cli("metrics", out, "--out", tmp_path / "m.om").exit_code == 0
+    assert 'variant="members=3"' in (tmp_path / "m.om").read_text()
+    assert_user_error(cli("describe", out, "--group", "svc-0"), "is a sweep of 2 variants: give --variant")
+    assert_user_error(cli("lag", out, "--variant", "members=9"), "--variant members=9: not a variant of")
+    assert cli("describe", out, "--group", "svc-0", "--variant", "members=2").exit_code == 0
