@@ -339,23 +339,29 @@ def run(scenario: str, out_dir: str, engine: str, conf_file: str | None, overrid
     except USER_ERRORS as error:
         raise UserError(str(error)) from None
     wall_s = time.monotonic() - started
-    lines = [
+    _print_run(console, out_dir, [
         ("scenario", f"{loaded.name} ({path}), seed {loaded.seed}"),
         ("simulated", f"{_iso(generated.start_ms)} to {_iso(generated.until_ms)}"),
         ("groups", f"{result.groups:,} in {len(generated.groups)} group set(s)"),
-        ("events", f"{len(generated.rows):,} directives; the clients sent "
-                   f"{count_requests(read_columns(out_dir, 'requests', ['repeat_count']).to_pandas()):,} "
-                   f"requests ({written_rows(out_dir, 'requests'):,} rows)"),
-        ("engine", f"{engine}, {wall_s:.1f} s wall, {loaded.duration_ms / 1000 / wall_s:,.1f}x simulated time"),
-    ]
-    rejects = _rejects(out_dir)
-    if rejects:
-        lines += _reject_lines(rejects)
-    lines += [*_settings_line(config), *(("note", note) for note in generated.notes), ("output", out_dir)]
-    print_lines(console, lines)
+    ], len(generated.rows), f"{engine}, {wall_s:.1f} s wall, {loaded.duration_ms / 1000 / wall_s:,.1f}x simulated time",
+        config, generated.notes)
     console.print()
     render(console, summarize(loaded, generated.groups, result.tables))
     _finish_run(console, out_dir, events_file, generated.until_ms, write_report, run_validation)
+
+
+def _print_run(console: Console, out_dir: str, head: list[tuple[str, str]], directives: int, engine_line: str,
+               config: CoordinatorConfig, notes: list[str]) -> None:
+    """The lines that open a scenario's (or a sweep's) summary: `head`, the traffic, the engine, the rejects,
+    the settings, the generator's notes and where the tables are."""
+    requests = count_requests(read_columns(out_dir, "requests", ["repeat_count"]).to_pandas())
+    lines = [*head, ("events", f"{directives:,} directives; the clients sent {requests:,} requests "
+                               f"({written_rows(out_dir, 'requests'):,} rows)"), ("engine", engine_line)]
+    rejects = _rejects(out_dir)
+    if rejects:
+        lines += _reject_lines(rejects)
+    lines += [*_settings_line(config), *(("note", note) for note in notes), ("output", out_dir)]
+    print_lines(console, lines)
 
 
 # Listed from the folder, so that a new scenario is in the help as soon as it ships.
@@ -399,22 +405,13 @@ def sweep(scenario: str, vary: tuple[str, ...], out_dir: str, engine: str, conf_
         raise UserError(str(error)) from None
     wall_s = time.monotonic() - started
     base = loaded.base
-    lines = [
+    _print_run(console, out_dir, [
         ("scenario", f"{base.name} ({path}), seed {base.seed}"),
         ("variants", f"{len(loaded.variants)}: " + ", ".join(axis.name for axis in loaded.axes) + " varied"),
         ("simulated", f"{_iso(base.start_ms)} to {_iso(base.until_ms)}"),
         ("groups", f"{result.groups:,} in {len(loaded.variants)} variants"),
-        ("events", f"{len(rows):,} directives; the clients sent "
-                   f"{count_requests(read_columns(out_dir, 'requests', ['repeat_count']).to_pandas()):,} "
-                   f"requests ({written_rows(out_dir, 'requests'):,} rows)"),
-        ("engine", f"{engine}, {wall_s:.1f} s wall"),
-    ]
-    rejects = _rejects(out_dir)
-    if rejects:
-        lines += _reject_lines(rejects)
-    notes = [f"{name}: {note}" for name, variant_generated in generated.items() for note in variant_generated.notes]
-    lines += [*_settings_line(config), *(("note", note) for note in notes), ("output", out_dir)]
-    print_lines(console, lines)
+    ], len(rows), f"{engine}, {wall_s:.1f} s wall", config,
+        [f"{name}: {note}" for name, variant_generated in generated.items() for note in variant_generated.notes])
     metrics = by_variant(result.tables["metrics"])
     for variant in loaded.variants:
         console.print()
