@@ -208,3 +208,28 @@ def test_the_views_read_a_sweep_per_variant(tmp_path):
     assert_user_error(cli("describe", out, "--group", "svc-0"), "is a sweep of 2 variants: give --variant")
     assert_user_error(cli("lag", out, "--variant", "members=9"), "--variant members=9: not a variant of")
     assert cli("describe", out, "--group", "svc-0", "--variant", "members=2").exit_code == 0
+
+
+def test_a_sweep_held_in_memory_derives_each_variants_tables_alone(tmp_path):
+    """run_local without a folder: lag_status and coordinator_load per variant, as the written sweep's."""
+    from simulations.engines import run_local
+    from simulations.scenarios import generate
+    from state.events import parse_event
+    from tableio.coordinator_settings import load_config
+
+    sweep = load_sweep(write(tmp_path), ["group_sets.svc.members=2,3"])
+    configs = {v.name: load_config(scenario=v.scenario.broker) for v in sweep.variants}
+    events = [parse_event(dict(row, variant=v.name), line=i, variants=configs)
+              for v in sweep.variants for i, row in enumerate(generate(v.scenario).rows)]
+    result = run_local(events, configs["members=2"], sweep.base.until_ms, variants=configs)
+    out = tmp_path / "out"
+    assert cli("sweep", write(tmp_path), "--vary", "group_sets.svc.members=2,3", "--engine", "local",
+               "--no-report", "--no-validate", "--out", out).exit_code == 0
+    for table in ("lag_status", "coordinator_load", "metrics"):
+        written = pq.read_table(out / table / PART_FILE).to_pylist()
+        assert _as_text(result.tables[table]) == _as_text(written), table
+
+
+def _as_text(rows: list[dict]) -> list[str]:
+    """Rows in an order and a key order of their own: the same rows compare equal however they were made."""
+    return sorted(repr(sorted(row.items())) for row in rows)
