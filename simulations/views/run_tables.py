@@ -8,6 +8,7 @@ record `OUT/_run.json`, written after compaction, says the part files are comple
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,8 @@ from state.variants import VARIANT
 from tableio.run_record import RUN_FILE, read_run_record
 
 BATCHES = "_batches"
+# What a Spark run is (its inputs and settings, a sweep's variants), written when it starts.
+SPARK_IDENTITY = Path("_checkpoints") / "run.json"
 
 # Every column that holds a time of the simulated clock, per table: what "the end of the run" is made of.
 TIME_COLUMNS = {
@@ -117,6 +120,8 @@ def load_run(run_dir: str | os.PathLike, columns: Mapping[str, Sequence[str]] | 
     require_variant(run_dir, variant, record)
     batches = root / BATCHES
     if (batches / "_committed").is_file() and record is None:
+        if "variants" in _json(root / SPARK_IDENTITY):
+            raise RunError(f"{run_dir}: a sweep still running on Spark; its variants can be read once it ends")
         return RunTables(root, {name: _committed_rows(batches, name) for name in TABLES}, live=True)
     present = [name for name in TABLES if (root / name / PART_FILE).is_file()]
     if not present:
@@ -129,6 +134,13 @@ def load_run(run_dir: str | os.PathLike, columns: Mapping[str, Sequence[str]] | 
         raise RunError(f"{run_dir}: cannot read the tables ({error})") from None
     final = record.get("final_ts") if record else None
     return RunTables(root, tables, live=False, recorded_final_ts=final, variant=variant)
+
+
+def _json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
 
 
 def sweep_variants(run_dir: str | os.PathLike, record: Mapping | None = None) -> list[str] | None:
