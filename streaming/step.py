@@ -1,11 +1,12 @@
 """The applyInPandasWithState function: one call drives the groups of one Spark key.
 
 A key is a group key (the group id; in a sweep the variant and the group id, state/variants.py), or (with
-`streaming.state.buckets`) a hash bucket of group keys; the null key carries the input's rejects. The key's state maps each of its groups to a slot: the group's `GroupRuntime` (encoded)
-and the events that arrived but cannot be applied yet (still pickled, with their times). Per call: add the
-new events to their slots, then for every group with something due at or before the horizon offer those
-events, advance the runtime to the horizon and emit the rows it produced; finally set the key's event-time
-timeout to the earliest thing due in any of its slots.
+`streaming.state.buckets`) a hash bucket of group keys; the null key carries the input's rejects. The key's
+state maps each of its groups to a slot: the group's `GroupRuntime` (encoded) and the events that arrived but
+cannot be applied yet (still pickled, with their times). Per call: add the new events to their slots, then
+for every group with something due at or before the horizon offer those events, advance the runtime to the
+horizon and emit the rows it produced; finally set the key's event-time timeout to the earliest thing due in
+any of its slots.
 
 The horizon is `watermark - 1` (capped at `until`). Spark drops, in every later batch, rows at or before
 the watermark this call sees, so nothing at or before the horizon can still arrive; and a timeout T fires in

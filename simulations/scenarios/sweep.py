@@ -30,6 +30,7 @@ from typing import Any, Sequence
 from simulations.scenarios.document import Node, ScenarioError, as_list, as_mapping, parse_value, parse_yaml
 from simulations.scenarios.schema import (GROUP_SET_KEYS, SWEEP_KEY, Scenario, read_scenario_text,
                                           scenario_from_document)
+from state.cluster import NUM_PARTITIONS
 
 # Top-level keys a sweep can vary: the ones with values (name and description only label the scenario).
 VALUE_KEYS = ("start", "duration", "seed")
@@ -42,7 +43,7 @@ VARY_OPTION = "--vary"
 @dataclass(frozen=True)
 class Axis:
     name: str                 # as written
-    parts: tuple[str, ...]    # the path by the document's structure, e.g. ("group_sets", "svc", "config", "session.timeout.ms")
+    parts: tuple[str, ...]    # by the document's structure: ("group_sets", "svc", "config", "session.timeout.ms")
     values: tuple[Node, ...]
     texts: tuple[str, ...]    # each value as variant names show it
 
@@ -63,7 +64,8 @@ class Sweep:
     def varied_broker_settings(self) -> list[str]:
         """The broker settings an axis varies (`broker.SETTING`, and the cluster's partition count, which the
         coordinator's setting of the same name follows)."""
-        return [axis.parts[1] for axis in self.axes if axis.parts[0] in SECTION_KEYS and len(axis.parts) == 2]
+        return [axis.parts[1] for axis in self.axes
+                if axis.parts[0] == "broker" or axis.parts == ("cluster", NUM_PARTITIONS)]
 
 
 def load_sweep(path: str | Path, vary: Sequence[str] = ()) -> Sweep:
@@ -96,7 +98,7 @@ def load_sweep(path: str | Path, vary: Sequence[str] = ()) -> Sweep:
     return Sweep(base, tuple(axes), tuple(variants))
 
 
-def parse_vary(option: str) -> tuple[str, list[str]]:
+def _parse_vary(option: str) -> tuple[str, list[str]]:
     """`NAME=V1,V2,...` as (NAME, [V1, V2, ...]); commas inside brackets or quotes do not split
     (`assignors=[range,sticky],[cooperative-sticky]`)."""
     name, equals, values = option.partition("=")
@@ -141,7 +143,7 @@ def _section_axes(document: Node) -> list[Axis]:
 
 
 def _option_axis(document: Node, option: str) -> Axis:
-    name, texts = parse_vary(option)
+    name, texts = _parse_vary(option)
     where = Node(None, name, None, VARY_OPTION)
     return _axis(document, name, where, tuple(parse_value(text, name, VARY_OPTION) for text in texts), tuple(texts))
 

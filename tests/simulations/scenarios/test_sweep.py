@@ -106,8 +106,8 @@ def test_a_bad_axis_is_one_line_naming_it(tmp_path, vary, message):
 
 def test_a_bad_value_of_the_sweep_section_names_its_line(tmp_path):
     path = write(tmp_path, extra="sweep:\n  group_sets.svc.members: [2, many]\n")
-    with pytest.raises(ScenarioError, match=r"variant members=many: .*small.yaml:\d+: sweep.group_sets.svc.members\[1\]: "
-                                            r"must be an integer, got str 'many'"):
+    with pytest.raises(ScenarioError, match=r"variant members=many: .*small.yaml:\d+: "
+                                            r"sweep.group_sets.svc.members\[1\]: must be an integer, got str 'many'"):
         load_sweep(path)
 
 
