@@ -120,7 +120,7 @@ def load_run(run_dir: str | os.PathLike, columns: Mapping[str, Sequence[str]] | 
     require_variant(run_dir, variant, record)
     batches = root / BATCHES
     if (batches / "_committed").is_file() and record is None:
-        if "variants" in _json(root / SPARK_IDENTITY):
+        if variant is not None:
             raise RunError(f"{run_dir}: a sweep still running on Spark; its variants can be read once it ends")
         return RunTables(root, {name: _committed_rows(batches, name) for name in TABLES}, live=True)
     present = [name for name in TABLES if (root / name / PART_FILE).is_file()]
@@ -144,10 +144,10 @@ def _json(path: Path) -> dict:
 
 
 def sweep_variants(run_dir: str | os.PathLike, record: Mapping | None = None) -> list[str] | None:
-    """The variants of the sweep in `run_dir` (from its run record), sorted; None for a run that is not a
-    sweep."""
+    """The variants of the sweep in `run_dir` (from its run record, or while it runs on Spark its identity),
+    sorted; None for a run that is not a sweep."""
     record = read_run_record(Path(run_dir)) if record is None else record
-    variants = (record or {}).get("variants")
+    variants = (record or _json(Path(run_dir) / SPARK_IDENTITY)).get("variants")
     return None if variants is None else sorted(variants)
 
 
