@@ -393,7 +393,7 @@ def sweep(scenario: str, vary: tuple[str, ...], out_dir: str, engine: str, conf_
         config = load_config(conf_file, overrides, loaded.base.broker)
         configs = _variant_configs(loaded, conf_file, overrides)
         spark = _engine_settings(engine, spark_sets, profile, master, slice_text, speed_text)
-        generated = {variant.name: scenarios.generate(variant.scenario) for variant in loaded.variants}
+        generated = scenarios.generate_variants(loaded)
         rows = [dict(row, variant=name) for name, variant_generated in generated.items()
                 for row in variant_generated.rows]
         actions = {name: variant_generated.actions for name, variant_generated in generated.items()}
@@ -440,7 +440,13 @@ def _variant_configs(loaded: scenarios.Sweep, conf_file: str | None, overrides: 
     if clash:
         raise UserError(f"{', '.join(clash)}: varied by the sweep and given by --set or --conf, which would set "
                         f"it in every variant; give it in one place")
-    return {variant.name: load_config(conf_file, overrides, variant.scenario.broker) for variant in loaded.variants}
+    configs = {}
+    for variant in loaded.variants:
+        try:
+            configs[variant.name] = load_config(conf_file, overrides, variant.scenario.broker)
+        except ConfigError as error:
+            raise ConfigError(f"variant {variant.name}: {error}") from None
+    return configs
 
 
 def _finish_sweep(console: Console, out_dir: str, loaded: scenarios.Sweep, write_report: bool,

@@ -14,7 +14,7 @@ from pathlib import Path
 from simulations.scenarios.document import ScenarioError
 from simulations.scenarios.generator import Generated, generate, to_jsonl
 from simulations.scenarios.schema import Scenario, load_scenario, parse_scenario
-from simulations.scenarios.sweep import Sweep, load_sweep
+from simulations.scenarios.sweep import Sweep, generate_variants, load_sweep
 
 FOLDER = Path(__file__).resolve().parent
 
@@ -32,5 +32,5 @@ def resolve(argument: str) -> Path:
     return shipped().get(argument, path)
 
 
-__all__ = ["Generated", "Scenario", "ScenarioError", "Sweep", "generate", "load_sweep", "load_scenario",
-           "parse_scenario", "resolve", "shipped", "to_jsonl"]
+__all__ = ["Generated", "Scenario", "ScenarioError", "Sweep", "generate", "generate_variants", "load_sweep",
+           "load_scenario", "parse_scenario", "resolve", "shipped", "to_jsonl"]

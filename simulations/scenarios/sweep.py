@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from simulations.scenarios.document import Node, ScenarioError, as_list, as_mapping, parse_value, parse_yaml
+from simulations.scenarios.generator import Generated, generate
 from simulations.scenarios.schema import (GROUP_SET_KEYS, SWEEP_KEY, Scenario, read_scenario_text,
                                           scenario_from_document)
 from state.cluster import NUM_PARTITIONS
@@ -96,6 +97,18 @@ def load_sweep(path: str | Path, vary: Sequence[str] = ()) -> Sweep:
         variants.append(Variant(name, values, scenario))
     _check_names([variant.name for variant in variants], str(path))
     return Sweep(base, tuple(axes), tuple(variants))
+
+
+def generate_variants(sweep: Sweep) -> dict[str, Generated]:
+    """Each variant's events, as `coordsim run` of the variant alone generates them; a variant whose timeline
+    cannot happen is named in the error."""
+    generated = {}
+    for variant in sweep.variants:
+        try:
+            generated[variant.name] = generate(variant.scenario)
+        except ScenarioError as error:
+            raise ScenarioError(f"variant {variant.name}: {error}") from None
+    return generated
 
 
 def _parse_vary(option: str) -> tuple[str, list[str]]:

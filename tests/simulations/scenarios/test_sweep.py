@@ -111,6 +111,16 @@ def test_a_bad_value_of_the_sweep_section_names_its_line(tmp_path):
         load_sweep(path)
 
 
+def test_a_variant_whose_timeline_cannot_happen_is_named(tmp_path):
+    path = tmp_path / "grow.yaml"
+    path.write_text("duration: 2m\ngroup_sets:\n  - {name: svc, members: 2, topics: [{name: orders, partitions: 6}]}\n"
+                    "timeline:\n  - {at: 30s, action: partition_increase, partitions: 12}\n")
+    result = cli("sweep", path, "--vary", "group_sets.svc.topics.orders.partitions=6,24", "--engine", "local",
+                 "--out", tmp_path / "out")
+    assert_user_error(result, "variant partitions=24: ")
+    assert "Kafka can only increase a partition count" in result.output
+
+
 def test_nothing_to_vary_and_a_setting_given_twice_are_refused(tmp_path):
     assert_user_error(cli("sweep", write(tmp_path), "--engine", "local", "--out", tmp_path / "out"),
                       "nothing to vary")
