@@ -239,10 +239,12 @@ def _group_set_node(document: Node, name: str) -> Node:
 def _named(items: list[Node], rest: str, what: str, where: Node) -> tuple[str, str]:
     """(name, what follows it) of the longest item name that `rest` starts with."""
     names = sorted(_names(items), key=len, reverse=True)
-    found = next((name for name in names if rest.startswith(name + ".")), None)
+    found = next((name for name in names if rest == name or rest.startswith(name + ".")), None)
     if found is None:
         given = rest.split(".")[0]
         raise where.error(f"no {what} '{given}'{_hint(given, names)}")
+    if rest == found:
+        raise where.error(f"name a field of the {what} '{found}' after its name")
     return found, rest[len(found) + 1:]
 
 
