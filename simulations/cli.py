@@ -13,9 +13,11 @@ import shutil
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Mapping
 
 import click
 import pyarrow.compute as pc
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from simulations import scenarios
@@ -27,23 +29,27 @@ from simulations.engines import run_local_to
 from simulations.reports import REPORT_FILE
 from simulations.reports.commands import COMMANDS as REPORT_COMMANDS
 from simulations.scenarios import ScenarioError
-from simulations.scenarios.summary import render, summarize
+from simulations.scenarios.summary import render, render_comparison, summarize
 from simulations.views import RunError
+from simulations.views.run_tables import sweep_variants
+from simulations.views.comparison import write_comparison
 from simulations.views.capacity import (ACTIONS_FILE, CapacityError, capacity, parse_window, render_csv, render_json,
                                         render_text)
 from simulations.views.quiet_runs import count_requests
+from simulations.views.variants import EVENTS_FILE, SCENARIO_DIR
 from state.config import ConfigError, CoordinatorConfig
 from state.events import EventError
+from state.variants import by_variant
 from tableio.captured import captured_records
 from tableio.captured_answers import attach_captured, captured_answers
-from tableio.coordinator_settings import load_config, non_default_settings, parse_overrides
+from tableio.coordinator_settings import load_config, non_default_settings, parse_overrides, read_conf_file
 from tableio.inputs import JSONL_SUFFIXES, InputError, coordinator_reject, read_events
 from tableio.parquet import OutputError, make_folder, output_errors, read_columns, written_rows
 from tableio.run_result import RunResult
 
 USER_ERRORS = (InputError, OutputError, ConfigError, EventError, ScenarioError, *CAPTURE_ERRORS)
 # Where `coordsim run` keeps the scenario it ran and the events it generated, inside --out.
-RUN_SCENARIO_DIR = "scenario"
+RUN_SCENARIO_DIR = SCENARIO_DIR
 # The main job runs on Spark, as the design asks; the local engine gives byte-identical tables.
 RUN_ENGINE = "spark"
 # Simulated time per micro-batch of `coordsim run` on Spark (docs/benchmarks.md, "Slices").
@@ -199,10 +205,7 @@ def _iso(ts_ms: int) -> str:
 # Scenarios
 
 def _load_scenario(argument: str) -> tuple[Path, scenarios.Scenario]:
-    path = scenarios.resolve(argument)
-    if not path.exists():
-        raise ScenarioError(f"no such file, and no shipped scenario of that name "
-                            f"(shipped: {', '.join(scenarios.shipped())})", argument)
+    path = _scenario_path(argument)
     return path, scenarios.load_scenario(path)
 
 
@@ -242,7 +245,7 @@ def generate(scenario: str, out_path: str) -> None:
         raise UserError(f"{out_path}: scenario events are written as JSONL (*.jsonl), not Parquet: the rows of "
                         "different directives give 'topics' different shapes")
     if target.suffix.lower() not in JSONL_SUFFIXES:
-        target = target / "events.jsonl"
+        target = target / EVENTS_FILE
     try:
         path, loaded = _load_scenario(scenario)
         generated = scenarios.generate(loaded)
@@ -262,27 +265,36 @@ def generate(scenario: str, out_path: str) -> None:
     print_lines(Console(), lines)
 
 
+def run_options(command):
+    """The options `run` and `sweep` share: where the tables go, the engine, the broker settings, the report
+    and validation that end a run, the Spark engine's slices and settings."""
+    command = spark_options(command)
+    command = click.option("--speed", "speed_text", metavar="PACE",
+                           help="Hold each slice to the wall clock: 60x plays a minute in a second; max (the "
+                                "default) runs as fast as it can (spark engine).")(command)
+    command = click.option("--slice", "slice_text", metavar="DURATION",
+                           help=f"Simulated time per micro-batch; its rows commit when it ends (spark engine; "
+                                f"default {RUN_SLICE}).")(command)
+    command = click.option("--validate/--no-validate", "run_validation", default=True, show_default=True,
+                           help="Check the tables at the end (schema, values, protocol invariants; exit 1 if one "
+                                "fails).")(command)
+    command = click.option("--report/--no-report", "write_report", default=True, show_default=True,
+                           help="Write the HTML report to DIR/report.html at the end.")(command)
+    command = click.option("--set", "overrides", multiple=True, metavar="NAME=VALUE",
+                           help="Override one broker setting by its Kafka name, e.g. "
+                                "group.initial.rebalance.delay.ms=0.")(command)
+    command = click.option("--conf", "conf_file", metavar="FILE",
+                           help="YAML file of broker settings (a 'coordinator:' mapping, Kafka names); wins over "
+                                "the scenario's broker: settings.")(command)
+    command = click.option("--engine", type=click.Choice(["spark", "local"]), default=RUN_ENGINE, show_default=True,
+                           help="Where the coordinators run; the tables are the same.")(command)
+    return click.option("--out", "out_dir", required=True, metavar="DIR",
+                        help="Folder for the output tables (Parquet) and the run's scenario and events.")(command)
+
+
 @main.command()
 @click.argument("scenario", metavar="SCENARIO")
-@click.option("--out", "out_dir", required=True, metavar="DIR",
-              help="Folder for the output tables (Parquet) and the run's scenario and events.")
-@click.option("--engine", type=click.Choice(["spark", "local"]), default=RUN_ENGINE, show_default=True,
-              help="Where the coordinators run; the tables are the same.")
-@click.option("--conf", "conf_file", metavar="FILE",
-              help="YAML file of broker settings (a 'coordinator:' mapping, Kafka names); wins over the "
-                   "scenario's broker: settings.")
-@click.option("--set", "overrides", multiple=True, metavar="NAME=VALUE",
-              help="Override one broker setting by its Kafka name, e.g. group.initial.rebalance.delay.ms=0.")
-@click.option("--report/--no-report", "write_report", default=True, show_default=True,
-              help="Write the HTML report to DIR/report.html at the end.")
-@click.option("--validate/--no-validate", "run_validation", default=True, show_default=True,
-              help="Check the tables at the end (schema, values, protocol invariants; exit 1 if one fails).")
-@click.option("--slice", "slice_text", metavar="DURATION",
-              help=f"Simulated time per micro-batch; its rows commit when it ends (spark engine; default {RUN_SLICE}).")
-@click.option("--speed", "speed_text", metavar="PACE",
-              help="Hold each slice to the wall clock: 60x plays a minute in a second; max (the default) runs "
-                   "as fast as it can (spark engine).")
-@spark_options
+@run_options
 def run(scenario: str, out_dir: str, engine: str, conf_file: str | None, overrides: tuple[str, ...],
         write_report: bool, run_validation: bool, slice_text: str | None, speed_text: str | None,
         spark_sets: tuple[str, ...], profile: str, master: str | None) -> None:
@@ -319,41 +331,142 @@ def run(scenario: str, out_dir: str, engine: str, conf_file: str | None, overrid
     try:
         path, loaded = _load_scenario(scenario)
         config = load_config(conf_file, overrides, loaded.broker)
-        spark = spark_engine(engine, spark_sets, profile, master)
-        if spark is not None:
-            spark.update(_slicing(slice_text, speed_text))
-        elif slice_text is not None or speed_text is not None:
-            raise UserError("--slice, --speed: only the spark engine runs in slices (--engine local was given)")
+        spark = _engine_settings(engine, spark_sets, profile, master, slice_text, speed_text)
         generated = scenarios.generate(loaded)
-        events_file = _write_run_inputs(path, generated, Path(out_dir), check_checkpoint=engine == "spark")
-        if engine == "local":
-            result = _run_local(console, events_file, config, generated.until_ms, out_dir)
-        else:
-            result = _run_spark([events_file], config, generated.until_ms, out_dir, spark)
+        events_file = _write_run_inputs(path, scenarios.to_jsonl(generated.rows), generated.actions, Path(out_dir),
+                                        check_checkpoint=engine == "spark")
+        result = _simulate(console, engine, events_file, config, generated.until_ms, out_dir, spark)
     except USER_ERRORS as error:
         raise UserError(str(error)) from None
     wall_s = time.monotonic() - started
-    lines = [
+    _print_run(console, out_dir, [
         ("scenario", f"{loaded.name} ({path}), seed {loaded.seed}"),
         ("simulated", f"{_iso(generated.start_ms)} to {_iso(generated.until_ms)}"),
         ("groups", f"{result.groups:,} in {len(generated.groups)} group set(s)"),
-        ("events", f"{len(generated.rows):,} directives; the clients sent "
-                   f"{count_requests(read_columns(out_dir, 'requests', ['repeat_count']).to_pandas()):,} "
-                   f"requests ({written_rows(out_dir, 'requests'):,} rows)"),
-        ("engine", f"{engine}, {wall_s:.1f} s wall, {loaded.duration_ms / 1000 / wall_s:,.1f}x simulated time"),
-    ]
-    rejects = _rejects(out_dir)
-    if rejects:
-        lines += _reject_lines(rejects)
-    lines += [*_settings_line(config), *(("note", note) for note in generated.notes), ("output", out_dir)]
-    print_lines(console, lines)
+    ], len(generated.rows), f"{engine}, {wall_s:.1f} s wall, {loaded.duration_ms / 1000 / wall_s:,.1f}x simulated time",
+        config, generated.notes)
     console.print()
     render(console, summarize(loaded, generated.groups, result.tables))
     _finish_run(console, out_dir, events_file, generated.until_ms, write_report, run_validation)
 
 
+def _print_run(console: Console, out_dir: str, head: list[tuple[str, str]], directives: int, engine_line: str,
+               config: CoordinatorConfig, notes: list[str]) -> None:
+    """The lines that open a scenario's (or a sweep's) summary: `head`, the traffic, the engine, the rejects,
+    the settings, the generator's notes and where the tables are."""
+    requests = count_requests(read_columns(out_dir, "requests", ["repeat_count"]).to_pandas())
+    lines = [*head, ("events", f"{directives:,} directives; the clients sent {requests:,} requests "
+                               f"({written_rows(out_dir, 'requests'):,} rows)"), ("engine", engine_line)]
+    rejects = _rejects(out_dir)
+    if rejects:
+        lines += _reject_lines(rejects)
+    lines += [*_settings_line(config), *(("note", note) for note in notes), ("output", out_dir)]
+    print_lines(console, lines)
+
+
 # Listed from the folder, so that a new scenario is in the help as soon as it ships.
 run.help = run.help.replace("{shipped}", ", ".join(scenarios.shipped()))
+
+
+@main.command()
+@click.argument("scenario", metavar="SCENARIO")
+@click.option("--vary", "vary", multiple=True, metavar="NAME=V1,V2,...",
+              help="Vary one value of the scenario, e.g. group_sets.orders.members=3,6 or "
+                   "broker.group.initial.rebalance.delay.ms=0,3000; adds to (or replaces) the scenario's sweep:.")
+@run_options
+def sweep(scenario: str, vary: tuple[str, ...], out_dir: str, engine: str, conf_file: str | None,
+          overrides: tuple[str, ...], write_report: bool, run_validation: bool, slice_text: str | None,
+          speed_text: str | None, spark_sets: tuple[str, ...], profile: str, master: str | None) -> None:
+    """Run every variant of SCENARIO in one run: each combination of the values varied (--vary, and the
+    scenario's sweep: section) is a variant, with its groups under their own keys.
+
+    NAME is a path into the scenario: broker.SETTING, cluster.KEY, group_sets.SET.FIELD,
+    group_sets.SET.config.SETTING, group_sets.SET.topics.TOPIC.FIELD, timeline.N.KEY, seed. Variants are
+    named after the values, e.g. members=3,group.initial.rebalance.delay.ms=0. Every table gets a variant
+    column, and the comparison table one row per variant (docs/scenarios.md, "Sweeps").
+    """
+    console = Console()
+    started = time.monotonic()
+    try:
+        path = _scenario_path(scenario)
+        loaded = scenarios.load_sweep(path, vary)
+        config = load_config(conf_file, overrides, loaded.base.broker)
+        configs = _variant_configs(loaded, conf_file, overrides)
+        spark = _engine_settings(engine, spark_sets, profile, master, slice_text, speed_text)
+        generated = scenarios.generate_variants(loaded)
+        rows = [dict(row, variant=name) for name, variant_generated in generated.items()
+                for row in variant_generated.rows]
+        actions = {name: variant_generated.actions for name, variant_generated in generated.items()}
+        events_file = _write_run_inputs(path, scenarios.to_jsonl(rows), actions, Path(out_dir),
+                                        check_checkpoint=engine == "spark")
+        result = _simulate(console, engine, events_file, config, loaded.base.until_ms, out_dir, spark, configs)
+        comparison = write_comparison(out_dir, loaded)
+    except USER_ERRORS as error:
+        raise UserError(str(error)) from None
+    wall_s = time.monotonic() - started
+    base = loaded.base
+    _print_run(console, out_dir, [
+        ("scenario", f"{base.name} ({path}), seed {base.seed}"),
+        ("variants", f"{len(loaded.variants)}: " + ", ".join(axis.name for axis in loaded.axes) + " varied"),
+        ("simulated", f"{_iso(base.start_ms)} to {_iso(base.until_ms)}"),
+        ("groups", f"{result.groups:,} in {len(loaded.variants)} variants"),
+    ], len(rows), f"{engine}, {wall_s:.1f} s wall", config,
+        [f"{name}: {note}" for name, variant_generated in generated.items() for note in variant_generated.notes])
+    metrics = by_variant(result.tables["metrics"])
+    for variant in loaded.variants:
+        console.print()
+        console.print(f"[bold]variant {escape(variant.name)}[/bold]", highlight=False)
+        render(console, summarize(variant.scenario, generated[variant.name].groups,
+                                  {"metrics": metrics.get(variant.name, [])}))
+    console.print()
+    render_comparison(console, comparison.to_pylist())
+    _finish_sweep(console, out_dir, loaded, write_report, run_validation)
+
+
+def _scenario_path(argument: str) -> Path:
+    path = scenarios.resolve(argument)
+    if not path.exists():
+        raise ScenarioError(f"no such file, and no shipped scenario of that name "
+                            f"(shipped: {', '.join(scenarios.shipped())})", argument)
+    return path
+
+
+def _variant_configs(loaded: scenarios.Sweep, conf_file: str | None, overrides: tuple[str, ...]
+                     ) -> dict[str, CoordinatorConfig]:
+    """Each variant's broker settings, layered as `run` layers them. A setting the sweep varies may not be
+    given by --conf or --set too: it would win in every variant, and the sweep would vary nothing."""
+    given = set(parse_overrides(overrides)) | set(read_conf_file(Path(conf_file)) if conf_file else ())
+    clash = sorted(given & set(loaded.varied_broker_settings()))
+    if clash:
+        raise UserError(f"{', '.join(clash)}: varied by the sweep and given by --set or --conf, which would set "
+                        f"it in every variant; give it in one place")
+    configs = {}
+    for variant in loaded.variants:
+        try:
+            configs[variant.name] = load_config(conf_file, overrides, variant.scenario.broker)
+        except ConfigError as error:
+            raise ConfigError(f"variant {variant.name}: {error}") from None
+    return configs
+
+
+def _finish_sweep(console: Console, out_dir: str, loaded: scenarios.Sweep, write_report: bool,
+                  run_validation: bool) -> None:
+    """The report (the variants side by side) and the validation of each variant, as a run of its own."""
+    if write_report:
+        from simulations.reports import build_report
+
+        console.print(f"report: {build_report(out_dir)}", highlight=False)
+    if not run_validation:
+        return
+    from simulations.validation import validate_variant
+
+    failed = False
+    for variant in loaded.variants:
+        result = validate_variant(out_dir, variant.name, loaded.base.until_ms)
+        console.print(result.summary(), highlight=False)
+        failed = failed or not result.success
+    if failed:
+        raise SystemExit(1)
 
 
 def _finish_run(console: Console, out_dir: str, events_file: Path, until: int, write_report: bool,
@@ -372,12 +485,12 @@ def _finish_run(console: Console, out_dir: str, events_file: Path, until: int, w
             raise SystemExit(1)
 
 
-def _write_run_inputs(scenario_file: Path, generated: scenarios.Generated, out: Path, check_checkpoint: bool) -> Path:
-    """DIR/scenario/: the scenario as given, its events, which is what the engine reads, and when its actions
-    ran (`actions.json`, for `coordsim capacity`)."""
+def _write_run_inputs(scenario_file: Path, text: str, actions: list | dict, out: Path, check_checkpoint: bool
+                      ) -> Path:
+    """DIR/scenario/: the scenario as given, its events (`text`), which is what the engine reads, and when its
+    actions ran (`actions.json`, for `coordsim capacity`; a sweep's: per variant)."""
     folder = out / RUN_SCENARIO_DIR
-    events_file = folder / "events.jsonl"
-    text = scenarios.to_jsonl(generated.rows)
+    events_file = folder / EVENTS_FILE
     if check_checkpoint and (out / SPARK_CHECKPOINTS).exists() and events_file.is_file() \
             and events_file.read_text(encoding="utf-8") != text:
         # The Spark engine identifies a run by its input paths: new events under the old path would resume it.
@@ -385,21 +498,41 @@ def _write_run_inputs(scenario_file: Path, generated: scenarios.Generated, out: 
     _clear_earlier_outputs(out, EARLIER_OUTPUTS)
     _write_text(folder / "scenario.yaml", scenario_file.read_text(encoding="utf-8"), "the run's scenario")
     _write_text(events_file, text, "the run's events")
-    _write_text(folder / ACTIONS_FILE, json.dumps(generated.actions, indent=1) + "\n", "the run's action times")
+    _write_text(folder / ACTIONS_FILE, json.dumps(actions, indent=1) + "\n", "the run's action times")
     return events_file
 
 
-def _run_local(console: Console, events_file: Path, config: CoordinatorConfig, until: int, out_dir: str
-               ) -> RunResult:
+def _engine_settings(engine: str, spark_sets: tuple[str, ...], profile: str, master: str | None,
+                     slice_text: str | None, speed_text: str | None) -> dict | None:
+    """`spark_engine`'s settings with the slices of a scenario's run."""
+    spark = spark_engine(engine, spark_sets, profile, master)
+    if spark is not None:
+        spark.update(_slicing(slice_text, speed_text))
+    elif slice_text is not None or speed_text is not None:
+        raise UserError("--slice, --speed: only the spark engine runs in slices (--engine local was given)")
+    return spark
+
+
+def _simulate(console: Console, engine: str, events_file: Path, config: CoordinatorConfig, until: int,
+              out_dir: str, spark: dict | None, variants: Mapping[str, CoordinatorConfig] | None = None) -> RunResult:
+    """A scenario's (or a sweep's) events run by `engine`."""
+    if engine == "local":
+        return _run_local(console, events_file, config, until, out_dir, variants)
+    return _run_spark([events_file], config, until, out_dir, spark, variants=variants)
+
+
+def _run_local(console: Console, events_file: Path, config: CoordinatorConfig, until: int, out_dir: str,
+               variants: Mapping[str, CoordinatorConfig] | None) -> RunResult:
     columns = (TextColumn("{task.description:<18}"), BarColumn(), MofNCompleteColumn(), TextColumn("groups"),
                TimeElapsedColumn())
     with Progress(*columns, console=console) as bar:
         task = bar.add_task("reading events", total=None)
-        rows = read_events([events_file])
+        rows = read_events([events_file], variants)
         bar.update(task, description="simulating")
         # Tables are written as the groups finish.
         result = run_local_to(out_dir, rows.events, config, until, rows.rejects,
-                              progress=lambda done, total: bar.update(task, completed=done, total=total))
+                              progress=lambda done, total: bar.update(task, completed=done, total=total),
+                              variants=variants)
         bar.update(task, description="done")
     return result
 
@@ -414,7 +547,8 @@ def _slicing(slice_text: str | None, speed_text: str | None) -> dict:
 
 
 def _run_spark(paths: list, config: CoordinatorConfig, until: int | None, out_dir: str, spark: dict,
-               captured_file: str | None = None) -> RunResult:
+               captured_file: str | None = None, variants: Mapping[str, CoordinatorConfig] | None = None
+               ) -> RunResult:
     try:
         from pyspark.sql import SparkSession
 
@@ -425,7 +559,7 @@ def _run_spark(paths: list, config: CoordinatorConfig, until: int | None, out_di
     try:
         return run_spark([str(p) for p in paths], out_dir, config, until, spark["settings"], captured=captured_file,
                          profile=spark["profile"], master=spark["master"], slice_ms=spark.get("slice_ms"),
-                         speed=spark.get("speed"))
+                         speed=spark.get("speed"), variants=variants)
     except (RunMismatch, SettingsError) as error:
         raise UserError(str(error)) from None
     finally:
@@ -441,16 +575,19 @@ def _run_spark(paths: list, config: CoordinatorConfig, until: int | None, out_di
                    "run spans weeks).")
 @click.option("--broker", type=int, metavar="B", help="Only this broker's figures.")
 @click.option("--format", "output", type=click.Choice(["text", "csv", "json"]), default="text", show_default=True)
-def capacity_command(run_dir: str, window: str | None, broker: int | None, output: str) -> None:
+@click.option("--variant", metavar="V", help="A sweep's variant (default: every variant, one after the other).")
+def capacity_command(run_dir: str, window: str | None, broker: int | None, output: str, variant: str | None) -> None:
     """Per broker: requests per API, __consumer_offsets records and bytes per second (mean, p99 window,
     busiest window), steady state and during the run's actions; the hottest broker and the skew
-    (docs/capacity.md)."""
+    (docs/capacity.md). A sweep's figures are per variant."""
     try:
-        result = capacity(run_dir, None if window is None else parse_window(window), broker)
+        variants = sweep_variants(run_dir) if variant is None else [variant]
+        window_ms = None if window is None else parse_window(window)
+        results = [capacity(run_dir, window_ms, broker, name) for name in variants or [None]]
     except (RunError, CapacityError) as error:
         raise UserError(str(error)) from None
-    click.echo({"csv": render_csv, "json": render_json}[output](result) if output != "text"
-               else "\n".join(render_text(result)))
+    click.echo({"csv": render_csv, "json": render_json}[output](results) if output != "text"
+               else "\n\n".join("\n".join(render_text(result)) for result in results))
 
 
 main.add_command(capture)

@@ -16,8 +16,9 @@ import base64
 import binascii
 import dataclasses
 import datetime as _dt
+import difflib
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,6 +140,8 @@ class Event:
     # Set on periodic requests (a synthetic client's heartbeats and auto-commits, an input row's repeats):
     # the chain whose quiet requests are written as one run (state/periodic.py).
     run: str | None = None
+    # Set on the events of a sweep: the variant whose groups they belong to (state/variants.py).
+    variant: str | None = None
 
     @property
     def sort_key(self) -> tuple[int, int, str, int]:
@@ -612,17 +615,32 @@ def expand_repeats(event: Event) -> list[Event]:
 
 
 def parse_event(raw: Mapping, source: str = "", line: int = 0, origin: str | None = None,
-                run: str | None = None) -> Event:
+                run: str | None = None, variants: Collection[str] | None = None) -> Event:
     """Validate one raw row. `line` is the row's index in its source; it stands in for a missing `seq`.
-    `origin` marks a synthetic client's own request, `run` its periodic chain. Raises EventError, whose
-    message is the reject reason."""
+    `origin` marks a synthetic client's own request, `run` its periodic chain. `variants`: the variants of
+    a sweep, one of which each row names; None for a run that is not a sweep, whose rows name none. Raises
+    EventError, whose message is the reject reason."""
     try:
-        return _parse_event(raw, source, line, origin, run)
+        event = _parse_event(raw, source, line, origin, run)
     except EventError:
         raise
     except consumer_protocol.ConsumerProtocolError as e:
         # e.g. a topic name longer than the wire format's 32767 bytes
         raise EventError(f"cannot be encoded as Kafka would send it: {e}") from None
+    _check_variant(event.variant, variants)
+    return event
+
+
+def _check_variant(variant: str | None, variants: Collection[str] | None) -> None:
+    if variants is None:
+        if variant is not None:
+            raise EventError(f"field 'variant' names variant {variant!r}, but the run is not a sweep")
+    elif variant is None:
+        raise EventError(f"missing required field 'variant' (the run is a sweep of {len(variants)} variants)")
+    elif variant not in variants:
+        close = difflib.get_close_matches(variant, list(variants), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise EventError(f"field 'variant': {variant!r} is not a variant of the sweep{hint}")
 
 
 def _request_id(raw: Mapping) -> str | None:
@@ -660,6 +678,7 @@ def _parse_event(raw: Mapping, source: str, line: int, origin: str | None, run: 
         api_version=_int(raw, "api_version", newest, 0, newest),
         origin=origin,
         run=run,
+        variant=_opt_str(raw, "variant"),
     )
     if etype == "JOIN_GROUP":
         protocol_type = _str(raw, "protocol_type", "")

@@ -209,4 +209,6 @@ def event_json(event: Event) -> str:
 
     fields = dataclasses.asdict(event)
     del fields["captured"]  # attached by the engine from the captured responses, not part of the input row
+    if fields["variant"] is None:  # outside a sweep, rows name no variant
+        del fields["variant"]
     return json.dumps(fields, default=encode, sort_keys=True)

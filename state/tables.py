@@ -11,6 +11,8 @@ coordinator produced them. Sorting a table by (group_id, out_seq) gives the same
 
 from __future__ import annotations
 
+from state.variants import VARIANT
+
 PARTITIONS = "list<struct<topic:string,partitions:list<int32>>>"
 
 RESPONSE_MEMBER = "struct<member_id:string,group_instance_id:string,metadata:binary>"
@@ -219,6 +221,25 @@ TABLES: dict[str, list[tuple[str, str]]] = {
     ],
 }
 
+# A sweep's `comparison` table (simulations/views/comparison.py): one row per variant, in sweep order. Between
+# `variant` and these come the sweep's axes, one string column each, named as the axis (e.g.
+# `group_sets.orders.members`): they differ from sweep to sweep, so the table is not in TABLES.
+COMPARISON: list[tuple[str, str]] = [
+    ("groups", "int64"),
+    ("rebalances", "int64"),
+    ("rebalance_causes", "list<struct<cause:string,count:int64>>"),
+    ("rebalances_after_formation", "int64"),
+    ("rebalance_ms_p99", "int64"),
+    ("rebalance_ms_max", "int64"),
+    ("unconsumed_partition_ms", "int64"),
+    ("duplicate_records", "int64"),
+    ("failed_commits", "int64"),
+    ("peak_broker_id", "int32"),
+    ("peak_broker_requests", "int64"),
+    ("peak_window_start_ts", "int64"),
+    ("window_ms", "int64"),
+]
+
 # Tables the coordinator produces (rejects come from input validation, before any group sees the row;
 # lag_status is derived from the offsets table once the run has ended).
 GROUP_TABLES = ("responses", "generations", "assignments", "offsets", "group_metadata", "group_states", "members",
@@ -231,8 +252,17 @@ SORT_KEYS["lag_status"] = ("group_id", "topic", "partition")
 SORT_KEYS["coordinator_load"] = ("broker_id", "window_start_ts", "measure", "name")
 
 
-def columns(table: str) -> list[str]:
-    return [name for name, _ in TABLES[table]]
+# A sweep's tables (state/variants.py) have one more column, first: the variant each row belongs to. They are
+# sorted by it first, then by the table's own SORT_KEYS.
+VARIANT_COLUMN = (VARIANT, "string")
+
+
+def table_spec(table: str, sweep: bool = False) -> list[tuple[str, str]]:
+    return [VARIANT_COLUMN, *TABLES[table]] if sweep else TABLES[table]
+
+
+def columns(table: str, sweep: bool = False) -> list[str]:
+    return [name for name, _ in table_spec(table, sweep)]
 
 
 def parse_type(spec: str):

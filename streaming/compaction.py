@@ -4,7 +4,8 @@ about RANGE_ROWS rows of a table whatever the size of the run.
 
 A storm hour of 10,000 groups writes about 38 million rows: held at once, then sorted, they need more memory
 than the machine has. So the group tables are sorted by distribution, through spill files:
-1. split: the run's group ids, sorted, are cut into ranges of equal group counts, enough ranges for the
+1. split: the run's group keys (group ids; in a sweep variant and group id, state/variants.py), sorted, are
+   cut into ranges of equal group counts, enough ranges for the
    largest table to have about RANGE_ROWS rows per range. Each table's rows are decoded piece by piece
    (PIECE_ENVELOPES envelope rows at a time) and appended to its range's spill file, an Arrow IPC stream
    under `OUT/_compaction/`;
@@ -29,11 +30,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from tableio.parquet import PartFileWriter, arrow_schema, output_errors, sort_table, to_arrow
+from tableio.parquet import PartFileWriter, arrow_schema, output_errors, sort_table, to_arrow, variant_rows
 from tableio.coordinator_load import TABLE as LOAD_TABLE
 from tableio.coordinator_load import write_coordinator_load
 from tableio.lag_status import INPUT_COLUMNS, lag_status_arrow_rows
 from state.tables import GROUP_TABLES, TABLES
+from state.variants import SEPARATOR, VARIANT, tag
 from streaming import sink
 
 SPILL_DIR = "_compaction"
@@ -44,17 +46,20 @@ RANGE_ROWS = 1_000_000
 PIECE_ENVELOPES = 16
 
 
-def compact(batches: Path, out: Path, group_ids: Sequence[str], final: int | None) -> dict[str, int]:
-    """Write every table of the committed batches under `batches` to `out`; `group_ids`: the run's groups
-    (any order; rows of other groups are placed all the same). Returns the rows written per table."""
+def compact(batches: Path, out: Path, group_ids: Sequence[str], final: int | None,
+            variants: Sequence[str] | None = None) -> dict[str, int]:
+    """Write every table of the committed batches under `batches` to `out`; `group_ids`: the run's group keys
+    (any order; rows of other groups are placed all the same); `variants`: a sweep's, sorted. Returns the
+    rows written per table."""
+    sweep = variants is not None
     totals = {table: _committed_rows(batches, table) for table in GROUP_TABLES}
     ranges = GroupRanges.cut(sorted(group_ids), math.ceil(max(totals.values(), default=0) / RANGE_ROWS))
     spill = out / SPILL_DIR
     with output_errors(out):
         shutil.rmtree(spill, ignore_errors=True)  # left by a compaction that was killed
         for table in GROUP_TABLES:
-            _split(batches, table, ranges, spill / table)
-        writers = {name: PartFileWriter(out, name) for name in TABLES}
+            _split(batches, table, ranges, spill / table, sweep)
+        writers = {name: PartFileWriter(out, name, sweep) for name in TABLES}
         lag_rows = []
         for index in range(ranges.count):
             lag_inputs = {}
@@ -63,13 +68,13 @@ def compact(batches: Path, out: Path, group_ids: Sequence[str], final: int | Non
                 writers[table].write(rows)
                 if table in INPUT_COLUMNS:
                     lag_inputs[table] = rows
-            lag_rows += lag_status_arrow_rows(lag_inputs, final)
-        writers["lag_status"].write(to_arrow("lag_status", lag_rows))
-        writers["rejects"].write(sort_table("rejects", sink.committed_table(batches, "rejects")))
+            lag_rows += _lag_rows(lag_inputs, final, variants)
+        writers["lag_status"].write(to_arrow("lag_status", lag_rows, sweep))
+        writers["rejects"].write(sort_table("rejects", sink.committed_table(batches, "rejects", sweep)))
         for name, writer in writers.items():
             if name != LOAD_TABLE:
                 writer.close()
-        write_coordinator_load(out, final, writers[LOAD_TABLE])
+        write_coordinator_load(out, final, writers[LOAD_TABLE], variants)
         shutil.rmtree(spill)
     return {name: writer.rows for name, writer in writers.items()}
 
@@ -89,7 +94,7 @@ class GroupRanges:
         return cls([sorted_ids[i * len(sorted_ids) // count] for i in range(1, count)])
 
     def of(self, group_ids: pa.ChunkedArray) -> np.ndarray:
-        """The range of each id, from the distinct ids: a piece holds few groups."""
+        """The range of each id (group key), from the distinct ids: a piece holds few groups."""
         encoded = pc.dictionary_encode(group_ids.combine_chunks())
         per_id = np.array([bisect.bisect_right(self.bounds, g) for g in encoded.dictionary.to_pylist()] or [0],
                           dtype=np.int64)
@@ -105,17 +110,17 @@ def _committed_rows(batches: Path, table: str) -> int:
                if sink.table_folder(batches, batch_id, table).exists())
 
 
-def _split(batches: Path, table: str, ranges: GroupRanges, folder: Path) -> None:
+def _split(batches: Path, table: str, ranges: GroupRanges, folder: Path, sweep: bool) -> None:
     """Every committed row of `table` into the spill file of its group's range."""
     folder.mkdir(parents=True)
-    schema = arrow_schema(table)
+    schema = arrow_schema(table, sweep)
     spills = {index: pa.ipc.new_stream(str(folder / f"{index}.arrow"), schema) for index in range(ranges.count)}
     try:
         for batch_id in sink.committed_batches(batches):
             part = sink.table_folder(batches, batch_id, table)
             for path in sorted(part.glob("*.parquet")) if part.exists() else ():
                 for envelopes in pq.ParquetFile(path).iter_batches(PIECE_ENVELOPES, columns=["payload"]):
-                    rows = sink.decode_table(table, b"".join(envelopes.column(0).to_pylist()))
+                    rows = sink.decode_table(table, b"".join(envelopes.column(0).to_pylist()), sweep)
                     _spill(rows, ranges, spills)
     finally:
         for writer in spills.values():
@@ -126,13 +131,32 @@ def _spill(rows: pa.Table, ranges: GroupRanges, spills: Mapping[int, pa.ipc.Reco
     if ranges.count == 1:
         spills[0].write_table(rows)
         return
-    of = ranges.of(rows["group_id"])
+    of = ranges.of(_group_keys(rows))
     order = np.argsort(of, kind="stable")
     rows = rows.take(pa.array(order))
     starts = np.searchsorted(of[order], np.arange(ranges.count + 1))
     for index in range(ranges.count):
         if starts[index + 1] > starts[index]:
             spills[index].write_table(rows.slice(starts[index], starts[index + 1] - starts[index]))
+
+
+def _group_keys(rows: pa.Table) -> pa.ChunkedArray:
+    """The rows' group keys (`state.variants.group_key`): the group ids, in a sweep joined to the variants."""
+    if VARIANT not in rows.schema.names:
+        return rows["group_id"]
+    return pc.binary_join_element_wise(rows[VARIANT], rows["group_id"], SEPARATOR)
+
+
+def _lag_rows(tables: Mapping[str, pa.Table], final: int | None, variants: Sequence[str] | None) -> list[dict]:
+    """The lag status of a range's groups, in a sweep variant by variant (a group is its variant's)."""
+    if variants is None:
+        return lag_status_arrow_rows(tables, final)
+    rows = []
+    for variant in variants:
+        part = lag_status_arrow_rows({name: variant_rows(data, variant) for name, data in tables.items()}, final)
+        tag({"lag_status": part}, variant)
+        rows += part
+    return rows
 
 
 def _read_spill(folder: Path, index: int) -> pa.Table:

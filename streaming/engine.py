@@ -36,7 +36,7 @@ from typing import Any, Iterator, Mapping, Sequence
 from tableio.captured import captured_records
 from tableio.inputs import event_files
 from tableio.parquet import WrittenTables
-from tableio.run_record import RUN_FILE, final_time, write_run_record
+from tableio.run_record import RUN_FILE, final_time, variant_settings, write_run_record
 from tableio.run_result import RunResult
 from state.config import CoordinatorConfig
 from streaming import compaction, slices
@@ -95,7 +95,7 @@ class _Facts:
 def run_spark(paths: Sequence[str], out_dir: str, config: CoordinatorConfig, until: int | None = None,
               settings: Mapping[str, Any] | None = None, progress: bool = True, *, profile: str = "local",
               master: str | None = None, captured: str | os.PathLike | None = None, slice_ms: int | None = None,
-              speed: float | None = None) -> SparkRunResult:
+              speed: float | None = None, variants: Mapping[str, CoordinatorConfig] | None = None) -> SparkRunResult:
     """Replay the event files `paths` into `out_dir` on Spark; the same tables as `run_local`.
 
     `captured`: a captured-responses file (`coordsim capture import`); its answers are attached to the events
@@ -105,6 +105,10 @@ def run_spark(paths: Sequence[str], out_dir: str, config: CoordinatorConfig, unt
     `slice_ms`: advance simulated time by this much per micro-batch of the main phase (None: the input
     files are the micro-batches); `speed`: hold each slice to at least slice / speed of wall time (None: as
     fast as it goes). A bad value raises `slices.SliceError` before Spark starts.
+
+    `variants`: a sweep's variants and their coordinator settings (`config` is then only recorded): every
+    row names its variant, each variant's groups are keyed apart (`state.variants`) and run with its
+    settings, and every table gets a variant column, as `run_local` does.
 
     `settings`: engine (`streaming.*`) and `spark.*` settings over the profile's (`conf/spark-<profile>.yaml`).
     `progress`: a live panel on stderr while the run goes (gone at the end: the caller prints its summary,
@@ -121,7 +125,7 @@ def run_spark(paths: Sequence[str], out_dir: str, config: CoordinatorConfig, unt
         captured = str(Path(captured).absolute())
         captured_records(captured)
     run = _Run(inputs, Path(out_dir), config, until, resolved, RunDisplay(progress, until), captured, slice_ms,
-               speed)
+               speed, variants)
     run.check_same_run()
     # The record says the part files are complete (simulations.views.run_tables): not true again until the
     # end of this run, whatever run wrote the files there.
@@ -144,8 +148,9 @@ def run_spark(paths: Sequence[str], out_dir: str, config: CoordinatorConfig, unt
 class _Run:
     def __init__(self, inputs: list[tuple[str, str]], out: Path, config: CoordinatorConfig, until: int | None,
                  settings: Mapping[str, Any], display: RunDisplay, captured: str | None, slice_ms: int | None,
-                 speed: float | None) -> None:
+                 speed: float | None, variants: Mapping[str, CoordinatorConfig] | None = None) -> None:
         self.inputs = inputs
+        self.variants = variants
         self.slice_ms = slice_ms
         self.speed = speed
         self.pace: slices.Pace | None = None  # while the slices run
@@ -168,6 +173,10 @@ class _Run:
         self.phase: str | None = None
         self.phase_started = 0.0
 
+    @property
+    def variant_names(self) -> list[str] | None:
+        return None if self.variants is None else sorted(self.variants)
+
     # -- the run's identity --------------------------------------------------------------------------------
     def identity(self) -> dict:
         identity = {"inputs": [list(pair) for pair in self.inputs], "until": self.until,
@@ -179,6 +188,7 @@ class _Run:
             identity["captured"] = self.captured
         if self.slice_ms is not None:
             identity["slice_ms"] = self.slice_ms  # the micro-batches; the pace is free to change
+        identity.update(variant_settings(self.variants))
         return identity
 
     def check_same_run(self) -> None:
@@ -242,7 +252,8 @@ class _Run:
         done = self.slices / slices.HORIZONS_FILE
         if not done.exists():
             self.slices.mkdir(parents=True, exist_ok=True)
-            rows = [row for path, name in self.inputs for row in input_rows(path, name, self.captured)]
+            rows = [row for path, name in self.inputs
+                    for row in input_rows(path, name, self.captured, self.variant_names)]
             parts = slices.split(rows, self.slice_ms, self.until)
             for index, (horizon, part) in enumerate(parts):
                 write_slice(self._slice_file(index), part, horizon + self.delay + 1)
@@ -272,6 +283,7 @@ class _Run:
                 .option("files", json.dumps(self.files(sources)))
                 .option("files_per_trigger", self.settings["streaming.files.per.trigger"])
                 .option("captured", self.captured or "")
+                .option("variants", json.dumps(self.variant_names) if self.variants is not None else "")
                 .load()
                 .withWatermark("event_time", f"{self.delay} milliseconds"))
         # Catalyst pushes a filter below the watermark unless it reads the event time: this one does, so
@@ -286,7 +298,7 @@ class _Run:
             key = F.when(group.isNotNull(), F.element_at(labels, bucket + 1))
         columns = [key.alias("key"), "event_time", "payload"] + ([group.alias("group_id")] if self.buckets else [])
         rows = rows.select(*columns)
-        step = make_step(self.config, self.until, bucketed=bool(self.buckets))
+        step = make_step(self.config, self.until, bucketed=bool(self.buckets), variants=self.variants)
         query = (rows.groupBy("key")
                  .applyInPandasWithState(step, OUTPUT_SCHEMA, STATE_SCHEMA, "Append", GroupStateTimeout.EventTimeTimeout)
                  .writeStream
@@ -341,11 +353,12 @@ class _Run:
 
     def compact(self, final: int | None) -> SparkRunResult:
         facts = self.facts()
-        rows = compaction.compact(self.batches, self.out, list(facts.groups), final)
+        rows = compaction.compact(self.batches, self.out, list(facts.groups), final, self.variant_names)
         committed = batches.committed_batches(self.batches)
         reports = batches.read_progress(self.batches)
         return SparkRunResult(
             tables=WrittenTables(self.out, rows),
+            variants=self.variant_names,
             groups=len(facts.known),
             events_applied=facts.events,
             events_after_until=facts.after_until,
@@ -361,7 +374,7 @@ class _Run:
                          inputs=[name for _, name in self.inputs], captured=self.captured, until=self.until,
                          final_ts=result.final_ts, batches=result.batches, late_rows=result.late_rows,
                          late_rows_unknown_batches=result.late_rows_unknown_batches, wall_s=result.wall_s,
-                         phases_s=result.phases_s, settings=dict(settings))
+                         phases_s=result.phases_s, settings=dict(settings), **variant_settings(self.variants))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -112,23 +112,24 @@ def read_committed(root: Path, table: str) -> Iterator[tuple[int, pa.Table]]:
             yield batch_id, part
 
 
-def encode_table(table: str, rows: list[dict]) -> bytes:
+def encode_table(table: str, rows: list[dict], sweep: bool = False) -> bytes:
     """Rows of an output table as one envelope payload: Arrow IPC record-batch messages of
-    `arrow_schema(table)`, without the schema (every reader knows it, and most calls emit only a few rows)."""
-    return b"".join(batch.serialize().to_pybytes() for batch in rows_to_arrow(table, rows).to_batches())
+    `arrow_schema(table, sweep)`, without the schema (every reader knows it, and most calls emit only a few
+    rows)."""
+    return b"".join(batch.serialize().to_pybytes() for batch in rows_to_arrow(table, rows, sweep).to_batches())
 
 
-def decode_table(table: str, payload: bytes) -> pa.Table:
-    schema = arrow_schema(table)
+def decode_table(table: str, payload: bytes, sweep: bool = False) -> pa.Table:
+    schema = arrow_schema(table, sweep)
     return pa.Table.from_batches([pa.ipc.read_record_batch(message, schema)
                                   for message in pa.ipc.MessageReader.open_stream(payload)], schema)
 
 
-def committed_table(root: Path, table: str) -> pa.Table:
+def committed_table(root: Path, table: str, sweep: bool = False) -> pa.Table:
     """Every committed row of an output table under the sink folder `root`, in no particular order."""
     # Payloads are whole IPC messages: joined, they read as one stream (one key per group makes many small ones).
     return decode_table(table, b"".join(payload for _, part in read_committed(root, table)
-                                        for payload in part["payload"].to_pylist()))
+                                        for payload in part["payload"].to_pylist()), sweep)
 
 
 def record_progress(root: Path, batch_id: int, facts: dict) -> None:

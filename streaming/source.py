@@ -13,9 +13,9 @@ With a captured-responses file (`captured` option, `coordsim replay --compare-ca
 the captured broker's answer to it attached, as the local engine's replay does (tableio/captured_answers.py);
 every reading process loads the file once.
 
-Rows: `kind` ('event' | 'reject' | 'sentinel' | 'wake' | 'end'), `key` (the group id; null for rejects
-and sentinels), `event_time` (null for rejects), `payload` (a pickled Event or reject row dict, or a wake
-or end-of-run marker).
+Rows: `kind` ('event' | 'reject' | 'sentinel' | 'wake' | 'end'), `key` (the group id, or in a sweep the
+group key of state/variants.py; null for rejects and sentinels), `event_time` (null for rejects),
+`payload` (a pickled Event or reject row dict, or a wake or end-of-run marker).
 """
 
 from __future__ import annotations
@@ -132,8 +132,9 @@ class EventFileSource(DataSource):
         return SCHEMA
 
     def streamReader(self, schema) -> "EventFileReader":
+        variants = self.options.get("variants")
         return EventFileReader(json.loads(self.options["files"]), int(self.options.get("files_per_trigger", 0)),
-                               self.options.get("captured") or None)
+                               self.options.get("captured") or None, json.loads(variants) if variants else None)
 
 
 class FilePartition(InputPartition):
@@ -143,10 +144,12 @@ class FilePartition(InputPartition):
 
 
 class EventFileReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, files: list[list[str]], files_per_trigger: int, captured: str | None = None) -> None:
+    def __init__(self, files: list[list[str]], files_per_trigger: int, captured: str | None = None,
+                 variants: list[str] | None = None) -> None:
         self.files = files
         self.files_per_trigger = files_per_trigger
         self.captured = captured
+        self.variants = variants
         self.target: int | None = None
 
     def initialOffset(self) -> dict:
@@ -177,17 +180,20 @@ class EventFileReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if path.endswith(SLICE_SUFFIX):
             yield from _slice_batches(path)
             return
-        rows = _control_rows(path) if is_control(path) else input_rows(path, partition.name, self.captured)
+        rows = (_control_rows(path) if is_control(path)
+                else input_rows(path, partition.name, self.captured, self.variants))
         yield from _arrow_batches(rows)
 
 
-def input_rows(path: str, name: str, captured: str | None) -> Iterator[tuple]:
-    """The rows of input file `path` (named `name` in them): (kind, key, event time in ms, payload)."""
+def input_rows(path: str, name: str, captured: str | None, variants: list[str] | None = None) -> Iterator[tuple]:
+    """The rows of input file `path` (named `name` in them): (kind, key, event time in ms, payload). The key
+    is the event's group key (`state.variants.group_key`); `variants`: a sweep's, which every row names."""
     from tableio.captured_answers import attach_captured
     from tableio.inputs import read_events
     from state.pickling import ValuesPickler
+    from state.variants import VARIANT, group_key
 
-    rows = read_events([path])
+    rows = read_events([path], variants)
     events = rows.events
     if captured is not None:
         events = attach_captured(events, _captured_answers(captured, os.stat(captured).st_mtime_ns))
@@ -195,9 +201,11 @@ def input_rows(path: str, name: str, captured: str | None) -> Iterator[tuple]:
     for event in events:
         if event.source != name:
             event = dataclasses.replace(event, source=name)
-        yield "event", event.group_id, event.ts, dumps(event)
+        yield "event", group_key(event.variant, event.group_id), event.ts, dumps(event)
+    # An input row that is not a valid event belongs to no variant (its `variant` is null in a sweep).
+    unknown = {} if variants is None else {VARIANT: None}
     for reject in rows.rejects:
-        yield "reject", None, None, pickle.dumps(dict(reject, source=name), protocol=5)
+        yield "reject", None, None, pickle.dumps(dict(reject, source=name, **unknown), protocol=5)
 
 
 @functools.lru_cache(maxsize=2)

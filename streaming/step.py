@@ -1,11 +1,12 @@
 """The applyInPandasWithState function: one call drives the groups of one Spark key.
 
-A key is a group id, or (with `streaming.state.buckets`) a hash bucket of group ids; the null key carries
-the input's rejects. The key's state maps each of its groups to a slot: the group's `GroupRuntime` (encoded)
-and the events that arrived but cannot be applied yet (still pickled, with their times). Per call: add the
-new events to their slots, then for every group with something due at or before the horizon offer those
-events, advance the runtime to the horizon and emit the rows it produced; finally set the key's event-time
-timeout to the earliest thing due in any of its slots.
+A key is a group key (the group id; in a sweep the variant and the group id, state/variants.py), or (with
+`streaming.state.buckets`) a hash bucket of group keys; the null key carries the input's rejects. The key's
+state maps each of its groups to a slot: the group's `GroupRuntime` (encoded) and the events that arrived but
+cannot be applied yet (still pickled, with their times). Per call: add the new events to their slots, then
+for every group with something due at or before the horizon offer those events, advance the runtime to the
+horizon and emit the rows it produced; finally set the key's event-time timeout to the earliest thing due in
+any of its slots.
 
 The horizon is `watermark - 1` (capped at `until`). Spark drops, in every later batch, rows at or before
 the watermark this call sees, so nothing at or before the horizon can still arrive; and a timeout T fires in
@@ -27,13 +28,14 @@ from __future__ import annotations
 import marshal
 import pickle
 import zlib
-from typing import Iterator, NamedTuple
+from typing import Iterator, Mapping, NamedTuple
 
 import pandas as pd
 
 from state.config import CoordinatorConfig
 from state.runtime import GroupRuntime
 from state.tables import TABLES
+from state.variants import split_key, tag
 from streaming import sink
 from streaming.source import end_of_run_final, wake_at
 
@@ -100,13 +102,16 @@ def decode_facts(payload: bytes) -> GroupFacts:
     return GroupFacts(*marshal.loads(payload))
 
 
-def make_step(config: CoordinatorConfig, until: int | None, bucketed: bool):
+def make_step(config: CoordinatorConfig, until: int | None, bucketed: bool,
+              variants: Mapping[str, CoordinatorConfig] | None = None):
     """The function for `applyInPandasWithState(..., OUTPUT_SCHEMA, STATE_SCHEMA, "Append",
-    EventTimeTimeout)` over columns `key`, `group_id`, `event_time`, `payload`; `key` is the group id
-    unless `bucketed`."""
+    EventTimeTimeout)` over columns `key`, `group_id`, `event_time`, `payload`; `key` is the group key
+    (`state.variants.group_key`: the group id outside a sweep) unless `bucketed`, and `group_id` the group
+    key too. `variants`: a sweep's variants and their settings (`config` is then unused)."""
+    settings = _Settings(config, variants)
 
     def step(key: tuple, chunks: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
-        out = _Envelopes()
+        out = _Envelopes(variants is not None)
         if key[0] is None:
             for chunk in chunks:
                 for payload in chunk["payload"].tolist():
@@ -128,7 +133,7 @@ def make_step(config: CoordinatorConfig, until: int | None, bucketed: bool):
         due = {g for g, slot in slots.items() if (w := slot.wakeup) is not None and w <= horizon}
         for group_id in sorted(due | arrivals.keys()):
             slot = _visit(group_id, slots.get(group_id, EMPTY_SLOT), arrivals.get(group_id, ()), horizon,
-                          config, until, out)
+                          settings, until, out)
             if slot is not None:
                 slots[group_id] = slot
             if out.rows >= ROWS_PER_FRAME:
@@ -144,8 +149,24 @@ def make_step(config: CoordinatorConfig, until: int | None, bucketed: bool):
     return step
 
 
-def _visit(group_id: str, slot: Slot, arrivals, horizon: int, config: CoordinatorConfig,
-           until: int | None, out: "_Envelopes") -> Slot | None:
+class _Settings:
+    """Each group's coordinator settings and how its rows are told apart: outside a sweep one configuration
+    for every group; in a sweep its variant's (the key names the variant), and its rows carry the variant."""
+
+    def __init__(self, config: CoordinatorConfig, variants: Mapping[str, CoordinatorConfig] | None) -> None:
+        self.config = config
+        self.variants = variants
+
+    def of(self, key: str) -> tuple[str | None, str, CoordinatorConfig]:
+        """(variant, group id, settings) of a group key."""
+        if self.variants is None:
+            return None, key, self.config
+        variant, group_id = split_key(key)
+        return variant, group_id, self.variants[variant]
+
+
+def _visit(key: str, slot: Slot, arrivals, horizon: int, settings: _Settings, until: int | None,
+           out: "_Envelopes") -> Slot | None:
     """Add `arrivals` to the group's slot and apply what is due; None if the group has nothing to keep."""
     events, markers, after_until, max_ts = [], [], 0, None
     for item in arrivals:
@@ -167,6 +188,7 @@ def _visit(group_id: str, slot: Slot, arrivals, horizon: int, config: Coordinato
     pending = slot.pending + tuple(events) + tuple(markers)
     due = [item for item in pending if item[0] <= horizon]
     if due or (runtime_wakeup is not None and runtime_wakeup <= horizon):
+        variant, group_id, config = settings.of(key)
         runtime = None if runtime_blob is None else GroupRuntime.decode(runtime_blob, config)
         finals = [final for _, payload in due if (final := end_of_run_final(payload)) is not None]
         offered = [pickle.loads(payload) for _, payload in due
@@ -178,7 +200,7 @@ def _visit(group_id: str, slot: Slot, arrivals, horizon: int, config: Coordinato
             for final in finals:
                 runtime.end_run_at(final)
             runtime.advance_to(horizon)
-            out.group_output(runtime.take_output())
+            out.group_output(runtime.take_output(), variant)
             deadline = runtime.max_pending_deadline()
             if finals:
                 # The run ended (its marker was due, so it was applied) and nothing reaches the group after
@@ -188,7 +210,7 @@ def _visit(group_id: str, slot: Slot, arrivals, horizon: int, config: Coordinato
                 runtime_blob, runtime_wakeup = runtime.encode(), runtime.next_wakeup()
         pending = tuple(item for item in pending if item[0] > horizon)
     known = runtime_blob is not None or bool(pending)
-    out.meta(group_id, GroupFacts(known, deadline, max_ts, len(events), after_until))
+    out.meta(key, GroupFacts(known, deadline, max_ts, len(events), after_until))
     return Slot(runtime_blob, runtime_wakeup, deadline, pending) if known else None
 
 
@@ -211,9 +233,10 @@ def _decode(blob: bytes) -> dict[str, Slot]:
 
 class _Envelopes:
     """A call's output not yielded yet: every table's rows, gathered over the call's groups, and its groups'
-    facts."""
+    facts. `sweep`: the rows are a sweep's, with a variant column."""
 
-    def __init__(self) -> None:
+    def __init__(self, sweep: bool) -> None:
+        self.sweep = sweep
         self._clear()
 
     def _clear(self) -> None:
@@ -221,7 +244,9 @@ class _Envelopes:
         self.facts: list[tuple[str, GroupFacts]] = []
         self.rows = 0  # output table rows gathered
 
-    def group_output(self, output) -> None:
+    def group_output(self, output, variant: str | None) -> None:
+        if variant is not None:
+            tag({**output.tables, "rejects": output.rejects}, variant)
         for table, rows in output.tables.items():
             self.tables[table].extend(rows)
             self.rows += len(rows)
@@ -245,6 +270,6 @@ class _Envelopes:
             "table": [name for name, _ in filled] + [META_TABLE] * len(facts),
             "group_id": [None] * len(filled) + [group_id for group_id, _ in facts],
             "rows": pd.array([len(rows) for _, rows in filled] + [1] * len(facts), dtype="int64"),
-            "payload": [sink.encode_table(name, rows) for name, rows in filled]
+            "payload": [sink.encode_table(name, rows, self.sweep) for name, rows in filled]
                        + [encode_facts(group) for _, group in facts],
         })

@@ -31,7 +31,7 @@ order and the batch header is counted with the batch's first record, so a batch'
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Mapping
+from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -42,7 +42,8 @@ from pandas.api.types import union_categoricals
 
 from state.record_bytes import RECORD_BATCH_OVERHEAD, record_size
 from state.records import GroupMetadataRecord, OffsetCommitRecord
-from tableio.parquet import PART_FILE, PartFileWriter, arrow_schema, rows_to_arrow, sort_table
+from state.variants import VARIANT
+from tableio.parquet import PART_FILE, PartFileWriter, arrow_schema, rows_to_arrow, sort_table, variant_rows
 from tableio.quiet_run import COUNT, INTERVAL
 
 TABLE = "coordinator_load"
@@ -89,20 +90,26 @@ class LoadError(ValueError):
     """A window that cannot be computed: not positive, or so short the run has too many windows."""
 
 
-def write_coordinator_load(out: Path, final: int | None, writer: PartFileWriter | None = None) -> int:
+def write_coordinator_load(out: Path, final: int | None, writer: PartFileWriter | None = None,
+                           variants: Sequence[str] | None = None) -> int:
     """Derive the table from the tables written under `out` and write it (into `writer` if given, which this
-    closes); returns its rows."""
-    start = first_time(out)
-    data = coordinator_load(read_inputs(out), start, final, run_window_ms(start, final))
-    writer = writer or PartFileWriter(out, TABLE)
+    closes); returns its rows. `variants`: a sweep's, sorted; each variant's rows are derived from its own
+    rows alone, as if it had run alone, and get its `variant` column."""
+    writer = writer or PartFileWriter(out, TABLE, variants is not None)
     with writer:
-        writer.write(data)
+        for variant in [None] if variants is None else variants:
+            start = first_time(out, variant)
+            data = coordinator_load(read_inputs(out, variant), start, final, run_window_ms(start, final))
+            if variant is not None:
+                data = data.add_column(0, VARIANT, pa.array([variant] * data.num_rows, pa.string()))
+            writer.write(data)
     return writer.rows
 
 
-def coordinator_load_rows(tables: Mapping[str, list[dict]], final: int | None) -> list[dict]:
-    """The table from a run's rows held in memory (`tableio.run_result`)."""
-    frames = input_frames({table: rows_to_arrow(table, list(tables[table])) for table in INPUT_COLUMNS})
+def coordinator_load_rows(tables: Mapping[str, list[dict]], final: int | None, sweep: bool = False) -> list[dict]:
+    """The table from a run's rows held in memory (`tableio.run_result`); `sweep`: the rows of one variant of
+    a sweep (with their variant column)."""
+    frames = input_frames({table: rows_to_arrow(table, list(tables[table]), sweep) for table in INPUT_COLUMNS})
     start = min((int(frames[table][column].min()) for table, column in TIME_COLUMNS.items()
                  if len(frames[table])), default=None)
     return coordinator_load([frames], start, final, run_window_ms(start, final)).to_pylist()
@@ -114,27 +121,33 @@ def run_window_ms(start: int | None, final: int | None) -> int:
     return next((w for w in RUN_WINDOWS_MS if span // w < MAX_RUN_WINDOWS), RUN_WINDOWS_MS[-1])
 
 
-def first_time(out: Path) -> int | None:
-    """The earliest time in the tables under `out` the load is derived from."""
+def first_time(out: Path, variant: str | None = None) -> int | None:
+    """The earliest time in the tables under `out` the load is derived from (of a sweep's `variant`)."""
     times = []
     for table, column in TIME_COLUMNS.items():
         path = out / table / PART_FILE
         if path.is_file():
-            times.append(pc.min(pq.read_table(path, columns=[column])[column]).as_py())
+            times.append(pc.min(variant_rows(pq.read_table(path, columns=_with_variant([column], variant)),
+                                            variant)[column]).as_py())
     return min((t for t in times if t is not None), default=None)
 
 
-def read_inputs(out: Path) -> Iterator[dict[str, pd.DataFrame]]:
-    """The input columns of the tables written under `out`, a range of groups at a time (about RANGE_ROWS
-    rows of the largest table): every figure is a sum over groups. Each table is read once, in order."""
+def _with_variant(columns: list[str], variant: str | None) -> list[str]:
+    return columns if variant is None else [*columns, VARIANT]
+
+
+def read_inputs(out: Path, variant: str | None = None) -> Iterator[dict[str, pd.DataFrame]]:
+    """The input columns of the tables written under `out` (of a sweep's `variant`), a range of groups at a
+    time (about RANGE_ROWS rows of the largest table): every figure is a sum over groups. Each table is read
+    once, in order."""
     paths = {table: out / table / PART_FILE for table in INPUT_COLUMNS}
     rows = max((pq.ParquetFile(path).metadata.num_rows for path in paths.values() if path.is_file()), default=0)
     # Cut points among the groups that have states (a group without any still falls in one range).
     states = paths["group_states"]
-    ids = sorted(pc.unique(pq.read_table(states, columns=["group_id"])["group_id"]).drop_null().to_pylist()
-                 if states.is_file() else [])
+    ids = sorted(pc.unique(variant_rows(pq.read_table(states, columns=_with_variant(["group_id"], variant)),
+                                       variant)["group_id"]).drop_null().to_pylist() if states.is_file() else [])
     count = max(1, min(len(ids), -(-rows // RANGE_ROWS)))
-    cursors = {table: _Cursor(path, table) for table, path in paths.items()}
+    cursors = {table: _Cursor(path, table, variant) for table, path in paths.items()}
     # Responses are counted row by row: they come in pieces of their own, without their group ids.
     responses = cursors.pop("responses")
     piece = -(-responses.rows // count)
@@ -147,7 +160,7 @@ class _Cursor:
     """A written table's input columns in file order, which is group_id order, handed out one range of
     groups at a time."""
 
-    def __init__(self, path: Path, table: str) -> None:
+    def __init__(self, path: Path, table: str, variant: str | None = None) -> None:
         schema = arrow_schema(table)
         grouped = () if table == "responses" else ("group_id",)
         columns = [name for name in dict.fromkeys((*grouped, *INPUT_COLUMNS[table])) if name in schema.names]
@@ -157,7 +170,9 @@ class _Cursor:
             file = pq.ParquetFile(path, read_dictionary=[name for name in columns if name in STRINGS])
             columns = [name for name in columns if name in file.schema_arrow.names]
             self.schema = pa.schema([file.schema_arrow.field(name) for name in columns])
-            self.batches = file.iter_batches(batch_size=BATCH_ROWS, columns=columns)
+            batches = file.iter_batches(batch_size=BATCH_ROWS, columns=_with_variant(columns, variant))
+            # A sweep's variants lie one after the other in the file (it is sorted by variant first).
+            self.batches = (variant_rows(batch, variant) for batch in batches)
             self.rows = file.metadata.num_rows
         else:
             self.schema, self.batches = schema.empty_table().select(columns).schema, iter(())

@@ -15,7 +15,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Collection, Iterable, Iterator, Mapping
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -38,13 +38,14 @@ class InputRows:
 
 
 @long_lived_heap()
-def read_events(paths: Iterable[str | os.PathLike]) -> InputRows:
-    """Validate every row of every file under `paths`, in argument order, folders in sorted order."""
+def read_events(paths: Iterable[str | os.PathLike], variants: Collection[str] | None = None) -> InputRows:
+    """Validate every row of every file under `paths`, in argument order, folders in sorted order.
+    `variants`: a sweep's, each row naming one of them (`state.events.parse_event`)."""
     rows = InputRows()
     for path in event_files(paths):
         reader = _read_parquet if path.suffix.lower() in PARQUET_SUFFIXES else _read_jsonl
         for raw, line, text in reader(path):
-            _validate(rows, raw, str(path), line, text)
+            _validate(rows, raw, str(path), line, text, variants)
     return rows
 
 
@@ -84,12 +85,13 @@ def _is_event_file(path: Path) -> bool:
     return path.suffix.lower() in JSONL_SUFFIXES + PARQUET_SUFFIXES
 
 
-def _validate(rows: InputRows, raw: Any, source: str, line: int, text: str) -> None:
+def _validate(rows: InputRows, raw: Any, source: str, line: int, text: str, variants: Collection[str] | None
+              ) -> None:
     if isinstance(raw, _Undecodable):
         rows.rejects.append(reject_row(text, raw.reason, source, line))
         return
     try:
-        rows.events.append(parse_event(raw, source, line))
+        rows.events.append(parse_event(raw, source, line, variants=variants))
     except EventError as error:
         rows.rejects.append(reject_row(text, str(error), source, line))
 

@@ -22,7 +22,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tableio.heap import long_lived_heap
-from state.tables import SORT_KEYS, TABLES, columns, parse_type
+from state.tables import SORT_KEYS, TABLES, columns, parse_type, table_spec
+from state.variants import VARIANT
 
 PART_FILE = "part-00000.parquet"
 # Rows per row group: pyarrow's own default, so files keep the bytes they had when written in one call.
@@ -52,33 +53,35 @@ def arrow_type(spec) -> pa.DataType:
     return _SCALARS[kind]
 
 
-# Built once per table: the Spark engine's executors convert every step call's rows with it.
+# Built once per table: the Spark engine's executors convert every step call's rows with it. `sweep`: the
+# table of a sweep, with its `variant` column first (state.tables.table_spec).
 @functools.lru_cache(maxsize=None)
-def arrow_schema(table: str) -> pa.Schema:
-    return pa.schema([pa.field(name, arrow_type(parse_type(spec))) for name, spec in TABLES[table]])
+def arrow_schema(table: str, sweep: bool = False) -> pa.Schema:
+    return pa.schema([pa.field(name, arrow_type(parse_type(spec))) for name, spec in table_spec(table, sweep)])
 
 
-def rows_to_arrow(table: str, rows: list[dict]) -> pa.Table:
+def rows_to_arrow(table: str, rows: list[dict], sweep: bool = False) -> pa.Table:
     """`rows` as an Arrow table of `table`'s schema, in the given order."""
-    expected = set(columns(table))
+    expected = set(columns(table, sweep))
     seen = set().union(*rows) if rows else expected
     if seen != expected:
         # A core row with a column the contract lacks (or without one it has) is a bug, not user input.
         raise ValueError(f"{table} rows do not match state.tables: extra {sorted(seen - expected)}, "
                          f"missing {sorted(expected - seen)}")
-    return pa.Table.from_pylist(rows, schema=arrow_schema(table))
+    return pa.Table.from_pylist(rows, schema=arrow_schema(table, sweep))
 
 
 def sort_table(table: str, data: pa.Table) -> pa.Table:
-    """`data` sorted by the table's SORT_KEYS, in one chunk per column: the same file whatever order and
-    chunking the rows came in."""
+    """`data` sorted by the table's SORT_KEYS (a sweep's by variant first), in one chunk per column: the same
+    file whatever order and chunking the rows came in."""
+    keys = ((VARIANT,) if VARIANT in data.schema.names else ()) + SORT_KEYS[table]
     # Nulls first, so a null key cannot make the order depend on the rows' arrival order; the sort is stable.
-    order = pc.sort_indices(data, sort_keys=[(key, "ascending", "at_start") for key in SORT_KEYS[table]])
+    order = pc.sort_indices(data, sort_keys=[(key, "ascending", "at_start") for key in keys])
     return data.take(order).combine_chunks()
 
 
-def to_arrow(table: str, rows: list[dict]) -> pa.Table:
-    return sort_table(table, rows_to_arrow(table, rows))
+def to_arrow(table: str, rows: list[dict], sweep: bool = False) -> pa.Table:
+    return sort_table(table, rows_to_arrow(table, rows, sweep))
 
 
 @long_lived_heap()
@@ -117,8 +120,8 @@ class PartFileWriter:
     depend on its rows alone; the writer holds at most one row group. The folder's other Parquet files are
     removed first, so a reader of the folder never mixes in parts of an earlier run."""
 
-    def __init__(self, out_dir: Path, table: str) -> None:
-        self.schema = arrow_schema(table)
+    def __init__(self, out_dir: Path, table: str, sweep: bool = False) -> None:
+        self.schema = arrow_schema(table, sweep)
         folder = out_dir / table
         folder.mkdir(parents=True, exist_ok=True)
         for stale in folder.glob("*.parquet"):
@@ -237,5 +240,20 @@ def read_table(out_dir: str | os.PathLike, table: str):
     import pandas as pd  # only readers of results need pandas; the CLI's replay path does not
 
     nullable = {pa.int32(): pd.Int32Dtype(), pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype()}
-    data = pq.read_table(Path(out_dir) / table, schema=arrow_schema(table))
+    data = pq.read_table(Path(out_dir) / table, schema=arrow_schema(table, is_sweep(out_dir, table)))
     return data.to_pandas(types_mapper=nullable.get)
+
+
+def is_sweep(out_dir: str | os.PathLike, table: str = "responses") -> bool:
+    """Whether the run under `out_dir` is a sweep: its tables have a `variant` column."""
+    path = Path(out_dir) / table / PART_FILE
+    return path.is_file() and VARIANT in pq.read_schema(path).names
+
+
+def variant_rows(data, variant: str | None):
+    """The rows of a sweep's `variant` (an Arrow table or record batch read with its variant column), without
+    that column; all of them outside a sweep (`variant` None)."""
+    if variant is None:
+        return data
+    data = data.filter(pc.equal(data[VARIANT], variant))
+    return data.select([name for name in data.schema.names if name != VARIANT])

@@ -45,3 +45,8 @@ def read_run_record(root: Path) -> dict | None:
         return json.loads((root / RUN_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+
+
+def variant_settings(variants: Mapping[str, Any] | None) -> dict:
+    """A sweep's record field: each variant's coordinator settings (nothing outside a sweep)."""
+    return {} if variants is None else {"variants": {name: variants[name].to_kafka() for name in sorted(variants)}}

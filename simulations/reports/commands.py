@@ -14,6 +14,14 @@ from simulations.cli_common import Timestamp, UserError
 
 
 RUN_DIR = click.argument("run_dir", metavar="RUN_DIR", type=click.Path(file_okay=False))
+VARIANT = click.option("--variant", metavar="V", help="The variant of a sweep to read (coordsim sweep).")
+
+
+def _run(run_dir: str, variant: str | None):
+    """What a view of one run reads: the folder, or a sweep's variant of it."""
+    from simulations.views.run_tables import load_run
+
+    return run_dir if variant is None else load_run(run_dir, variant=variant)
 
 
 def _user_errors():
@@ -30,12 +38,14 @@ def _user_errors():
 @click.option("--out", "out_file", metavar="FILE", type=click.Path(dir_okay=False),
               help="Where to write the HTML (default: RUN_DIR/report.html).")
 @click.option("--group", metavar="G", help="Group of the ownership heatmap (default: the busiest).")
-def report(run_dir: str, out_file: str | None, group: str | None) -> None:
-    """Write one self-contained HTML report of the run in RUN_DIR (opens without a network)."""
+@VARIANT
+def report(run_dir: str, out_file: str | None, group: str | None, variant: str | None) -> None:
+    """Write one self-contained HTML report of the run in RUN_DIR (opens without a network). Of a sweep: its
+    variants side by side, or with --variant, that variant's report."""
     from simulations.reports import build_report
 
     try:
-        path = build_report(run_dir, out_file, group)
+        path = build_report(run_dir, out_file, group, variant)
     except _user_errors() as error:
         raise UserError(str(error)) from None
     click.echo(f"report: {path} ({path.stat().st_size // 1024 + 1} KiB)")
@@ -78,12 +88,13 @@ def dashboard(run_dir: str, host: str, port: int, refresh: float, group: str | N
 @click.option("--state", "mode", flag_value="state", help="Coordinator, assignment strategy, state, member count.")
 @click.option("--at", type=Timestamp(), metavar="TS",
               help="Simulated time: epoch ms or ISO-8601 with a zone (default: the end of the run).")
-def describe(run_dir: str, group: str, mode: str, at: int | None) -> None:
+@VARIANT
+def describe(run_dir: str, group: str, mode: str, at: int | None, variant: str | None) -> None:
     """Describe GROUP at a simulated time as `kafka-consumer-groups.sh --describe` does."""
     from simulations.views import describe as describe_group
 
     try:
-        described = describe_group(run_dir, group, at, mode)
+        described = describe_group(_run(run_dir, variant), group, at, mode)
     except _user_errors() as error:
         raise UserError(str(error)) from None
     click.echo(described.err, err=True, nl=False)
@@ -93,12 +104,13 @@ def describe(run_dir: str, group: str, mode: str, at: int | None) -> None:
 @click.command()
 @RUN_DIR
 @click.option("--group", metavar="G", help="Only this group's records.")
-def offsets(run_dir: str, group: str | None) -> None:
+@VARIANT
+def offsets(run_dir: str, group: str | None, variant: str | None) -> None:
     """Print the offsets records as Kafka's OffsetsMessageFormatter prints __consumer_offsets."""
     from simulations.views import offsets_log
 
     try:
-        for line in offsets_log(run_dir, group):
+        for line in offsets_log(_run(run_dir, variant), group):
             click.echo(line)
     except _user_errors() as error:
         raise UserError(str(error)) from None
@@ -112,15 +124,22 @@ def offsets(run_dir: str, group: str | None) -> None:
 @click.option("--until", type=Timestamp(), metavar="TS", help="The run's --until, if it had one.")
 @click.option("--data-docs", "data_docs", metavar="DIR", type=click.Path(file_okay=False),
               help="Also write great-expectations data docs (HTML) to DIR.")
-def validate(run_dir: str, events: tuple[str, ...], until: int | None, data_docs: str | None) -> None:
-    """Check the tables of RUN_DIR: schema, values and protocol invariants (exit 1 when a check fails)."""
+@VARIANT
+def validate(run_dir: str, events: tuple[str, ...], until: int | None, data_docs: str | None,
+             variant: str | None) -> None:
+    """Check the tables of RUN_DIR: schema, values and protocol invariants (exit 1 when a check fails). Of a
+    sweep, one variant's (with its own events from RUN_DIR/scenario/)."""
     from tableio.parquet import make_folder
     from simulations.validation import validate as validate_run
+    from simulations.validation import validate_variant
+    from simulations.views.run_tables import require_variant
 
     try:
+        require_variant(run_dir, variant)
         # great-expectations takes only an absolute folder, and would fail late and raw on a bad one.
         docs = None if data_docs is None else make_folder(data_docs, "the data docs folder").absolute()
-        result = validate_run(run_dir, docs, events, until)
+        result = (validate_run(run_dir, docs, events, until) if variant is None
+                  else validate_variant(run_dir, variant, until, docs))
     except _user_errors() as error:
         raise UserError(str(error)) from None
     click.echo(result.summary())
@@ -142,8 +161,9 @@ def validate(run_dir: str, events: tuple[str, ...], until: int | None, data_docs
               help="Burrow's offset-refresh: how often the brokers' log-end offsets are sampled.")
 @click.option("--allowed-lag", default=0, show_default=True, type=click.IntRange(0),
               help="Burrow's allowed-lag: a lag up to this counts as zero.")
+@VARIANT
 def lag(run_dir: str, group: str | None, at: int | None, intervals: int, min_distance: float,
-        offset_refresh: float, allowed_lag: int) -> None:
+        offset_refresh: float, allowed_lag: int, variant: str | None) -> None:
     """Burrow's consumer lag status (OK, WARN, ERR; partitions OK, WARN, STOP, STALL, REWIND) at a time."""
     from simulations.views.lag_status import lag_report
     from tableio.lag_status import Settings
@@ -151,7 +171,7 @@ def lag(run_dir: str, group: str | None, at: int | None, intervals: int, min_dis
     settings = Settings(intervals=intervals, min_distance_ms=round(min_distance * 1000),
                         offset_refresh_ms=round(offset_refresh * 1000), allowed_lag=allowed_lag)
     try:
-        for line in lag_report(run_dir, group, at, settings):
+        for line in lag_report(_run(run_dir, variant), group, at, settings):
             click.echo(line)
     except _user_errors() as error:
         raise UserError(str(error)) from None
@@ -163,17 +183,21 @@ def lag(run_dir: str, group: str | None, at: int | None, intervals: int, min_dis
               help="Simulated time between two points of each series.")
 @click.option("--out", "out_file", required=True, metavar="FILE", type=click.Path(dir_okay=False),
               help="Where to write the OpenMetrics document.")
-def metrics(run_dir: str, step: float, out_file: str) -> None:
+@click.option("--variant", metavar="V", help="Only this variant of a sweep (default: every variant, each series "
+                                             "labelled with its variant).")
+def metrics(run_dir: str, step: float, out_file: str, variant: str | None) -> None:
     """Write the run's history under Kafka's metric names, a point every --step of simulated time, for
     `promtool tsdb create-blocks-from openmetrics FILE DIR` (a live run: `coordsim dashboard` serves /metrics)."""
     from pathlib import Path
 
     from simulations.reports.prometheus import history
     from simulations.views.kafka_metrics import COLUMNS
-    from simulations.views.run_tables import load_run
+    from simulations.views.run_tables import load_run, sweep_variants
 
     try:
-        body = history(load_run(run_dir, COLUMNS), max(1, round(step * 1000)))
+        variants = sweep_variants(run_dir) if variant is None else [variant]
+        runs = [load_run(run_dir, COLUMNS, name) for name in variants or [None]]
+        body = history(runs, max(1, round(step * 1000)))
         Path(out_file).write_bytes(body)
     except _user_errors() as error:
         raise UserError(str(error)) from None

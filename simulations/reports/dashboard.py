@@ -25,7 +25,7 @@ from simulations.reports.page import render_page, render_panels, summary
 from simulations.reports.panels import COLUMNS, build_panels
 from simulations.reports.prometheus import RunMetrics
 from simulations.views.describe import require_group
-from simulations.views.run_tables import RunError, RunTables, load_run, signature
+from simulations.views.run_tables import RunError, RunTables, load_run, signature, sweep_variants
 
 WAITING = '<section><h2>Waiting for the run</h2><p class="note">No tables in {dir} yet; this page fills in ' \
           'as soon as the run commits its first micro-batch.</p></section>'
@@ -75,6 +75,9 @@ def make_server(run_dir: str | os.PathLike, host: str, port: int, refresh_s: flo
                 group: str | None = None) -> ThreadingHTTPServer:
     """A server for the dashboard of `run_dir` (port 0: any free port; see `server_address`). UnknownGroup
     when the run has finished without `group`; a run still writing may yet produce it."""
+    if sweep_variants(run_dir) is not None:
+        raise RunError(f"{run_dir} is a sweep: the dashboard follows one run; `coordsim report {run_dir}` shows "
+                       f"its variants side by side, `--variant V` one of them")
     live = LiveRun(run_dir, group)
     run = live.current()
     if group is not None and run is not None and not run.live:

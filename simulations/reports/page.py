@@ -37,6 +37,9 @@ svg .axis{stroke:#b0bec5}
 svg .tick-mark{stroke:#263238;stroke-width:1.5}
 label.picker{margin-left:auto;align-self:center}
 select{font:inherit}
+table{border-collapse:collapse;font-size:13px}
+th,td{padding:3px 8px;border-bottom:1px solid #eceff1;text-align:right}
+th{color:#455a64}
 """
 
 # Polls the dashboard for fresh panels; keeps the page (and the picked group) without a reload.

@@ -122,17 +122,21 @@ class _Families:
         return iter(self._families)
 
 
-def history(run: RunTables, step_ms: int) -> bytes:
+def history(runs: RunTables | Iterable[RunTables], step_ms: int) -> bytes:
     """The run's figures every `step_ms` of simulated time from its start, and at its end, as one OpenMetrics
-    document: a sample per series and step, each series' samples in time order (as backfilling requires)."""
+    document: a sample per series and step, each series' samples in time order (as backfilling requires).
+    `runs`: a run, or a sweep's variants (`load_run(..., variant=V)` each), whose series get a `variant`
+    label: one document, each variant's series apart."""
     merged: dict[str, Metric] = {}
-    start, end = run.start_ts, run.end_ts
-    if end is None:
-        return openmetrics(_Families([]))
-    for at in [*range(start, end, step_ms), end]:
-        for family in families(figures_at(run, at)):
-            merged.setdefault(family.name, Metric(family.name, family.documentation, family.type)).samples.extend(
-                family.samples)
+    for run in [runs] if isinstance(runs, RunTables) else runs:
+        start, end = run.start_ts, run.end_ts
+        if end is None:
+            continue
+        extra = {} if run.variant is None else {"variant": run.variant}
+        for at in [*range(start, end, step_ms), end]:
+            for family in families(figures_at(run, at)):
+                merged.setdefault(family.name, Metric(family.name, family.documentation, family.type)).samples.extend(
+                    sample._replace(labels={**sample.labels, **extra}) for sample in family.samples)
     for family in merged.values():
         family.samples.sort(key=lambda sample: (sample.name, sorted(sample.labels.items())))  # stable: time order kept
     return openmetrics(_Families(merged.values()))

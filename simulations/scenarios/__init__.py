@@ -2,7 +2,8 @@
 events (`coordsim generate`, `coordsim run`).
 
 `schema` reads and checks a scenario file (`document` keeps the line of every value for error messages),
-`generator` turns it into directive events, `summary` condenses a run's tables per group set. The shipped
+`sweep` reads a sweep of variants of one, `generator` turns a scenario into directive events, `summary`
+condenses a run's tables per group set. The shipped
 scenarios are the YAML files of this folder; `shipped()` lists them and `resolve()` finds one by name.
 """
 
@@ -13,6 +14,7 @@ from pathlib import Path
 from simulations.scenarios.document import ScenarioError
 from simulations.scenarios.generator import Generated, generate, to_jsonl
 from simulations.scenarios.schema import Scenario, load_scenario, parse_scenario
+from simulations.scenarios.sweep import Sweep, generate_variants, load_sweep
 
 FOLDER = Path(__file__).resolve().parent
 
@@ -30,5 +32,5 @@ def resolve(argument: str) -> Path:
     return shipped().get(argument, path)
 
 
-__all__ = ["Generated", "Scenario", "ScenarioError", "generate", "load_scenario", "parse_scenario", "resolve",
-           "shipped", "to_jsonl"]
+__all__ = ["Generated", "Scenario", "ScenarioError", "Sweep", "generate", "generate_variants", "load_sweep",
+           "load_scenario", "parse_scenario", "resolve", "shipped", "to_jsonl"]

@@ -33,7 +33,7 @@ class Node:
 
     value: Any
     path: str
-    line: int
+    line: int | None  # None: a value given on the command line
     source: str
 
     def error(self, message: str) -> ScenarioError:
@@ -93,6 +93,28 @@ def _convert(node: yaml.Node, path: str, source: str, loader: yaml.SafeLoader, l
     except yaml.YAMLError as error:
         raise here.error(f"not a valid value: {getattr(error, 'problem', None) or error}") from None
     return Node(value, path, line, source)
+
+
+def parse_value(text: str, path: str, source: str) -> Node:
+    """A value given outside a scenario file (a command-line option's text, read as YAML: `10`, `range`,
+    `[range, sticky]`) as a document node at `path`; it has no line, and `source` names the option."""
+    try:
+        composed = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as error:
+        raise ScenarioError(f"not a valid value: {getattr(error, 'problem', None) or error}", source, None,
+                            path) from None
+    if composed is None:
+        raise ScenarioError("a value is empty", source, None, path)
+    return _without_lines(_convert(composed, path, source, yaml.SafeLoader("")))
+
+
+def _without_lines(node: Node) -> Node:
+    value = node.value
+    if isinstance(value, dict):
+        value = {key: _without_lines(child) for key, child in value.items()}
+    elif isinstance(value, list):
+        value = [_without_lines(child) for child in value]
+    return Node(value, node.path, None, node.source)
 
 
 class Section:

@@ -29,6 +29,10 @@ DEFAULT_RECORDS_PER_SECOND = 100.0
 NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]*"
 NAME_HINT = " (letters, digits, '.', '_' and '-', starting with a letter or digit)"
 ASSIGNMENT_STRATEGY = "partition.assignment.strategy"
+SWEEP_KEY = "sweep"
+TOP_LEVEL_KEYS = ("name", "description", "start", "duration", "seed", "broker", "cluster", "group_sets", "timeline",
+                  SWEEP_KEY)
+GROUP_SET_KEYS = ("name", "groups", "members", "topics", "assignors", "membership", "config", "stagger")
 
 
 @dataclass(frozen=True)
@@ -189,18 +193,28 @@ class Scenario:
 
 def load_scenario(path: str | Path) -> Scenario:
     path = Path(path)
+    return parse_scenario(read_scenario_text(path), str(path), path.stem)
+
+
+def read_scenario_text(path: Path) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except OSError as error:
         raise ScenarioError(f"cannot read ({error.strerror or error})", str(path)) from None
     except UnicodeDecodeError:
         raise ScenarioError("not UTF-8 text", str(path)) from None
-    return parse_scenario(text, str(path), path.stem)
 
 
 def parse_scenario(text: str, source: str = "<scenario>", default_name: str = "scenario") -> Scenario:
-    root = Section(parse_yaml(text, source), "the scenario").allow(
-        ["name", "description", "start", "duration", "seed", "broker", "cluster", "group_sets", "timeline"])
+    return scenario_from_document(parse_yaml(text, source), default_name)
+
+
+def scenario_from_document(document: Node, default_name: str = "scenario") -> Scenario:
+    """The scenario a parsed document describes (a sweep's variant is a document with values replaced). Its
+    `sweep:` section is not read here: it describes other scenarios (`simulations.scenarios.sweep`)."""
+    source = document.source
+    root = Section(document, "the scenario").allow(TOP_LEVEL_KEYS)
+    root.get(SWEEP_KEY)
     name = _optional(root, "name", lambda n: as_str(n, NAME_PATTERN, NAME_HINT), default_name)
     description = _optional(root, "description", as_str, "")
     start_ms = _optional(root, "start", as_time_ms, DEFAULT_START_MS)
@@ -395,8 +409,7 @@ def _located(build: Callable[[], Cluster], node: Node,
 
 
 def _group_set(node: Node) -> GroupSet:
-    section = Section(node, "a group set").allow(
-        ["name", "groups", "members", "topics", "assignors", "membership", "config", "stagger"])
+    section = Section(node, "a group set").allow(GROUP_SET_KEYS)
     name = as_str(section.require("name"), NAME_PATTERN, NAME_HINT)
     groups = _optional(section, "groups", lambda n: as_int(n, lo=1), 1)
     members = as_int(section.require("members"), lo=1)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from simulations.scenarios.schema import Scenario
@@ -25,10 +26,10 @@ CLIENT_FIGURES = ("unconsumed_partition_ms", "partitions_moved", "duplicate_reco
 
 
 @dataclass
-class SetSummary:
-    name: str
-    groups: int
-    members: int
+class Figures:
+    """The metrics table's figures over some of its rows (a group set's, a sweep variant's): counts summed,
+    durations spread over every rebalance or gap of those groups (never percentiles of percentiles)."""
+
     end_states: Counter = field(default_factory=Counter)
     causes: Counter = field(default_factory=Counter)
     time_to_stable_ms: Counter = field(default_factory=Counter)
@@ -44,26 +45,35 @@ class SetSummary:
     def rebalances(self) -> int:
         return sum(self.causes.values())
 
+    def add(self, row: Mapping) -> None:
+        """One group's `metrics` row."""
+        self.end_states[row["end_state"] or "deleted"] += 1
+        for entry in row["rebalance_causes"]:
+            self.causes[entry["cause"]] += entry["count"]
+        if row["time_to_stable_ms"] is not None:
+            self.time_to_stable_ms[row["time_to_stable_ms"]] += 1
+        self.rebalance_ms += merged([row["rebalance_durations"]])
+        self.unconsumed_gap_ms += merged([row["unconsumed_gap_durations"]])
+        for figure in CLIENT_FIGURES:
+            if row[figure] is not None:
+                setattr(self, figure, (getattr(self, figure) or 0) + row[figure])
+
+
+@dataclass
+class SetSummary(Figures):
+    name: str = ""
+    groups: int = 0
+    members: int = 0
+
 
 def summarize(scenario: Scenario, groups: Mapping[str, list[str]], tables: Mapping[str, list[dict]]
               ) -> list[SetSummary]:
     set_of = {group_id: name for name, ids in groups.items() for group_id in ids}
-    summaries = {s.name: SetSummary(s.name, s.groups, s.members) for s in scenario.group_sets}
+    summaries = {s.name: SetSummary(name=s.name, groups=s.groups, members=s.members) for s in scenario.group_sets}
     for row in tables["metrics"]:
         name = set_of.get(row["group_id"])
-        if name is None:
-            continue
-        summary = summaries[name]
-        summary.end_states[row["end_state"] or "deleted"] += 1
-        for entry in row["rebalance_causes"]:
-            summary.causes[entry["cause"]] += entry["count"]
-        if row["time_to_stable_ms"] is not None:
-            summary.time_to_stable_ms[row["time_to_stable_ms"]] += 1
-        summary.rebalance_ms += merged([row["rebalance_durations"]])
-        summary.unconsumed_gap_ms += merged([row["unconsumed_gap_durations"]])
-        for figure in CLIENT_FIGURES:
-            if row[figure] is not None:
-                setattr(summary, figure, (getattr(summary, figure) or 0) + row[figure])
+        if name is not None:
+            summaries[name].add(row)
     return list(summaries.values())
 
 
@@ -92,6 +102,39 @@ def render(console: Console, summaries: list[SetSummary]) -> None:
     for label, value in lines:
         table.add_row(label, *(value(s) for s in summaries))
     console.print(table)
+
+
+def render_comparison(console: Console, rows: list[dict]) -> None:
+    """A sweep's `comparison` rows (simulations/views/comparison.py), one line per variant, numbered: the
+    names, which can be long, are listed first so the table fits 80 columns."""
+    console.print("[bold]comparison[/bold]", highlight=False)
+    for number, row in enumerate(rows, start=1):
+        console.print(f"  {number:>2}  {escape(row['variant'])}", highlight=False, soft_wrap=True)
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    for header in ("", "rebalances", "later", "p99 s", "max s", "unconsumed s", "dupl.", "failed", "peak"):
+        table.add_column(header, justify="right", no_wrap=True)
+    for number, row in enumerate(rows, start=1):
+        table.add_row(str(number), f"{row['rebalances']:,}", f"{row['rebalances_after_formation']:,}",
+                      _seconds(row["rebalance_ms_p99"]), _seconds(row["rebalance_ms_max"]),
+                      _count(row["unconsumed_partition_ms"], scale=1000), _count(row["duplicate_records"]),
+                      _count(row["failed_commits"]), _peak(row))
+    console.print(table)
+    console.print("later: rebalances after their group's formation (p99 and max are of their durations); "
+                  "unconsumed: partition-seconds; dupl.: duplicate records; failed: failed commits; peak: the "
+                  "busiest broker and its requests in its busiest second", highlight=False)
+
+
+def _seconds(ms: int | None) -> str:
+    return "-" if ms is None else f"{ms / 1000:.2f}"
+
+
+def _peak(row: dict) -> str:
+    """The busiest broker and its requests in its busiest window (a second, unless the run is weeks long)."""
+    if row["peak_broker_requests"] is None:
+        return "-"
+    broker = "one" if row["peak_broker_id"] is None else str(row["peak_broker_id"])
+    per = "" if row["window_ms"] == 1000 else f" per {row['window_ms'] / 1000:g} s"
+    return f"{broker}: {row['peak_broker_requests']:,}{per}"
 
 
 def _spread(counts: Counter) -> str:

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Sequence
 
@@ -20,6 +21,9 @@ from tableio.parquet import PART_FILE
 from simulations.views.run_tables import RunError
 from tableio.run_record import read_run_record
 from state.tables import TABLES
+
+# Where `validate_variant` writes a sweep variant's tables as a run of its own while it checks them.
+VARIANT_CHECK_DIR = "_variant"
 
 
 def validate(run_dir: str | os.PathLike, data_docs_dir: str | os.PathLike | None = None,
@@ -53,8 +57,25 @@ def validate(run_dir: str | os.PathLike, data_docs_dir: str | os.PathLike | None
     return result
 
 
+def validate_variant(run_dir: str | os.PathLike, variant: str, until: int | None = None,
+                     data_docs_dir: str | os.PathLike | None = None) -> ValidationResult:
+    """`validate` of one variant of the sweep in `run_dir`, with its own events: its tables are written as a
+    run of their own (`simulations.views.variants`) in a folder of `run_dir` removed once they are checked."""
+    from simulations.views.variants import EVENTS_FILE, SCENARIO_DIR, write_variant_run
+
+    folder = Path(run_dir) / VARIANT_CHECK_DIR
+    try:
+        write_variant_run(run_dir, variant, folder)
+        events = folder / SCENARIO_DIR / EVENTS_FILE
+        result = validate(folder, data_docs_dir, [events] if events.is_file() else [], until)
+        result.run_dir = Path(run_dir) / f"(variant {variant})"  # what the summary names: not the folder it removes
+        return result
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def _recorded_until(root: Path) -> int | None:
     return (read_run_record(root) or {}).get("until")
 
 
-__all__ = ["Check", "ValidationResult", "validate"]
+__all__ = ["Check", "ValidationResult", "validate", "validate_variant"]

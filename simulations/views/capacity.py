@@ -64,6 +64,7 @@ class Capacity:
     skew: float | None = None                   # hottest / mean over the brokers
     formed_ts: int | None = None                # the last group's first Stable: windows before it are forming
     forming_s: float = 0.0                      # seconds of forming windows (neither steady nor actions)
+    variant: str | None = None                  # the sweep variant the figures are of
 
 
 def parse_window(text: str) -> int:
@@ -77,9 +78,11 @@ def parse_window(text: str) -> int:
         raise CapacityError(str(error)) from None
 
 
-def capacity(run_dir: str, window_ms: int | None = None, broker: int | None = None) -> Capacity:
-    """`window_ms` None: the run's table's own window."""
-    load, final, formed = _load(run_dir, window_ms)
+def capacity(run_dir: str, window_ms: int | None = None, broker: int | None = None,
+             variant: str | None = None) -> Capacity:
+    """`window_ms` None: the run's table's own window; `variant`: the variant of a sweep (its own figures, as
+    if it had run alone)."""
+    load, final, formed = _load(run_dir, window_ms, variant)
     window_ms = int(load["window_ms"].iloc[0]) if len(load) else (window_ms or WINDOW_MS)
     brokers = sorted(load["broker_id"].dropna().astype(int).unique().tolist())
     if load["broker_id"].isna().any() or not brokers:
@@ -88,7 +91,7 @@ def capacity(run_dir: str, window_ms: int | None = None, broker: int | None = No
         known = ", ".join(str(b) for b in brokers if b is not None)
         raise CapacityError(f"--broker {broker}: not in this run " +
                             (f"(brokers: {known})" if known else "(it has no cluster: one coordinator, no broker ids)"))
-    actions, recorded = _actions(Path(run_dir))
+    actions, recorded = _actions(Path(run_dir), variant)
     first = int(load["window_start_ts"].min()) if len(load) else (final // window_ms) * window_ms
     starts = np.arange(first, (final // window_ms) * window_ms + 1, window_ms, dtype="int64")
     during = np.zeros(len(starts), dtype=bool)
@@ -99,7 +102,7 @@ def capacity(run_dir: str, window_ms: int | None = None, broker: int | None = No
     phases = {"steady": ~during & ~forming, "actions": during}
     result = Capacity(run_dir, window_ms, {p: int(mask.sum()) * window_ms / 1000 for p, mask in phases.items()},
                       actions, recorded, brokers, formed_ts=formed,
-                      forming_s=int(forming.sum()) * window_ms / 1000)
+                      forming_s=int(forming.sum()) * window_ms / 1000, variant=variant)
     counted = load[load["measure"].isin(MEASURES)]
     counted = pd.concat([counted, counted.assign(name=ALL)])
     matrix = (counted.assign(broker=counted["broker_id"].astype("float64").fillna(-1), at=lambda f: (
@@ -132,24 +135,26 @@ def capacity(run_dir: str, window_ms: int | None = None, broker: int | None = No
     return result
 
 
-def _load(run_dir: str, window_ms: int | None) -> tuple[pd.DataFrame, int, int | None]:
+def _load(run_dir: str, window_ms: int | None, variant: str | None) -> tuple[pd.DataFrame, int, int | None]:
     """The run's coordinator_load rows at `window_ms` (computed again from its tables when the table has
     another window or the run predates it), its final time, and when its groups had formed (the last
     group's first Stable; None when none became Stable)."""
     wanted = {table: list(names) + ([COUNT, INTERVAL] if table in ("responses", "offsets") else [])
               for table, names in TIME_COLUMNS.items()}
     wanted["group_states"] += ["group_id", "to_state"]
-    run = load_run(run_dir, {**wanted, TABLE: columns(TABLE)})
+    run = load_run(run_dir, {**wanted, TABLE: columns(TABLE)}, variant)
     final = run.end_ts
     if final is None:
         raise CapacityError(f"{run_dir}: the run has no events")
     load = run[TABLE]
     windows = set(load["window_ms"].dropna().astype(int))
     if window_ms is None:
-        window_ms = next(iter(windows)) if len(windows) == 1 else run_window_ms(first_time(Path(run_dir)), final)
+        window_ms = (next(iter(windows)) if len(windows) == 1
+                     else run_window_ms(first_time(Path(run_dir), variant), final))
     if windows != {window_ms} or not (Path(run_dir) / TABLE).is_dir():
         try:
-            load = coordinator_load(read_inputs(Path(run_dir)), first_time(Path(run_dir)), final, window_ms).to_pandas()
+            load = coordinator_load(read_inputs(Path(run_dir), variant), first_time(Path(run_dir), variant), final,
+                                    window_ms).to_pandas()
         except LoadError as error:
             raise CapacityError(f"--window: {error}") from None
     states = run["group_states"]
@@ -157,12 +162,14 @@ def _load(run_dir: str, window_ms: int | None) -> tuple[pd.DataFrame, int, int |
     return load, final, None if stable.empty else int(stable.max())
 
 
-def _actions(root: Path) -> tuple[list[dict], bool]:
+def _actions(root: Path, variant: str | None) -> tuple[list[dict], bool]:
+    """The actions `coordsim run` recorded (a sweep's: per variant)."""
     path = root / "scenario" / ACTIONS_FILE
     try:
-        return json.loads(path.read_text(encoding="utf-8")), True
+        actions = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return [], False
+    return (actions, True) if variant is None else (actions.get(variant, []), variant in actions)
 
 
 # -- output ----------------------------------------------------------------------------------------------
@@ -189,7 +196,8 @@ def _broker(result: Capacity, broker_id: int | None) -> str:
 
 def render_text(result: Capacity) -> list[str]:
     """Lines of at most 80 columns."""
-    lines = [f"group coordinator load per second, over {result.window_ms / 1000:g} s windows",
+    lines = [f"variant {result.variant}"] if result.variant is not None else []
+    lines += [f"group coordinator load per second, over {result.window_ms / 1000:g} s windows",
              f"steady {result.seconds['steady']:,.0f} s, during actions {result.seconds['actions']:,.0f} s"
              + ("" if result.actions_recorded else " (no action times recorded: all steady)")]
     if result.forming_s:
@@ -218,21 +226,29 @@ def render_text(result: Capacity) -> list[str]:
     return [line.rstrip() for line in lines]
 
 
-def render_csv(result: Capacity) -> str:
+def render_csv(results: list[Capacity]) -> str:
+    """One row per (variant,) broker, phase, measure and name; a sweep's rows start with their variant."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["broker_id", "phase", "measure", "name", "mean_per_s", "p99_per_s", "max_per_s"])
-    for f in result.figures:
-        writer.writerow(["" if f.broker_id is None else f.broker_id, f.phase, f.measure, f.name,
-                         f"{f.mean:.3f}", f"{f.p99:.3f}", f"{f.max:.3f}"])
+    sweep = results[0].variant is not None
+    writer.writerow(["variant"] * sweep + ["broker_id", "phase", "measure", "name", "mean_per_s", "p99_per_s",
+                                           "max_per_s"])
+    for result in results:
+        for f in result.figures:
+            writer.writerow([result.variant] * sweep + ["" if f.broker_id is None else f.broker_id, f.phase,
+                                                        f.measure, f.name, f"{f.mean:.3f}", f"{f.p99:.3f}",
+                                                        f"{f.max:.3f}"])
     return out.getvalue()
 
 
-def render_json(result: Capacity) -> str:
-    return json.dumps({
+def render_json(results: list[Capacity]) -> str:
+    """A run's figures as one object; a sweep's as a list of them, each naming its variant."""
+    objects = [{
+        **({"variant": result.variant} if result.variant is not None else {}),
         "run": result.run_dir, "window_ms": result.window_ms, "seconds": result.seconds,
         "actions": result.actions, "actions_recorded": result.actions_recorded,
         "forming": {"seconds": result.forming_s, "until_ts": result.formed_ts},
         "hottest": {"broker_id": result.hottest, "requests_per_s": result.hottest_rate, "skew": result.skew},
         "figures": [asdict(f) for f in result.figures],
-    }, indent=1)
+    } for result in results]
+    return json.dumps(objects if results[0].variant is not None else objects[0], indent=1)

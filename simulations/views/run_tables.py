@@ -8,6 +8,7 @@ record `OUT/_run.json`, written after compaction, says the part files are comple
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,12 +18,15 @@ import pandas as pd
 import pyarrow as pa
 
 from simulations.group_ranges import WHOLE, GroupRange, group_ranges, read_rows
-from tableio.parquet import PART_FILE, arrow_schema, read_table, sort_table, to_arrow
+from tableio.parquet import PART_FILE, arrow_schema, read_table, sort_table, to_arrow, variant_rows
 from simulations.views.quiet_runs import last_repeat
 from state.tables import TABLES
+from state.variants import VARIANT
 from tableio.run_record import RUN_FILE, read_run_record
 
 BATCHES = "_batches"
+# What a Spark run is (its inputs and settings, a sweep's variants), written when it starts.
+SPARK_IDENTITY = Path("_checkpoints") / "run.json"
 
 # Every column that holds a time of the simulated clock, per table: what "the end of the run" is made of.
 TIME_COLUMNS = {
@@ -52,6 +56,8 @@ class RunTables:
     live: bool
     # The run's final time when its run record has one (Spark runs); None otherwise.
     recorded_final_ts: int | None = None
+    # The sweep variant the tables are of (their variant column dropped); None for a run that is not a sweep.
+    variant: str | None = None
     _by_group: dict[str, dict[str, pd.DataFrame]] = field(default_factory=dict, repr=False)
 
     def __getitem__(self, table: str) -> pd.DataFrame:
@@ -72,9 +78,9 @@ class RunTables:
                             live=True, recorded_final_ts=self.recorded_final_ts)
             return
         for groups in group_ranges(self.run_dir):
-            yield RunTables(self.run_dir, {name: _read_columns(self.run_dir, name, names, groups)
+            yield RunTables(self.run_dir, {name: _read_columns(self.run_dir, name, names, groups, self.variant)
                                            for name, names in columns.items()},
-                            live=False, recorded_final_ts=self.recorded_final_ts)
+                            live=False, recorded_final_ts=self.recorded_final_ts, variant=self.variant)
 
     @property
     def groups(self) -> list[str]:
@@ -102,39 +108,77 @@ def _extreme(tables: dict[str, pd.DataFrame], pick) -> int | None:
     return int(pick(values)) if values else None
 
 
-def load_run(run_dir: str | os.PathLike, columns: Mapping[str, Sequence[str]] | None = None) -> RunTables:
+def load_run(run_dir: str | os.PathLike, columns: Mapping[str, Sequence[str]] | None = None,
+             variant: str | None = None) -> RunTables:
     """Every table of the run in `run_dir`, sorted by (group_id, out_seq) as written; with `columns`, only
-    those tables and columns of a finished run (a live run is always read whole)."""
+    those tables and columns of a finished run (a live run is always read whole). A sweep is read one
+    `variant` at a time: its rows of every table, as the variant's run alone would have written them."""
     root = Path(run_dir)
     if not root.is_dir():
         raise RunError(f"{run_dir}: no such run folder")
     record = read_run_record(root)
+    require_variant(run_dir, variant, record)
     batches = root / BATCHES
     if (batches / "_committed").is_file() and record is None:
+        if variant is not None:
+            raise RunError(f"{run_dir}: a sweep still running on Spark; its variants can be read once it ends")
         return RunTables(root, {name: _committed_rows(batches, name) for name in TABLES}, live=True)
     present = [name for name in TABLES if (root / name / PART_FILE).is_file()]
     if not present:
         raise RunError(f"{run_dir}: not a run folder (no output tables; expected e.g. {run_dir}/responses/{PART_FILE})")
     try:
         # A table the run predates (the contract grew since) reads as empty; `validate` reports it missing.
-        tables = {name: _read_columns(root, name, names)
+        tables = {name: _read_columns(root, name, names, WHOLE, variant)
                   for name, names in (columns or {name: None for name in TABLES}).items()}
     except (OSError, pa.ArrowException) as error:
         raise RunError(f"{run_dir}: cannot read the tables ({error})") from None
     final = record.get("final_ts") if record else None
-    return RunTables(root, tables, live=False, recorded_final_ts=final)
+    return RunTables(root, tables, live=False, recorded_final_ts=final, variant=variant)
 
 
-def _read_columns(root: Path, table: str, names: Sequence[str] | None, groups: GroupRange = WHOLE) -> pd.DataFrame:
-    """A table, or only `names` of it (of the range `groups`), cast to the contract's types."""
+def _json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def sweep_variants(run_dir: str | os.PathLike, record: Mapping | None = None) -> list[str] | None:
+    """The variants of the sweep in `run_dir` (from its run record, or while it runs on Spark its identity),
+    sorted; None for a run that is not a sweep."""
+    record = read_run_record(Path(run_dir)) if record is None else record
+    variants = (record or _json(Path(run_dir) / SPARK_IDENTITY)).get("variants")
+    return None if variants is None else sorted(variants)
+
+
+def require_variant(run_dir: str | os.PathLike, variant: str | None, record: Mapping | None = None) -> None:
+    """A view of one run reads a sweep one variant at a time, named with --variant; any other run has none."""
+    variants = sweep_variants(run_dir, record)
+    if variants is None:
+        if variant is not None:
+            raise RunError(f"--variant {variant}: {run_dir} is not a sweep")
+        return
+    if variant is None:
+        raise RunError(f"{run_dir} is a sweep of {len(variants)} variants: give --variant, one of "
+                       f"{', '.join(variants)}")
+    if variant not in variants:
+        raise RunError(f"--variant {variant}: not a variant of {run_dir} (its variants: {', '.join(variants)})")
+
+
+def _read_columns(root: Path, table: str, names: Sequence[str] | None, groups: GroupRange = WHOLE,
+                  variant: str | None = None) -> pd.DataFrame:
+    """A table, or only `names` of it (of the range `groups`), cast to the contract's types; of a sweep, the
+    rows of `variant`, without their variant column."""
     path = root / table / PART_FILE
     if not path.is_file():
         empty = _frame(table, [])
         return empty if names is None else empty[list(names)]
-    if names is None:
-        return read_table(root, table)
     contract = arrow_schema(table)
-    data = read_rows(path, groups, list(names))
+    if names is None:
+        if variant is None:
+            return read_table(root, table)
+        names = contract.names
+    data = variant_rows(read_rows(path, groups, list(names) + ([] if variant is None else [VARIANT])), variant)
     return data.cast(pa.schema([contract.field(name) for name in names])).to_pandas(types_mapper=NULLABLE.get)
 
 
