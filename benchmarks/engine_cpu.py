@@ -42,7 +42,7 @@ from tableio.parquet import PART_FILE, arrow_schema, write_arrow_tables, write_t
 from state.config import CoordinatorConfig  # noqa: E402
 from state.tables import TABLES  # noqa: E402
 from streaming import sink  # noqa: E402
-from streaming.source import _arrow_batches, _input_rows, end_of_run_payload  # noqa: E402
+from streaming.source import _arrow_batches, end_of_run_payload, input_rows  # noqa: E402
 from streaming.step import make_step  # noqa: E402
 from benchmarks.recording import record  # noqa: E402
 
@@ -94,7 +94,7 @@ def source_stage(events: Path) -> tuple[float, dict[int, list[tuple[str, int, by
     """The source's rows of every input file, bucketed as the engine's `pmod(xxhash64(group), N)` would
     spread them (another hash, the same kind of spread)."""
     started = time.process_time()
-    batches = [batch for path in event_files([events]) for batch in _arrow_batches(_input_rows(str(path), str(path), None))]
+    batches = [batch for path in event_files([events]) for batch in _arrow_batches(input_rows(str(path), str(path), None))]
     cpu = time.process_time() - started
     buckets: dict[int, list[tuple[str, int, bytes]]] = {}
     for batch in batches:
