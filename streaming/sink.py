@@ -48,11 +48,14 @@ def table_folder(root: Path, batch_id: int, table: str) -> Path:
 
 
 class BatchSink:
-    """The `foreachBatch` function. `on_batch(batch_id)` runs on the driver once the batch is committed."""
+    """The `foreachBatch` function. `before_commit()` runs on the driver once the batch's rows are written and
+    before they are committed (readers see them from then on); `on_batch(batch_id)` once they are."""
 
-    def __init__(self, root: Path, on_batch: Callable[[int], None] | None = None) -> None:
+    def __init__(self, root: Path, on_batch: Callable[[int], None] | None = None,
+                 before_commit: Callable[[], None] | None = None) -> None:
         self.root = Path(root)
         self.on_batch = on_batch
+        self.before_commit = before_commit
         for leftover in self.root.glob(".batch-*.tmp"):  # written by an attempt that was killed
             shutil.rmtree(leftover)
 
@@ -65,6 +68,8 @@ class BatchSink:
             shutil.rmtree(temp)
         else:
             os.replace(temp, final)
+        if self.before_commit is not None:
+            self.before_commit()
         _append_line(self.root / COMMITTED, str(batch_id))
         if self.on_batch is not None:
             self.on_batch(batch_id)

@@ -55,7 +55,7 @@ def test_pace_holds_a_slice_to_the_wall_clock(monkeypatch):
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("slice_ms, with_until", [(10_000, True), (45_000, False)])
+@pytest.mark.parametrize("slice_ms, with_until", [(15_000, True), (45_000, False)])
 def test_sliced_tables_equal_local_tables(spark, tmp_path, slice_ms, with_until):
     from streaming.engine import run_spark
 

@@ -88,7 +88,11 @@ def test_only_committed_batches_are_read_and_a_re_executed_batch_keeps_its_rows(
     assert sink.committed_batches(tmp_path) == [0]
     assert [(b, t["payload"].to_pylist()) for b, t in sink.read_committed(tmp_path, "responses")] == [(0, [b"r0"])]
     (tmp_path / ".batch-2-dead.tmp").mkdir()  # a write killed half-way
-    sink.BatchSink(tmp_path)(batch([("rejects", "f.jsonl", 3, b"x")]), 2)
+    # A --speed hold runs with the batch's rows in place but not committed: readers see them when it ends.
+    held = []
+    hold = lambda: held.append((sink.batch_folder(tmp_path, 2).exists(), sink.committed_batches(tmp_path)))  # noqa: E731
+    sink.BatchSink(tmp_path, before_commit=hold)(batch([("rejects", "f.jsonl", 3, b"x")]), 2)
+    assert held == [(True, [0])]
     assert sink.committed_batches(tmp_path) == [0, 2]
     assert not list(tmp_path.glob(".batch-*"))
 
