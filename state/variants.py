@@ -34,6 +34,12 @@ def tag(tables: Mapping[str, list[dict]], variant: str) -> None:
             row[VARIANT] = variant
 
 
+def tag_output(output, variant: str) -> None:
+    """Add the `variant` column to every row a group's runtime produced (`state.output.Output`): its tables'
+    and its rejects'. Both engines call this, so their sweep rows agree."""
+    tag({**output.tables, "rejects": output.rejects}, variant)
+
+
 def by_variant(rows: Iterable[dict]) -> dict[str, list[dict]]:
     """A sweep's rows split by their variant, variants in sorted order."""
     split: dict[str, list[dict]] = {}

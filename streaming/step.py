@@ -35,7 +35,7 @@ import pandas as pd
 from state.config import CoordinatorConfig
 from state.runtime import GroupRuntime
 from state.tables import TABLES
-from state.variants import split_key, tag
+from state.variants import split_key, tag_output
 from streaming import sink
 from streaming.source import end_of_run_final, wake_at
 
@@ -246,7 +246,7 @@ class _Envelopes:
 
     def group_output(self, output, variant: str | None) -> None:
         if variant is not None:
-            tag({**output.tables, "rejects": output.rejects}, variant)
+            tag_output(output, variant)
         for table, rows in output.tables.items():
             self.tables[table].extend(rows)
             self.rows += len(rows)

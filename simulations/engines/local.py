@@ -32,7 +32,7 @@ from state.events import Event
 from state.output import Output
 from state.runtime import GroupRuntime
 from state.tables import GROUP_TABLES
-from state.variants import VARIANT, group_key, tag
+from state.variants import VARIANT, group_key, tag, tag_output
 from tableio.run_record import final_time, variant_settings, write_run_record
 from tableio.coordinator_load import TABLE as LOAD_TABLE
 from tableio.coordinator_load import write_coordinator_load
@@ -85,7 +85,7 @@ def run_local(events: Iterable[Event], config: CoordinatorConfig, until: int | N
         runtime.finish()
         output = runtime.take_output()
         if variant is not None:
-            tag({**output.tables, "rejects": output.rejects}, variant)
+            tag_output(output, variant)
         if on_group is not None:
             on_group(output, final, variant)
         else:
