@@ -9,6 +9,8 @@ functions with no I/O, modelled on Kafka's group coordinator at trunk commit d79
   maps the names a member may ask for (`ConsumerGroupHeartbeat.ServerAssignor`) to them.
 * `reconciliation`: one member's move towards its target assignment (Kafka's CurrentAssignmentBuilder)
   and the group's record of which member epoch holds each partition.
+* `messages`: the ConsumerGroupHeartbeat request and response, the only thing the broker side and the
+  client side share.
 """
 
 from __future__ import annotations
