@@ -214,6 +214,9 @@ class CurrentPartitionEpochs:
     def __call__(self, topic_id: TopicId, partition: int) -> int:
         return self._epochs.get(topic_id, {}).get(partition, -1)
 
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CurrentPartitionEpochs) and self._epochs == other._epochs
+
     def update_member(self, old: CurrentAssignment | None, new: CurrentAssignment | None) -> None:
         """A member's CurrentAssignment replaced (`old` None: it joined; `new` None: it was removed)."""
         if old is not None:

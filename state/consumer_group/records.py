@@ -1,0 +1,127 @@
+"""The records a consumer group's coordinator appends to `__consumer_offsets` (Kafka's
+GroupCoordinatorRecordHelpers for consumer groups, trunk) and what each one says: a consumer group's state
+is the replay of these records (`state.consumer_group.group.ConsumerGroup.replay`).
+
+Each record is its key's fields plus `value`; `value` None is a tombstone. `key` tells which records a
+compacted log keeps apart: the record type id (CoordinatorRecordType) and the key's member id, if any.
+
+* ConsumerGroupMetadata (3): the group epoch and the metadata hash of the subscribed topics.
+* ConsumerGroupPartitionMetadata (4): written by Kafka <= 4.0; trunk only ever tombstones it, and only
+  when it replayed one, which a group this simulator built never holds. Modelled as a tombstone.
+* ConsumerGroupMemberMetadata (5): one member's identity and subscription.
+* ConsumerGroupTargetAssignmentMetadata (6): the assignment epoch and when it was computed.
+* ConsumerGroupTargetAssignmentMember (7): one member's target partitions.
+* ConsumerGroupCurrentMemberAssignment (8): one member's reconciliation state, with the assignment epoch of
+  every partition it holds; the value is `reconciliation.CurrentAssignment`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from state.consumer_group.messages import TopicPartitions
+from state.consumer_group.reconciliation import CurrentAssignment
+
+CONSUMER_GROUP_METADATA = 3
+CONSUMER_GROUP_PARTITION_METADATA = 4
+CONSUMER_GROUP_MEMBER_METADATA = 5
+CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = 6
+CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = 7
+CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
+
+
+@dataclass(frozen=True, slots=True)
+class GroupEpoch:
+    epoch: int
+    metadata_hash: int
+
+
+@dataclass(frozen=True, slots=True)
+class MemberSubscription:
+    """ConsumerGroupMemberMetadataValue without the classic-protocol metadata (classic members are not
+    modelled). `subscribed_topic_names` in the member's set order (Java HashSet order)."""
+
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str
+    server_assignor: str | None
+    rebalance_timeout_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class AssignmentMetadata:
+    assignment_epoch: int
+    assignment_timestamp_ms: int  # 0: unknown, so the next assignment is never held back by the interval
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMetadata:
+    value: GroupEpoch | None
+
+    @property
+    def key(self) -> tuple:
+        return (CONSUMER_GROUP_METADATA,)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupPartitionMetadata:
+    value: None = None
+
+    @property
+    def key(self) -> tuple:
+        return (CONSUMER_GROUP_PARTITION_METADATA,)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMemberMetadata:
+    member_id: str
+    value: MemberSubscription | None
+
+    @property
+    def key(self) -> tuple:
+        return (CONSUMER_GROUP_MEMBER_METADATA, self.member_id)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupTargetAssignmentMetadata:
+    value: AssignmentMetadata | None
+
+    @property
+    def key(self) -> tuple:
+        return (CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA,)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupTargetAssignmentMember:
+    member_id: str
+    value: TopicPartitions | None
+
+    @property
+    def key(self) -> tuple:
+        return (CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER, self.member_id)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupCurrentMemberAssignment:
+    member_id: str
+    value: CurrentAssignment | None
+
+    @property
+    def key(self) -> tuple:
+        return (CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, self.member_id)
+
+
+ConsumerGroupRecord = (ConsumerGroupMetadata | ConsumerGroupPartitionMetadata | ConsumerGroupMemberMetadata
+                       | ConsumerGroupTargetAssignmentMetadata | ConsumerGroupTargetAssignmentMember
+                       | ConsumerGroupCurrentMemberAssignment)
+
+
+def member_tombstones(member_id: str) -> list[ConsumerGroupRecord]:
+    """Kafka's removeMember: a member's three tombstones, in the order replay accepts them (the current
+    assignment first, the member metadata last)."""
+    return [ConsumerGroupCurrentMemberAssignment(member_id, None),
+            ConsumerGroupTargetAssignmentMember(member_id, None),
+            ConsumerGroupMemberMetadata(member_id, None)]
