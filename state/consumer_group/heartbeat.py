@@ -1,0 +1,485 @@
+"""The broker side of ConsumerGroupHeartbeat (Kafka's GroupCoordinatorService request checks and
+GroupMetadataManager.consumerGroupHeartbeat / consumerGroupLeave, trunk), and the member timeouts that fence
+members (session timeout, rebalance timeout).
+
+Every handler reads the group without changing it and returns a `CoordinatorResult`: the records to append
+(the group changes when the runtime replays them), the response, and the changes to the coordinator's
+timers. A failed request writes nothing, answers an error and leaves the timers alone.
+
+Not modelled, with the answer given instead:
+* regular expression subscriptions: a request carrying a non-empty SubscribedTopicRegex is answered
+  INVALID_REQUEST ("" — no regex — is accepted), as this coordinator cannot resolve one; Kafka would accept
+  it and resolve it asynchronously;
+* classic groups: a heartbeat naming a group that is not a consumer group gets GROUP_ID_NOT_FOUND (Kafka
+  converts an empty classic group, or a non-empty one under the migration policy, on a join);
+* per-group configs (GroupConfig): the broker's group.consumer.* settings apply to every group;
+* authorization and coordinator availability (pre-checks 1-4).
+
+`kafka_4_0` selects Kafka 4.0.0's behaviour where it differs (spec §11): the first member epoch is 1, not 2
+(`group.initial_epoch`); an existing member's epoch 0 must equal its previous epoch; a returning static
+member counts against group.consumer.max.size; a change of the group's preferred assignor does not bump the
+group epoch; fencing the last member leaves the assignment epoch behind; the target assignment is computed
+on every epoch bump (no assignment interval); and reconciliation follows 4.0 (see `reconciliation`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+from state.config import CoordinatorConfig
+from state.consumer_group import SERVER_ASSIGNORS, Assignor
+from state.consumer_group.group import (
+    Assignment,
+    ConsumerGroup,
+    ConsumerGroupMember,
+    preferred_server_assignor,
+    topic_partitions,
+)
+from state.consumer_group.group_spec import PartitionAssignorError, java_hash_set_order, subscription_type
+from state.consumer_group.messages import (
+    JOIN_EPOCH,
+    LEAVE_EPOCH,
+    STATIC_LEAVE_EPOCH,
+    UNCHANGED_REBALANCE_TIMEOUT,
+    HeartbeatRequest,
+    HeartbeatResponse,
+)
+from state.consumer_group.reconciliation import (
+    CurrentAssignment,
+    FencedMemberEpochError,
+    MemberState,
+    reconcile,
+    subscribed_topic_ids,
+)
+from state.consumer_group.records import (
+    AssignmentMetadata,
+    ConsumerGroupCurrentMemberAssignment,
+    ConsumerGroupMemberMetadata,
+    ConsumerGroupMetadata,
+    ConsumerGroupRecord,
+    ConsumerGroupTargetAssignmentMember,
+    ConsumerGroupTargetAssignmentMetadata,
+    GroupEpoch,
+    member_tombstones,
+)
+from state.consumer_group.target_assignment import TargetAssignmentBuilder
+from state.consumer_group.topics import TopicsImage
+from state.java_compat import string_hash_code
+
+# Since ConsumerGroupHeartbeat v1 (KIP-1082) the client generates its member id.
+CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
+
+SESSION_TIMEOUT = "session-timeout"
+REBALANCE_TIMEOUT = "rebalance-timeout"
+
+
+@dataclass(frozen=True)
+class TimerChange:
+    """Schedule (or reschedule) the coordinator timer `key` for `deadline`, or cancel it (`deadline` None).
+    The timer, when it fires, calls `kind` with `args`: `on_session_timeout(group, member_id)` or
+    `on_rebalance_timeout(group, member_id, member_epoch)`. Keys are per group, as state.timers' are."""
+
+    key: tuple
+    deadline: int | None
+    kind: str = ""
+    args: tuple = ()
+
+
+@dataclass(frozen=True)
+class CoordinatorResult:
+    records: tuple[ConsumerGroupRecord, ...] = ()
+    response: HeartbeatResponse | None = None  # None for a timer's work
+    timers: tuple[TimerChange, ...] = ()
+    # The heartbeat recomputed the group's metadata hash: the runtime clears `group.metadata_expired`.
+    metadata_refreshed: bool = False
+
+
+@dataclass(frozen=True)
+class HeartbeatContext:
+    """What the handler reads besides the group and the request: the broker's settings, the topics in the
+    cluster, the server-side assignors by name (the first one is the default) and the Kafka release."""
+
+    config: CoordinatorConfig
+    topics: TopicsImage
+    assignors: Mapping[str, Assignor]
+    kafka_4_0: bool = False
+
+    @classmethod
+    def from_config(cls, config: CoordinatorConfig, topics: TopicsImage, kafka_4_0: bool = False) -> "HeartbeatContext":
+        return cls(config, topics, {name: SERVER_ASSIGNORS[name] for name in config.group_consumer_assignors}, kafka_4_0)
+
+    @property
+    def default_assignor(self) -> str:
+        return next(iter(self.assignors))
+
+
+class HeartbeatError(Exception):
+    """A request the coordinator refuses: `error` is Kafka's error name for it."""
+
+    def __init__(self, error: str, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+
+
+def consumer_group_heartbeat(group: object | None, request: HeartbeatRequest, now: int, context: HeartbeatContext,
+                             client_id: str = "", client_host: str = "",
+                             generated_member_id: str | None = None) -> CoordinatorResult:
+    """Handle one ConsumerGroupHeartbeat. `group`: what the coordinator holds under the request's group id
+    (None: nothing; anything but a ConsumerGroup: a group of another type). `generated_member_id`: the id to
+    give a member joining with an empty member id (ConsumerGroupHeartbeat v0), which Kafka draws at random."""
+    try:
+        validate_request(request, context)
+        if request.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+            return _leave(_consumer_group(group, request.group_id), request, context)
+        return _Heartbeat(group, request, now, context, client_id, client_host, generated_member_id).run()
+    except HeartbeatError as error:
+        return CoordinatorResult(response=HeartbeatResponse(error=error.error, error_message=str(error)))
+
+
+def on_session_timeout(group: object | None, member_id: str, context: HeartbeatContext) -> CoordinatorResult:
+    """The member's session expired: fence it (nothing if it is already gone)."""
+    member = group.members.get(member_id) if isinstance(group, ConsumerGroup) else None
+    return CoordinatorResult() if member is None else fence_members(group, [member], None, context)
+
+
+def on_rebalance_timeout(group: object | None, member_id: str, member_epoch: int,
+                         context: HeartbeatContext) -> CoordinatorResult:
+    """The member did not revoke in time: fence it if it is still at the epoch the timer was armed at."""
+    member = group.members.get(member_id) if isinstance(group, ConsumerGroup) else None
+    if member is None or member.member_epoch != member_epoch:
+        return CoordinatorResult()
+    return fence_members(group, [member], None, context)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Request checks (GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid)
+
+def _blank(value: str | None) -> bool:
+    return value is not None and not value.strip()
+
+
+def validate_request(request: HeartbeatRequest, context: HeartbeatContext) -> None:
+    epoch = request.member_epoch
+    invalid = [
+        (_blank(request.member_id) and (request.api_version >= CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION
+                                        or epoch > 0 or epoch == LEAVE_EPOCH), "MemberId can't be empty."),
+        (_blank(request.group_id), "GroupId can't be empty."),
+        (_blank(request.instance_id), "InstanceId can't be empty."),
+        (_blank(request.rack_id), "RackId can't be empty."),
+    ]
+    if epoch == JOIN_EPOCH:
+        invalid += [
+            (request.rebalance_timeout_ms == UNCHANGED_REBALANCE_TIMEOUT,
+             "RebalanceTimeoutMs must be given when (re-)joining."),
+            (request.topic_partitions is None or len(request.topic_partitions) > 0,
+             "TopicPartitions must be empty when (re-)joining."),
+            (request.subscribed_topic_names is None and request.subscribed_topic_regex is None,
+             "SubscribedTopicNames or SubscribedTopicRegex must be given when (re-)joining."),
+        ]
+    elif epoch == STATIC_LEAVE_EPOCH:
+        invalid.append((request.instance_id is None, "InstanceId must be given to leave with epoch -2."))
+    elif epoch < STATIC_LEAVE_EPOCH:
+        invalid.append((True, f"MemberEpoch {epoch} is invalid."))
+    invalid.append((bool(request.subscribed_topic_regex),
+                    "SubscribedTopicRegex is not modelled: this coordinator cannot resolve regular expressions."))
+    for failed, message in invalid:
+        if failed:
+            raise HeartbeatError("INVALID_REQUEST", message)
+    if request.server_assignor is not None and request.server_assignor not in context.assignors:
+        raise HeartbeatError("UNSUPPORTED_ASSIGNOR", f"ServerAssignor {request.server_assignor} is not supported; "
+                                                     f"supported: {', '.join(context.assignors)}.")
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Leaving and fencing (consumerGroupLeave, consumerGroupStaticMemberGroupLeave, consumerGroupFenceMembers)
+
+def _consumer_group(group: object | None, group_id: str) -> ConsumerGroup:
+    if isinstance(group, ConsumerGroup):
+        return group
+    raise HeartbeatError("GROUP_ID_NOT_FOUND", f"Group {group_id} is not a consumer group." if group is not None
+                         else f"Consumer group {group_id} not found.")
+
+
+def _static_member(group: ConsumerGroup, request: HeartbeatRequest) -> ConsumerGroupMember:
+    """The member holding the request's instance id, which must be the request's member."""
+    member = group.static_member(request.instance_id)
+    if member is None:
+        raise HeartbeatError("UNKNOWN_MEMBER_ID", f"Instance id {request.instance_id} is unknown.")
+    if member.member_id != request.member_id:
+        raise HeartbeatError("FENCED_INSTANCE_ID", f"Member {request.member_id} with instance id "
+                             f"{request.instance_id} is fenced by member {member.member_id}.")
+    return member
+
+
+def _leave(group: ConsumerGroup, request: HeartbeatRequest, context: HeartbeatContext) -> CoordinatorResult:
+    if request.instance_id is None:
+        member = group.members.get(request.member_id)
+        if member is None:
+            raise HeartbeatError("UNKNOWN_MEMBER_ID", f"Member {request.member_id} is not a member of the group.")
+    else:
+        member = _static_member(group, request)
+        if request.member_epoch == STATIC_LEAVE_EPOCH:
+            return _static_member_leave(member)
+    response = HeartbeatResponse(member_id=request.member_id, member_epoch=request.member_epoch)
+    return fence_members(group, [member], response, context)
+
+
+def _static_member_leave(member: ConsumerGroupMember) -> CoordinatorResult:
+    """A static member leaving for now stays, at epoch -2, keeping its partitions (their assignment epochs
+    reset to 0, so the member taking its place holds them from epoch 0) and dropping what it was revoking.
+    No epoch bump, and its timers run on."""
+    current = member.current
+    assigned = {topic_id: dict.fromkeys(ps, 0) for topic_id, ps in current.assigned_partitions.items()}
+    left = CurrentAssignment(current.state, STATIC_LEAVE_EPOCH, current.previous_member_epoch, assigned, {})
+    return CoordinatorResult(
+        records=(ConsumerGroupCurrentMemberAssignment(member.member_id, left),),
+        response=HeartbeatResponse(member_id=member.member_id, member_epoch=STATIC_LEAVE_EPOCH))
+
+
+def _timer_cancels(member_id: str) -> tuple[TimerChange, ...]:
+    return TimerChange((SESSION_TIMEOUT, member_id), None), TimerChange((REBALANCE_TIMEOUT, member_id), None)
+
+
+def fence_members(group: ConsumerGroup, members: Iterable[ConsumerGroupMember], response: HeartbeatResponse | None,
+                  context: HeartbeatContext) -> CoordinatorResult:
+    """Remove members: their tombstones, one group epoch bump (always, with the hash of what the remaining
+    members subscribe to) and, when nobody is left, the assignment epoch brought up to the new group epoch
+    (4.4+) so the next member's assignment is not held back. The next heartbeat computes the new target."""
+    members = list(members)
+    records: list[ConsumerGroupRecord] = []
+    names = Counter(group.subscribed_topic_names)
+    for member in members:
+        records += member_tombstones(member.member_id)
+        names.subtract(member.subscribed_topic_names)
+    group_epoch = group.group_epoch + 1
+    metadata_hash = context.topics.metadata_hash(name for name, count in names.items() if count > 0)
+    records.append(ConsumerGroupMetadata(GroupEpoch(group_epoch, metadata_hash)))
+    if len(members) == len(group.members) and not context.kafka_4_0:
+        records.append(ConsumerGroupTargetAssignmentMetadata(AssignmentMetadata(group_epoch, 0)))
+    timers = tuple(change for member in members for change in _timer_cancels(member.member_id))
+    return CoordinatorResult(tuple(records), response, timers)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The regular heartbeat (GroupMetadataManager.consumerGroupHeartbeat)
+
+def _is_subset(owned: Mapping[object, Iterable[int]] | None, assigned: Mapping[object, Mapping[int, int]]) -> bool:
+    """Whether the heartbeat reports only partitions the member is assigned (unknown, None: no)."""
+    if owned is None:
+        return False
+    return all(topic_id in assigned and all(p in assigned[topic_id] for p in ps) for topic_id, ps in owned.items())
+
+
+def _check_member_epoch(member: ConsumerGroupMember, epoch: int, owned, kafka_4_0: bool) -> None:
+    """throwIfConsumerGroupMemberEpochIsInvalid: the request's epoch must be the member's, or its previous
+    one when the heartbeat reports a subset of its partitions (the response bumping it may have been lost).
+    Epoch 0 always rejoins (KAFKA-19233, 4.3); in 4.0 it is checked like any other."""
+    if epoch == JOIN_EPOCH and not kafka_4_0:
+        return
+    if epoch > member.member_epoch:
+        raise HeartbeatError("FENCED_MEMBER_EPOCH", f"Member epoch {epoch} is ahead of the coordinator's "
+                             f"{member.member_epoch}: the member must give up its partitions and rejoin.")
+    if epoch < member.member_epoch and (epoch != member.previous_member_epoch
+                                        or not _is_subset(owned, member.assigned_partitions)):
+        raise HeartbeatError("FENCED_MEMBER_EPOCH", f"Member epoch {epoch} is behind the coordinator's "
+                             f"{member.member_epoch}: the member must give up its partitions and rejoin.")
+
+
+class _Heartbeat:
+    def __init__(self, group: object | None, request: HeartbeatRequest, now: int, context: HeartbeatContext,
+                 client_id: str, client_host: str, generated_member_id: str | None) -> None:
+        self.request = request
+        self.now = now
+        self.context = context
+        self.config = context.config
+        self.joining = request.member_epoch == JOIN_EPOCH
+        if group is None and self.joining:
+            group = ConsumerGroup(request.group_id, context.kafka_4_0)  # created when its records are replayed
+        self.group = _consumer_group(group, request.group_id)
+        self.client_id = client_id
+        self.client_host = client_host
+        self.member_id = request.member_id or generated_member_id
+        self.owned = None if request.topic_partitions is None else dict(request.topic_partitions)
+        self.records: list[ConsumerGroupRecord] = []
+        self.timers: list[TimerChange] = []
+
+    def run(self) -> CoordinatorResult:
+        request, group = self.request, self.group
+        self._throw_if_group_is_full()
+        if self.member_id is None:
+            raise ValueError("a v0 join with an empty member id needs generated_member_id")
+        member = self._member() if request.instance_id is None else self._static_member()
+        updated = self._updated(member)
+
+        names_changed = False
+        if updated != member:
+            self.records.append(ConsumerGroupMemberMetadata(updated.member_id, updated.subscription()))
+            names_changed = set(updated.subscribed_topic_names) != set(member.subscribed_topic_names)
+        bump = names_changed or self._preferred_assignor_changed(member, updated)
+
+        builder = TargetAssignmentBuilder(group.members, group.static_members, group.target_assignment)
+        builder.add_or_update_member(updated)
+        group_epoch, sub_type, refreshed = group.group_epoch, group.subscription_type, False
+        if bump or group.metadata_expired:
+            names = Counter(group.subscribed_topic_names)
+            names.subtract(member.subscribed_topic_names)
+            names.update(updated.subscribed_topic_names)
+            metadata_hash = self.context.topics.metadata_hash(name for name, count in names.items() if count > 0)
+            sub_type = subscription_type((m.subscribed_topic_names, m.subscribed_topic_regex)
+                                         for m in builder.members.values())
+            if bump or metadata_hash != group.metadata_hash:
+                group_epoch += 1
+                self.records.append(ConsumerGroupMetadata(GroupEpoch(group_epoch, metadata_hash)))
+            refreshed = True
+
+        target_epoch, target = self._target_assignment(builder, group_epoch, member, updated, sub_type)
+        reconciled = self._reconcile(updated, target_epoch, target, names_changed)
+
+        self.timers.append(TimerChange((SESSION_TIMEOUT, self.member_id),
+                                       self.now + self.config.group_consumer_session_timeout_ms,
+                                       "on_session_timeout", (self.member_id,)))
+        full = (request.rebalance_timeout_ms != UNCHANGED_REBALANCE_TIMEOUT
+                and (request.subscribed_topic_names is not None or request.subscribed_topic_regex is not None)
+                and request.topic_partitions is not None)
+        changed = reconciled.assigned_partitions != member.assigned_partitions
+        response = HeartbeatResponse(
+            member_id=reconciled.member_id, member_epoch=reconciled.member_epoch,
+            heartbeat_interval_ms=self.config.group_consumer_heartbeat_interval_ms,
+            assignment=topic_partitions(reconciled.assigned_partitions) if self.joining or full or changed else None)
+        return CoordinatorResult(tuple(self.records), response, tuple(self.timers), refreshed)
+
+    def _throw_if_group_is_full(self) -> None:
+        group, member_id = self.group, self.request.member_id
+        # A returning static member only ever replaces itself (4.4+).
+        if group.static_member(self.request.instance_id) is not None and not self.context.kafka_4_0:
+            return
+        if len(group.members) >= self.config.group_consumer_max_size and (not member_id or member_id not in group.members):
+            raise HeartbeatError("GROUP_MAX_SIZE_REACHED", "The consumer group has reached its maximum size of "
+                                 f"{self.config.group_consumer_max_size} members.")
+
+    def _member(self) -> ConsumerGroupMember:
+        """getOrMaybeSubscribeDynamicConsumerGroupMember."""
+        member = self.group.members.get(self.member_id)
+        if member is None:
+            if not self.joining:
+                raise HeartbeatError("UNKNOWN_MEMBER_ID", f"Member {self.member_id} is not a member of the group.")
+            member = ConsumerGroupMember(self.member_id)
+        _check_member_epoch(member, self.request.member_epoch, self.owned, self.context.kafka_4_0)
+        return member
+
+    def _static_member(self) -> ConsumerGroupMember:
+        """getOrMaybeSubscribeStaticConsumerGroupMember: a joining static member takes the place of the
+        member holding its instance id if that one left with epoch -2 (UNRELEASED_INSTANCE_ID otherwise)."""
+        group, request = self.group, self.request
+        if not self.joining:
+            member = _static_member(group, request)
+            _check_member_epoch(member, request.member_epoch, self.owned, self.context.kafka_4_0)
+            return member
+        existing = group.static_member(request.instance_id)
+        if existing is None:
+            return group.members.get(self.member_id) or ConsumerGroupMember(self.member_id)
+        if existing.member_epoch != STATIC_LEAVE_EPOCH:
+            raise HeartbeatError("UNRELEASED_INSTANCE_ID", f"Instance id {request.instance_id} is still held by "
+                                 f"member {existing.member_id}, which must leave first.")
+        replacement = dataclasses.replace(existing, member_id=self.member_id, current=dataclasses.replace(
+            existing.current, member_epoch=0, previous_member_epoch=0))
+        # The old member's timers are left to run: they find it gone and do nothing.
+        self.records += member_tombstones(existing.member_id)
+        self.records += [
+            ConsumerGroupMemberMetadata(self.member_id, replacement.subscription()),
+            ConsumerGroupTargetAssignmentMember(self.member_id, topic_partitions(group.target_of(existing.member_id))),
+            ConsumerGroupCurrentMemberAssignment(self.member_id, replacement.current),
+        ]
+        return replacement
+
+    def _updated(self, member: ConsumerGroupMember) -> ConsumerGroupMember:
+        """The member with the request's fields applied (a None field leaves it as it is)."""
+        request = self.request
+        changes = {"client_id": self.client_id, "client_host": self.client_host}
+        if request.instance_id is not None:
+            changes["instance_id"] = request.instance_id
+        if request.rack_id is not None:
+            changes["rack_id"] = request.rack_id
+        if request.rebalance_timeout_ms != UNCHANGED_REBALANCE_TIMEOUT:
+            changes["rebalance_timeout_ms"] = request.rebalance_timeout_ms
+        if request.server_assignor is not None:
+            changes["server_assignor_name"] = request.server_assignor
+        if request.subscribed_topic_names is not None:
+            # The member keeps its names as a java.util.HashSet built from the request's list.
+            changes["subscribed_topic_names"] = tuple(java_hash_set_order(request.subscribed_topic_names,
+                                                                          string_hash_code))
+        if request.subscribed_topic_regex is not None:
+            changes["subscribed_topic_regex"] = request.subscribed_topic_regex
+        return dataclasses.replace(member, **changes)
+
+    def _assignor_counts(self, member: ConsumerGroupMember, updated: ConsumerGroupMember) -> Counter[str]:
+        counts = Counter(self.group.server_assignors)
+        if member.server_assignor_name is not None:
+            counts[member.server_assignor_name] -= 1
+        if updated.server_assignor_name is not None:
+            counts[updated.server_assignor_name] += 1
+        return Counter({name: count for name, count in counts.items() if count > 0})
+
+    def _preferred_assignor(self, member: ConsumerGroupMember, updated: ConsumerGroupMember) -> str:
+        return preferred_server_assignor(self._assignor_counts(member, updated)) or self.context.default_assignor
+
+    def _preferred_assignor_changed(self, member: ConsumerGroupMember, updated: ConsumerGroupMember) -> bool:
+        """The group's effective assignor changes (4.4+, KAFKA-20434): its target must be recomputed."""
+        if self.context.kafka_4_0:
+            return False
+        current = self.group.preferred_server_assignor() or self.context.default_assignor
+        return current != self._preferred_assignor(member, updated)
+
+    def _target_assignment(self, builder: TargetAssignmentBuilder, group_epoch: int, member: ConsumerGroupMember,
+                           updated: ConsumerGroupMember, sub_type) -> tuple[int, Assignment]:
+        """maybeUpdateTargetAssignment: the member's target and its epoch, computing the group's next target
+        assignment first if the group epoch is ahead of it and the assignment interval allows."""
+        group = self.group
+        if group.assignment_epoch >= group_epoch or not self._can_compute_next_assignment():
+            return group.assignment_epoch, group.target_of(updated.member_id, updated.instance_id)
+        assignor_name = self._preferred_assignor(member, updated)
+        try:
+            result = builder.build(group_epoch, self.context.assignors[assignor_name], sub_type,
+                                   self.context.topics, self.now)
+        except PartitionAssignorError as error:
+            raise HeartbeatError("UNKNOWN_SERVER_ERROR", f"Failed to compute a new target assignment for epoch "
+                                 f"{group_epoch}: {error}") from None
+        self.records += result.records
+        return group_epoch, result.target_assignment.get(updated.member_id, {})
+
+    def _can_compute_next_assignment(self) -> bool:
+        """KIP-1263 batching: at most one target computation per assignment interval, unless the last one's
+        time is unknown (0)."""
+        last, interval = self.group.assignment_timestamp_ms, self.config.group_consumer_assignment_interval_ms
+        return self.context.kafka_4_0 or last == 0 or interval == 0 or self.now >= last + interval
+
+    def _reconcile(self, member: ConsumerGroupMember, target_epoch: int, target: Assignment,
+                   subscription_changed: bool) -> ConsumerGroupMember:
+        """maybeReconcile: move the member towards its target; arm the rebalance timer while it has
+        partitions to revoke, cancel it otherwise."""
+        if not subscription_changed and member.is_reconciled_to(target_epoch):
+            return member
+        topics = self.context.topics
+        subscribed = subscribed_topic_ids(member.subscribed_topic_names, member.subscribed_topic_regex, {},
+                                          {name: topic_id for name, (topic_id, _) in topics.topics.items()})
+        try:
+            current = reconcile(member.current, target_epoch=target_epoch, target=target, subscribed=subscribed,
+                                current_partition_epoch=self.group.partition_epochs,
+                                owned=self.owned,
+                                subscription_changed=subscription_changed, kafka_4_0=self.context.kafka_4_0)
+        except FencedMemberEpochError as error:
+            raise HeartbeatError("FENCED_MEMBER_EPOCH", str(error)) from None
+        if current == member.current:
+            return member
+        reconciled = dataclasses.replace(member, current=current)
+        self.records.append(ConsumerGroupCurrentMemberAssignment(member.member_id, current))
+        key = (REBALANCE_TIMEOUT, member.member_id)
+        if current.state is MemberState.UNREVOKED_PARTITIONS:
+            self.timers.append(TimerChange(key, self.now + member.rebalance_timeout_ms, "on_rebalance_timeout",
+                                           (member.member_id, current.member_epoch)))
+        else:
+            self.timers.append(TimerChange(key, None))
+        return reconciled

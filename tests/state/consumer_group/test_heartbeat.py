@@ -1,0 +1,631 @@
+"""Kafka's GroupMetadataManagerTest consumer group heartbeat cases (trunk), case by case, with the request
+checks of GroupCoordinatorServiceTest. Where Kafka checks the records unordered within a group (its
+TargetAssignmentMember records), they are checked here in the order Kafka writes them: the members'
+java.util.HashMap order."""
+
+from __future__ import annotations
+
+import pytest
+
+from state.consumer_group.group import ConsumerGroupState
+from state.consumer_group.group_spec import in_java_hash_map_order
+from state.consumer_group.messages import HeartbeatRequest, HeartbeatResponse
+from state.consumer_group.reconciliation import CurrentAssignment, MemberState
+from state.consumer_group.records import (
+    ConsumerGroupCurrentMemberAssignment,
+    ConsumerGroupMemberMetadata,
+    member_tombstones,
+)
+from tests.state.consumer_group.coordinator_context import (
+    BAR,
+    FOO,
+    FOO_BAR,
+    Context,
+    assignment_metadata_record,
+    epoch_record,
+    epochs,
+    member,
+    target_record,
+    tps,
+)
+
+STABLE = MemberState.STABLE
+UNREVOKED = MemberState.UNREVOKED_PARTITIONS
+UNRELEASED = MemberState.UNRELEASED_PARTITIONS
+M1, M2, M3 = "member-id-1", "member-id-2", "member-id-3"
+
+
+def hash_order(*member_ids: str) -> list[str]:
+    """The order Kafka writes the members' TargetAssignmentMember records in."""
+    return list(in_java_hash_map_order(dict.fromkeys(member_ids)))
+
+
+def current(m, state, epoch, previous, assigned=None, pending=None):
+    return ConsumerGroupCurrentMemberAssignment(m, CurrentAssignment(state, epoch, previous, assigned or {}, pending or {}))
+
+
+def ok(member_id, epoch, assignment=None, interval=5000):
+    return HeartbeatResponse(member_id=member_id, member_epoch=epoch, heartbeat_interval_ms=interval,
+                             assignment=assignment)
+
+
+def error_of(result):
+    assert result.records == () and result.timers == ()
+    return result.response.error
+
+
+def two_member_group(ctx, *, instance_ids=False, m2_names=("foo", "bar")):
+    """m1 with foo 0-2, bar 0-1 and m2 with foo 3-5, bar 2, both STABLE at 10 (previous 9), as most of
+    Kafka's tests start."""
+    m1 = member(M1, epoch=10, previous=9, assigned=epochs(10, foo=[0, 1, 2], bar=[0, 1]), rebalance_timeout_ms=5000,
+                instance_id=M1 if instance_ids else None)
+    m2 = member(M2, epoch=10, previous=9, assigned=epochs(10, foo=[3, 4, 5], bar=[2]), rebalance_timeout_ms=5000,
+                instance_id=M2 if instance_ids else None, names=m2_names)
+    ctx.with_group(m1, m2, group_epoch=10, assignment_epoch=10)
+    return m1, m2
+
+
+# --------------------------------------------------------------------------------------------------------
+# Request checks
+
+VALID_JOIN = dict(group_id="fooup", member_id="m", member_epoch=0, rebalance_timeout_ms=5000,
+                  subscribed_topic_names=("foo",), topic_partitions=())
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(member_id=""), "MemberId can't be empty."),
+    (dict(member_id=" ", member_epoch=1), "MemberId can't be empty."),
+    (dict(group_id=""), "GroupId can't be empty."),
+    (dict(instance_id=""), "InstanceId can't be empty."),
+    (dict(rack_id=""), "RackId can't be empty."),
+    (dict(rebalance_timeout_ms=-1), "RebalanceTimeoutMs must be given when (re-)joining."),
+    (dict(topic_partitions=None), "TopicPartitions must be empty when (re-)joining."),
+    (dict(topic_partitions=((FOO, (0,)),)), "TopicPartitions must be empty when (re-)joining."),
+    (dict(subscribed_topic_names=None), "SubscribedTopicNames or SubscribedTopicRegex must be given when (re-)joining."),
+    (dict(member_epoch=-2), "InstanceId must be given to leave with epoch -2."),
+    (dict(member_epoch=-3), "MemberEpoch -3 is invalid."),
+])
+def test_consumer_group_heartbeat_request_validation(changes, message):
+    # GroupCoordinatorServiceTest.testConsumerGroupHeartbeatRequestValidation
+    ctx = Context(FOO_BAR)
+    result = ctx.heartbeat(**{**VALID_JOIN, **changes})
+    assert error_of(result) == "INVALID_REQUEST"
+    assert result.response.error_message == message
+    assert ctx.group is None
+
+
+def test_blank_member_id_is_accepted_from_a_v0_join():
+    # GroupCoordinatorServiceTest.testConsumerGroupHeartbeatRequestValidation (v0: the coordinator makes the id)
+    ctx = Context(FOO_BAR)
+    assert ctx.heartbeat(**{**VALID_JOIN, "member_id": "", "api_version": 0}).response.error == "NONE"
+
+
+def test_unsupported_assignor():
+    # GroupCoordinatorServiceTest.testConsumerGroupHeartbeatRequestValidation (UNSUPPORTED_ASSIGNOR)
+    ctx = Context(FOO_BAR)
+    result = ctx.heartbeat(**{**VALID_JOIN, "server_assignor": "foo"})
+    assert error_of(result) == "UNSUPPORTED_ASSIGNOR"
+
+
+def test_a_regex_subscription_is_not_modelled():
+    ctx = Context(FOO_BAR)
+    result = ctx.heartbeat(**{**VALID_JOIN, "subscribed_topic_names": None, "subscribed_topic_regex": "foo.*"})
+    assert error_of(result) == "INVALID_REQUEST"
+    assert "SubscribedTopicRegex is not modelled" in result.response.error_message
+    # No regex ("") is a subscription like any other.
+    assert ctx.heartbeat(**{**VALID_JOIN, "subscribed_topic_regex": ""}).response.error == "NONE"
+
+
+# --------------------------------------------------------------------------------------------------------
+# Joining, member ids and epochs
+
+def test_member_id_generation():
+    # GroupMetadataManagerTest.testMemberIdGeneration
+    ctx = Context()
+    result = ctx.heartbeat("", 0, server_assignor="range", rebalance_timeout_ms=5000,
+                           subscribed_topic_names=("foo", "bar"), topic_partitions=(), api_version=0)
+    assert result.response == ok("generated-member-id", 2, ())
+
+
+def test_unknown_group_id():
+    # GroupMetadataManagerTest.testUnknownGroupId
+    ctx = Context()
+    result = ctx.heartbeat(M1, 100, rebalance_timeout_ms=5000, subscribed_topic_names=("foo", "bar"),
+                           topic_partitions=())
+    assert error_of(result) == "GROUP_ID_NOT_FOUND"
+
+
+def test_a_group_of_another_type_is_not_found():
+    # GroupMetadataManagerTest.testConsumerGroupHeartbeatWithNonEmptyClassicGroup (classic conversion not modelled)
+    ctx = Context(FOO_BAR)
+    ctx.group = object()
+    assert error_of(ctx.join(M1)) == "GROUP_ID_NOT_FOUND"
+
+
+def test_unknown_member_id_joins_consumer_group():
+    # GroupMetadataManagerTest.testUnknownMemberIdJoinsConsumerGroup
+    ctx = Context()
+    ctx.join(M1, server_assignor="range")
+    result = ctx.heartbeat("unknown", 1, rebalance_timeout_ms=5000, subscribed_topic_names=("foo", "bar"),
+                           topic_partitions=())
+    assert error_of(result) == "UNKNOWN_MEMBER_ID"
+
+
+def test_consumer_group_member_epoch_validation():
+    # GroupMetadataManagerTest.testConsumerGroupMemberEpochValidation
+    ctx = Context()
+    m = member(M1, epoch=100, previous=99, assigned=epochs(100, foo=[1, 2, 3]), rebalance_timeout_ms=5000)
+    ctx.replay(ConsumerGroupMemberMetadata(M1, m.subscription()), epoch_record(100, 0), target_record(M1, foo=[1, 2, 3]),
+               assignment_metadata_record(100, 12345), ConsumerGroupCurrentMemberAssignment(M1, m.current))
+    hb = dict(rebalance_timeout_ms=5000, subscribed_topic_names=("foo", "bar"))
+    assert error_of(ctx.heartbeat(M1, 200, **hb)) == "FENCED_MEMBER_EPOCH"
+    assert error_of(ctx.heartbeat(M1, 50, **hb)) == "FENCED_MEMBER_EPOCH"
+    # The previous epoch, but without the partitions it owns.
+    assert error_of(ctx.heartbeat(M1, 99, **hb)) == "FENCED_MEMBER_EPOCH"
+    # The previous epoch with a subset of its partitions: the response bumping it may have been lost.
+    result = ctx.heartbeat(M1, 99, topic_partitions=tps(foo=[1, 2]), **hb)
+    assert result.response.member_epoch == 100
+
+
+def test_previous_epoch_with_partitions_outside_the_assignment_is_fenced():
+    # GroupMetadataManagerTest.testConsumerGroupMemberEpochValidation (isSubset: a partition not assigned)
+    ctx = Context()
+    m = member(M1, epoch=100, previous=99, assigned=epochs(100, foo=[1, 2, 3]), rebalance_timeout_ms=5000)
+    ctx.with_group(m, group_epoch=100, assignment_epoch=100)
+    result = ctx.heartbeat(M1, 99, topic_partitions=tps(foo=[1, 4]))
+    assert error_of(result) == "FENCED_MEMBER_EPOCH"
+
+
+def rejoining_member_group(kafka_4_0=False):
+    ctx = Context(FOO_BAR, kafka_4_0=kafka_4_0)
+    m = member(M1, epoch=100, previous=99, assigned=epochs(100, foo=[0, 1, 2]), rebalance_timeout_ms=5000,
+               names=("foo",))
+    ctx.with_group(m, group_epoch=100, assignment_epoch=100, names=("foo",))
+    return ctx, m
+
+
+def test_member_can_rejoin_with_epoch_zero_in_stable_state():
+    # GroupMetadataManagerTest.testMemberCanRejoinWithEpochZeroInStableState
+    ctx, m = rejoining_member_group()
+    result = ctx.join(M1, names=("foo",), server_assignor="range")
+    assert result.response == ok(M1, 100, tps(foo=[0, 1, 2]))
+    assert result.records == ()
+    assert ctx.group.group_epoch == 100
+
+
+def test_member_rejoining_with_epoch_zero_is_fenced_in_kafka_4_0():
+    # Kafka 4.0.0: epoch 0 is checked like any other epoch (KAFKA-19233 lifted that in 4.3)
+    ctx, m = rejoining_member_group(kafka_4_0=True)
+    assert error_of(ctx.join(M1, names=("foo",), server_assignor="range")) == "FENCED_MEMBER_EPOCH"
+
+
+def test_member_can_rejoin_with_epoch_zero_in_unrevoked_partitions_state():
+    # GroupMetadataManagerTest.testMemberCanRejoinWithEpochZeroInUnrevokedPartitionsState
+    ctx = Context(FOO_BAR)
+    m = member(M1, epoch=100, previous=99, state=UNREVOKED, assigned=epochs(100, foo=[0, 1]),
+               pending=epochs(100, foo=[2]), rebalance_timeout_ms=5000, names=("foo",))
+    ctx.with_group(m, group_epoch=101, assignment_epoch=101, targets={M1: {"foo": [0, 1]}}, names=("foo",))
+    result = ctx.join(M1, names=("foo",), server_assignor="range")
+    assert result.response == ok(M1, 101, tps(foo=[0, 1]))
+    assert result.records == (current(M1, STABLE, 101, 100, epochs(100, foo=[0, 1])),)
+    assert ctx.rebalance_timer(M1) is None
+
+
+def test_member_can_rejoin_with_epoch_zero_in_unreleased_partitions_state():
+    # GroupMetadataManagerTest.testMemberCanRejoinWithEpochZeroInUnreleasedPartitionsState
+    ctx = Context(FOO_BAR)
+    m = member(M1, epoch=100, previous=99, state=UNRELEASED, assigned=epochs(100, foo=[0]), rebalance_timeout_ms=5000,
+               names=("foo",))
+    ctx.with_group(m, group_epoch=100, assignment_epoch=100, targets={M1: {"foo": [0, 1, 2]}}, names=("foo",))
+    result = ctx.join(M1, names=("foo",), server_assignor="range")
+    assert result.response == ok(M1, 100, tps(foo=[0, 1, 2]))
+    assert result.records == (current(M1, STABLE, 100, 100, {FOO: {0: 100, 1: 100, 2: 100}}),)
+
+
+def test_member_joins_empty_consumer_group():
+    # GroupMetadataManagerTest.testMemberJoinsEmptyConsumerGroup
+    ctx = Context(FOO_BAR)
+    ctx.assignor.prepare({M1: {FOO: range(6), BAR: range(3)}})
+    result = ctx.join(M1, server_assignor="range")
+    assert result.response == ok(M1, 2, tps(foo=range(6), bar=range(3)))
+    expected = member(M1, epoch=2, previous=0, assigned=epochs(2, foo=range(6), bar=range(3)), rebalance_timeout_ms=5000)
+    assert result.records == (
+        ConsumerGroupMemberMetadata(M1, expected.subscription()),
+        epoch_record(2, ctx.metadata_hash("foo", "bar")),
+        target_record(M1, foo=range(6), bar=range(3)),
+        assignment_metadata_record(2, ctx.time),
+        ConsumerGroupCurrentMemberAssignment(M1, expected.current),
+    )
+    assert ctx.group.members[M1] == expected
+    assert ctx.group.state is ConsumerGroupState.STABLE
+
+
+def test_member_joins_empty_consumer_group_in_kafka_4_0():
+    # Kafka 4.0.0's GroupMetadataManagerTest.testMemberJoinsEmptyConsumerGroup: epochs start at 0, so the
+    # first member gets epoch 1 (its PartitionMetadata record is not modelled)
+    ctx = Context(FOO_BAR, kafka_4_0=True)
+    ctx.assignor.prepare({M1: {FOO: range(6), BAR: range(3)}})
+    result = ctx.join(M1, server_assignor="range")
+    assert result.response == ok(M1, 1, tps(foo=range(6), bar=range(3)))
+    assert result.records[1] == epoch_record(1, ctx.metadata_hash("foo", "bar"))
+
+
+def test_updating_subscription_triggers_new_target_assignment():
+    # GroupMetadataManagerTest.testUpdatingSubscriptionTriggersNewTargetAssignment
+    ctx = Context(FOO_BAR)
+    m = member(M1, epoch=10, previous=9, assigned=epochs(10, foo=range(6)), names=("foo",))
+    ctx.with_group(m, group_epoch=10, assignment_epoch=10, names=("foo",))
+    ctx.assignor.prepare({M1: {FOO: range(6), BAR: range(3)}})
+    result = ctx.heartbeat(M1, 10, subscribed_topic_names=("foo", "bar"))
+    assert result.response == ok(M1, 11, tps(foo=range(6), bar=range(3)))
+    expected = member(M1, epoch=11, previous=10, names=("foo", "bar"),
+                      assigned={FOO: dict.fromkeys(range(6), 10), BAR: dict.fromkeys(range(3), 11)})
+    assert result.records == (
+        ConsumerGroupMemberMetadata(M1, expected.subscription()),
+        epoch_record(11, ctx.metadata_hash("foo", "bar")),
+        target_record(M1, foo=range(6), bar=range(3)),
+        assignment_metadata_record(11, ctx.time),
+        ConsumerGroupCurrentMemberAssignment(M1, expected.current),
+    )
+
+
+def test_new_joining_member_triggers_new_target_assignment():
+    # GroupMetadataManagerTest.testNewJoiningMemberTriggersNewTargetAssignment
+    ctx = Context(FOO_BAR)
+    two_member_group(ctx)
+    targets = {M1: dict(foo=[0, 1], bar=[0]), M2: dict(foo=[2, 3], bar=[1]), M3: dict(foo=[4, 5], bar=[2])}
+    ctx.assignor.prepare({m: {FOO: t["foo"], BAR: t["bar"]} for m, t in targets.items()})
+    result = ctx.join(M3, server_assignor="range")
+    assert result.response == ok(M3, 11, ())
+    expected3 = member(M3, epoch=11, previous=0, state=UNRELEASED, rebalance_timeout_ms=5000)
+    assert result.records == (
+        ConsumerGroupMemberMetadata(M3, expected3.subscription()),
+        epoch_record(11, ctx.metadata_hash("foo", "bar")),
+        *[target_record(m, **targets[m]) for m in hash_order(M1, M2, M3)],
+        assignment_metadata_record(11, ctx.time),
+        ConsumerGroupCurrentMemberAssignment(M3, expected3.current),
+    )
+    assert ctx.group.state is ConsumerGroupState.RECONCILING
+
+
+def test_leaving_member_bumps_group_epoch():
+    # GroupMetadataManagerTest.testLeavingMemberBumpsGroupEpoch
+    ctx = Context(FOO_BAR)
+    two_member_group(ctx, m2_names=("foo", "bar", "zar"))
+    result = ctx.heartbeat(M2, -1, rebalance_timeout_ms=5000, subscribed_topic_names=("foo", "bar"))
+    assert result.response == HeartbeatResponse(member_id=M2, member_epoch=-1)
+    assert result.records == (*member_tombstones(M2), epoch_record(11, ctx.metadata_hash("foo", "bar")))
+    assert M2 not in ctx.group.members
+
+
+def test_leaving_unknown_member_and_unknown_group():
+    # GroupMetadataManagerTest.testConsumerGroupLeaveWithUnknownMember / testUnknownGroupId (leave path)
+    ctx = Context(FOO_BAR)
+    assert error_of(ctx.heartbeat(M1, -1)) == "GROUP_ID_NOT_FOUND"
+    two_member_group(ctx)
+    assert error_of(ctx.heartbeat(M3, -1)) == "UNKNOWN_MEMBER_ID"
+
+
+def test_last_member_leaving_brings_the_assignment_epoch_up():
+    # GroupMetadataManagerTest.testTopicHashIsRemoveFromCacheIfNoGroupSubscribesIt (the leave)
+    ctx = Context(FOO_BAR)
+    ctx.assignor.prepare({M1: {FOO: range(6)}})
+    ctx.join(M1, names=("foo",), server_assignor="range")
+    result = ctx.heartbeat(M1, -1)
+    assert result.response == HeartbeatResponse(member_id=M1, member_epoch=-1)
+    assert result.records == (*member_tombstones(M1), epoch_record(3, 0), assignment_metadata_record(3, 0))
+    assert ctx.group.state is ConsumerGroupState.EMPTY
+
+
+def test_last_member_leaving_in_kafka_4_0_leaves_the_assignment_epoch_behind():
+    # Kafka 4.0.0's consumerGroupFenceMembers: no TargetAssignmentMetadata record (KAFKA-20442 is 4.4)
+    ctx = Context(FOO_BAR, kafka_4_0=True)
+    ctx.assignor.prepare({M1: {FOO: range(6)}})
+    ctx.join(M1, names=("foo",), server_assignor="range")
+    assert ctx.heartbeat(M1, -1).records == (*member_tombstones(M1), epoch_record(2, 0))
+
+
+# --------------------------------------------------------------------------------------------------------
+# Static members
+
+def test_group_epoch_bump_when_new_static_member_joins():
+    # GroupMetadataManagerTest.testGroupEpochBumpWhenNewStaticMemberJoins
+    ctx = Context(FOO_BAR)
+    two_member_group(ctx, instance_ids=True, m2_names=("foo", "bar", "zar"))
+    targets = {M1: dict(foo=[0, 1], bar=[0]), M2: dict(foo=[2, 3], bar=[1]), M3: dict(foo=[4, 5], bar=[2])}
+    ctx.assignor.prepare({m: {FOO: t["foo"], BAR: t["bar"]} for m, t in targets.items()})
+    result = ctx.join(M3, instance_id=M3, server_assignor="range")
+    assert result.response == ok(M3, 11, ())
+    expected3 = member(M3, epoch=11, previous=0, state=UNRELEASED, instance_id=M3, rebalance_timeout_ms=5000)
+    assert result.records == (
+        ConsumerGroupMemberMetadata(M3, expected3.subscription()),
+        epoch_record(11, ctx.metadata_hash("foo", "bar")),
+        *[target_record(m, **targets[m]) for m in hash_order(M1, M2, M3)],
+        assignment_metadata_record(11, ctx.time),
+        ConsumerGroupCurrentMemberAssignment(M3, expected3.current),
+    )
+
+
+def test_no_group_epoch_bump_when_static_member_temporarily_leaves():
+    # GroupMetadataManagerTest.testNoGroupEpochBumpWhenStaticMemberTemporarilyLeaves
+    ctx = Context(FOO_BAR)
+    m1, m2 = two_member_group(ctx, instance_ids=True, m2_names=("foo", "bar", "zar"))
+    result = ctx.heartbeat(M2, -2, instance_id=M2, rebalance_timeout_ms=5000, subscribed_topic_names=("foo", "bar"),
+                           topic_partitions=())
+    assert result.response == HeartbeatResponse(member_id=M2, member_epoch=-2)
+    assert result.records == (current(M2, STABLE, -2, 9, epochs(0, foo=[3, 4, 5], bar=[2])),)
+    assert result.timers == ()
+    assert ctx.group.group_epoch == 10
+    # Its partitions stay held, at epoch -2: nobody else gets them.
+    assert ctx.group.partition_epochs(FOO, 3) == -2
+
+
+def test_leaving_static_member_bumps_group_epoch():
+    # GroupMetadataManagerTest.testLeavingStaticMemberBumpsGroupEpoch
+    ctx = Context(FOO_BAR)
+    two_member_group(ctx, instance_ids=True, m2_names=("foo", "bar", "zar"))
+    result = ctx.heartbeat(M2, -1, instance_id=M2, rebalance_timeout_ms=5000, subscribed_topic_names=("foo", "bar"),
+                           topic_partitions=())
+    assert result.response == HeartbeatResponse(member_id=M2, member_epoch=-1)
+    assert result.records == (*member_tombstones(M2), epoch_record(11, ctx.metadata_hash("foo", "bar")))
+
+
+def test_static_member_gets_back_assignment_upon_rejoin():
+    # GroupMetadataManagerTest.testStaticMemberGetsBackAssignmentUponRejoin
+    ctx = Context(FOO_BAR)
+    m1, m2 = two_member_group(ctx, instance_ids=True)
+    ctx.heartbeat(M2, -2, instance_id=M2, subscribed_topic_names=("foo", "bar"), topic_partitions=())
+    rejoin = "member-id-2-rejoin"
+    result = ctx.join(rejoin, instance_id=M2, server_assignor="range")
+    assert result.response == ok(rejoin, 10, tps(foo=[3, 4, 5], bar=[2]))
+    copied = member(rejoin, epoch=0, previous=0, instance_id=M2, assigned=epochs(0, foo=[3, 4, 5], bar=[2]),
+                    rebalance_timeout_ms=5000)
+    assert result.records == (
+        *member_tombstones(M2),
+        ConsumerGroupMemberMetadata(rejoin, copied.subscription()),
+        target_record(rejoin, foo=[3, 4, 5], bar=[2]),
+        ConsumerGroupCurrentMemberAssignment(rejoin, copied.current),
+        current(rejoin, STABLE, 10, 0, epochs(0, foo=[3, 4, 5], bar=[2])),
+    )
+    assert ctx.session_deadline(M2) is None and ctx.rebalance_timer(M2) is None
+    assert ctx.group.static_members[M2] == rejoin and M2 not in ctx.group.members
+
+
+def test_static_member_rejoins_with_new_subscribed_topics():
+    # GroupMetadataManagerTest.testStaticMemberRejoinsWithNewSubscribedTopics
+    ctx = Context(FOO_BAR)
+    m1 = member(M1, epoch=10, previous=9, instance_id="instance-id-1", assigned=epochs(10, foo=[0, 1, 2]),
+                rebalance_timeout_ms=5000, names=("foo",))
+    m2 = member(M2, epoch=10, previous=9, instance_id="instance-id-2", assigned=epochs(10, foo=[3, 4, 5]),
+                rebalance_timeout_ms=5000, names=("foo",))
+    ctx.with_group(m1, m2, group_epoch=10, assignment_epoch=10, names=("foo",))
+    rejoin = "member-id-2-rejoin"
+    ctx.assignor.prepare({M1: {FOO: [0, 1, 2]}, rejoin: {FOO: [3, 4, 5], BAR: [0, 1, 2]}})
+    left = ctx.heartbeat(M2, -2, instance_id="instance-id-2")
+    assert left.response == HeartbeatResponse(member_id=M2, member_epoch=-2)
+    result = ctx.join(rejoin, instance_id="instance-id-2", server_assignor="range")
+    assert result.response == ok(rejoin, 11, tps(foo=[3, 4, 5], bar=[0, 1, 2]))
+    copied = member(rejoin, epoch=0, previous=0, instance_id="instance-id-2", assigned=epochs(0, foo=[3, 4, 5]),
+                    rebalance_timeout_ms=5000, names=("foo",))
+    updated = member(rejoin, epoch=11, previous=0, instance_id="instance-id-2", rebalance_timeout_ms=5000,
+                     assigned={FOO: dict.fromkeys([3, 4, 5], 0), BAR: dict.fromkeys([0, 1, 2], 11)})
+    assert result.records == (
+        *member_tombstones(M2),
+        ConsumerGroupMemberMetadata(rejoin, copied.subscription()),
+        target_record(rejoin, foo=[3, 4, 5]),
+        ConsumerGroupCurrentMemberAssignment(rejoin, copied.current),
+        ConsumerGroupMemberMetadata(rejoin, updated.subscription()),
+        epoch_record(11, ctx.metadata_hash("foo", "bar")),
+        target_record(rejoin, foo=[3, 4, 5], bar=[0, 1, 2]),
+        assignment_metadata_record(11, ctx.time),
+        ConsumerGroupCurrentMemberAssignment(rejoin, updated.current),
+    )
+
+
+def test_should_throw_unreleased_instance_id_exception_when_new_member_joins_with_in_use_instance_id():
+    # GroupMetadataManagerTest.testShouldThrownUnreleasedInstanceIdExceptionWhenNewMemberJoinsWithInUseInstanceId
+    ctx = Context(FOO_BAR)
+    two_member_group(ctx, instance_ids=True)
+    assert error_of(ctx.join(M3, instance_id=M1, server_assignor="range")) == "UNRELEASED_INSTANCE_ID"
+    # Even under the member id that holds it.
+    assert error_of(ctx.join(M1, instance_id=M1, server_assignor="range")) == "UNRELEASED_INSTANCE_ID"
+
+
+def test_should_throw_unknown_member_id_exception_when_unknown_static_member_joins():
+    # GroupMetadataManagerTest.testShouldThrownUnknownMemberIdExceptionWhenUnknownStaticMemberJoins
+    ctx = Context(FOO_BAR)
+    two_member_group(ctx, instance_ids=True)
+    result = ctx.heartbeat(M3, 11, instance_id="unknown-instance", rebalance_timeout_ms=5000,
+                           subscribed_topic_names=("foo", "bar"))
+    assert error_of(result) == "UNKNOWN_MEMBER_ID"
+
+
+def test_should_throw_fenced_instance_id_exception_when_static_member_with_different_member_id_joins():
+    # GroupMetadataManagerTest.testShouldThrowFencedInstanceIdExceptionWhenStaticMemberWithDifferentMemberIdJoins
+    ctx = Context(FOO_BAR)
+    two_member_group(ctx, instance_ids=True)
+    result = ctx.heartbeat(M3, 11, instance_id=M1, rebalance_timeout_ms=5000, subscribed_topic_names=("foo", "bar"))
+    assert error_of(result) == "FENCED_INSTANCE_ID"
+
+
+def test_consumer_group_member_epoch_validation_for_static_member():
+    # GroupMetadataManagerTest.testConsumerGroupMemberEpochValidationForStaticMember
+    ctx = Context(FOO_BAR)
+    two_member_group(ctx, instance_ids=True)
+    assert error_of(ctx.heartbeat(M1, 11, instance_id=M1)) == "FENCED_MEMBER_EPOCH"
+    assert error_of(ctx.heartbeat(M1, 8, instance_id=M1)) == "FENCED_MEMBER_EPOCH"
+    assert ctx.heartbeat(M1, 9, instance_id=M1, topic_partitions=tps(foo=[0])).response.member_epoch == 10
+
+
+@pytest.mark.parametrize("instance_id, error", [("unknown-instance", "UNKNOWN_MEMBER_ID"), (M2, "FENCED_INSTANCE_ID")])
+def test_static_member_leave_errors(instance_id, error):
+    # GroupMetadataManagerTest.testShouldThrowUnknownMemberIdExceptionWhenUnknownStaticMemberLeaves,
+    # testShouldThrowFencedInstanceIdExceptionWhenStaticMemberWithDifferentMemberIdLeaves
+    ctx = Context(FOO_BAR)
+    two_member_group(ctx, instance_ids=True)
+    assert error_of(ctx.heartbeat(M1, -2, instance_id=instance_id)) == error
+
+
+# --------------------------------------------------------------------------------------------------------
+# Group size
+
+def test_new_member_is_rejected_with_maximum_members_is_reached():
+    # GroupMetadataManagerTest.testNewMemberIsRejectedWithMaximumMembersIsReached
+    ctx = Context(FOO_BAR, group_consumer_max_size=2)
+    two_member_group(ctx)
+    assert error_of(ctx.join(M3, server_assignor="range")) == "GROUP_MAX_SIZE_REACHED"
+    # A member already in the group is not a new one.
+    assert ctx.heartbeat(M1, 10).response.error == "NONE"
+
+
+@pytest.mark.parametrize("kafka_4_0, error", [(False, "NONE"), (True, "GROUP_MAX_SIZE_REACHED")])
+def test_static_member_can_rejoin_when_consumer_group_is_full(kafka_4_0, error):
+    # GroupMetadataManagerTest.testStaticMemberCanRejoinWhenConsumerGroupIsFull (4.4+; 4.0 rejects it)
+    ctx = Context(FOO_BAR, kafka_4_0=kafka_4_0, group_consumer_max_size=2)
+    two_member_group(ctx, instance_ids=True)
+    ctx.heartbeat(M2, -2, instance_id=M2)
+    assert ctx.join("member-id-2-rejoin", instance_id=M2, server_assignor="range").response.error == error
+
+
+def test_static_member_rejoin_with_unreleased_instance_id_fails_when_consumer_group_is_full():
+    # GroupMetadataManagerTest.testStaticMemberRejoinWithUnreleasedInstanceIdFailsWhenConsumerGroupIsFull
+    ctx = Context(FOO_BAR, group_consumer_max_size=2)
+    two_member_group(ctx, instance_ids=True)
+    assert error_of(ctx.join("member-id-2-rejoin", instance_id=M2)) == "UNRELEASED_INSTANCE_ID"
+
+
+def test_new_static_member_is_rejected_when_consumer_group_is_full():
+    # GroupMetadataManagerTest.testNewStaticMemberIsRejectedWhenConsumerGroupIsFull
+    ctx = Context(FOO_BAR, group_consumer_max_size=2)
+    two_member_group(ctx, instance_ids=True)
+    assert error_of(ctx.join(M3, instance_id=M3)) == "GROUP_MAX_SIZE_REACHED"
+
+
+# --------------------------------------------------------------------------------------------------------
+# Reconciliation through heartbeats
+
+def test_reconciliation_process():
+    # GroupMetadataManagerTest.testReconciliationProcess
+    ctx = Context(FOO_BAR)
+    two_member_group(ctx)
+    ctx.assignor.prepare({M1: {FOO: [0, 1], BAR: [0]}, M2: {FOO: [2, 3], BAR: [2]}, M3: {FOO: [4, 5], BAR: [1]}})
+
+    # Member 3 joins: the group epoch is bumped and the new target computed.
+    result = ctx.join(M3, server_assignor="range")
+    assert result.response == ok(M3, 11, ())
+    assert ctx.group.state is ConsumerGroupState.RECONCILING
+
+    # Member 1 heartbeats: it must revoke foo 2 and bar 1 first.
+    result = ctx.heartbeat(M1, 10)
+    assert result.response == ok(M1, 10, tps(foo=[0, 1], bar=[0]))
+    assert result.records == (current(M1, UNREVOKED, 10, 10, epochs(10, foo=[0, 1], bar=[0]),
+                                      epochs(10, foo=[2], bar=[1])),)
+    ctx.assert_rebalance_timeout(M1, 5000)
+
+    # Member 2 heartbeats: it must revoke foo 4 and 5.
+    result = ctx.heartbeat(M2, 10)
+    assert result.response == ok(M2, 10, tps(foo=[3], bar=[2]))
+    assert result.records == (current(M2, UNREVOKED, 10, 10, epochs(10, foo=[3], bar=[2]), epochs(10, foo=[4, 5])),)
+
+    # Member 3 heartbeats: nothing is free yet, its previous epoch catches up.
+    result = ctx.heartbeat(M3, 11)
+    assert result.response == ok(M3, 11)
+    assert result.records == (current(M3, UNRELEASED, 11, 11),)
+
+    # Member 1 acknowledges its revocation and moves to epoch 11.
+    result = ctx.heartbeat(M1, 10, topic_partitions=tps(foo=[0, 1], bar=[0]))
+    assert result.response == ok(M1, 11)
+    assert result.records == (current(M1, STABLE, 11, 10, epochs(10, foo=[0, 1], bar=[0])),)
+    assert ctx.rebalance_timer(M1) is None
+
+    # Member 2 heartbeats without saying what it owns: it stays where it is.
+    result = ctx.heartbeat(M2, 10)
+    assert result.response == ok(M2, 10)
+    assert result.records == ()
+
+    # Member 3 gets bar 1, which member 1 gave up; foo 4 and 5 are still member 2's.
+    result = ctx.heartbeat(M3, 11)
+    assert result.response == ok(M3, 11, tps(bar=[1]))
+    assert result.records == (current(M3, UNRELEASED, 11, 11, epochs(11, bar=[1])),)
+    result = ctx.heartbeat(M3, 11)
+    assert result.response == ok(M3, 11)
+    assert result.records == ()
+
+    # Member 2 acknowledges its revocation and gets foo 2, freed by member 1.
+    result = ctx.heartbeat(M2, 10, topic_partitions=tps(foo=[3], bar=[2]))
+    assert result.response == ok(M2, 11, tps(foo=[2, 3], bar=[2]))
+    assert result.records == (current(M2, STABLE, 11, 10, {FOO: {2: 11, 3: 10}, BAR: {2: 10}}),)
+
+    # Member 3 gets foo 4 and 5 and the group is stable.
+    result = ctx.heartbeat(M3, 11, topic_partitions=tps(bar=[1]))
+    assert result.response == ok(M3, 11, tps(foo=[4, 5], bar=[1]))
+    assert result.records == (current(M3, STABLE, 11, 11, epochs(11, foo=[4, 5], bar=[1])),)
+    assert ctx.group.state is ConsumerGroupState.STABLE
+
+
+def test_duplicate_full_heartbeat_with_revocation_ack():
+    # GroupMetadataManagerTest.testDuplicateFullHeartbeatWithRevocationAck
+    ctx = Context(FOO_BAR)
+    m = member(M1, epoch=100, previous=99, state=UNREVOKED, assigned=epochs(100, foo=[0, 1]),
+               pending=epochs(100, foo=[2]), rebalance_timeout_ms=5000, names=("foo",))
+    ctx.with_group(m, group_epoch=101, assignment_epoch=101, targets={M1: {"foo": [0, 1]}}, names=("foo",))
+    full = dict(rebalance_timeout_ms=5000, subscribed_topic_names=("foo",), topic_partitions=tps(foo=[0, 1]))
+    first = ctx.heartbeat(M1, 100, **full)
+    assert first.response == ok(M1, 101, tps(foo=[0, 1]))
+    assert first.records == (current(M1, STABLE, 101, 100, epochs(100, foo=[0, 1])),)
+    # The same request again (its response was lost): the same answer, nothing written.
+    again = ctx.heartbeat(M1, 100, **full)
+    assert again.response == first.response and again.records == ()
+
+
+def test_consumer_group_heartbeat_full_response():
+    # GroupMetadataManagerTest.testConsumerGroupHeartbeatFullResponse
+    ctx = Context(FOO_BAR)
+    ctx.assignor.prepare({M1: {FOO: [0, 1]}})
+    assert ctx.join(M1, names=("foo",), server_assignor="range").response == ok(M1, 2, tps(foo=[0, 1]))
+    # A heartbeat with nothing new: no assignment.
+    assert ctx.heartbeat(M1, 2).response == ok(M1, 2)
+    # A full heartbeat (rebalance timeout, subscription and owned partitions): the assignment.
+    full = ctx.heartbeat(M1, 2, rebalance_timeout_ms=5000, subscribed_topic_names=("foo",),
+                         topic_partitions=tps(foo=[0, 1]))
+    assert full.response == ok(M1, 2, tps(foo=[0, 1]))
+
+
+def test_consumer_group_assignment_interval():
+    # GroupMetadataManagerTest.testConsumerGroupAssignmentInterval
+    ctx = Context({"foo": (FOO, 6)}, group_consumer_assignment_interval_ms=5000)
+    ctx.assignor.prepare({M1: {FOO: range(6)}})
+    start = ctx.time
+    assert ctx.join(M1, names=("foo",), server_assignor="range").response == ok(M1, 2, tps(foo=range(6)))
+
+    # Within the interval a new member bumps the group epoch, but the target is not recomputed.
+    ctx.time = start + 4995
+    ctx.assignor.prepare({M1: {FOO: [0, 1, 2]}, M2: {FOO: [3, 4, 5]}})
+    result = ctx.join(M2, names=("foo",), server_assignor="range")
+    assert result.response == ok(M2, 2, ())
+    m2 = member(M2, epoch=2, previous=0, names=("foo",), rebalance_timeout_ms=5000)
+    assert result.records == (ConsumerGroupMemberMetadata(M2, m2.subscription()),
+                              epoch_record(3, ctx.metadata_hash("foo")),
+                              ConsumerGroupCurrentMemberAssignment(M2, m2.current))
+    assert ctx.group.state is ConsumerGroupState.ASSIGNING
+
+    # Once the interval has passed, the next heartbeat computes it.
+    ctx.time = start + 5005
+    result = ctx.heartbeat(M2, 2)
+    assert result.response == ok(M2, 3)
+    assert result.records == (*[target_record(m, foo=[0, 1, 2] if m == M1 else [3, 4, 5]) for m in hash_order(M1, M2)],
+                              assignment_metadata_record(3, ctx.time),
+                              current(M2, UNRELEASED, 3, 2))
+
+
+def test_preferred_assignor_change_bumps_the_group_epoch():
+    # GroupMetadataManagerTest.testStaticMembersRejoinWithNewServerAssignor (KAFKA-20434, 4.4+); 4.0 does not bump
+    for kafka_4_0, bumped in ((False, True), (True, False)):
+        ctx = Context(FOO_BAR, kafka_4_0=kafka_4_0)
+        ctx.context = type(ctx.context)(ctx.config, ctx.topics, {"uniform": ctx.assignor, "range": ctx.assignor},
+                                        kafka_4_0)
+        ctx.assignor.prepare({M1: {FOO: range(6)}})
+        ctx.join(M1, names=("foo",))
+        epoch = ctx.group.group_epoch
+        ctx.heartbeat(M1, epoch, server_assignor="range")
+        assert (ctx.group.group_epoch == epoch + 1) is bumped
