@@ -34,6 +34,7 @@ from state.consumer_group.records import (
     MemberSubscription,
 )
 from state.consumer_group.topic_id import TopicId
+from state.java_compat import java_string_sort_key
 
 # memberId's target: topicId -> partitions (Kafka's Assignment)
 Assignment = dict[TopicId, frozenset[int]]
@@ -65,7 +66,7 @@ class ConsumerGroupMember:
     rebalance_timeout_ms: int = -1
     client_id: str = ""
     client_host: str = ""
-    subscribed_topic_names: tuple[str, ...] = ()  # Java HashSet order: the order the assignors read them in
+    subscribed_topic_names: frozenset[str] = frozenset()
     subscribed_topic_regex: str = ""
     server_assignor_name: str | None = None
     current: CurrentAssignment = CurrentAssignment(MemberState.STABLE, 0, -1)
@@ -90,14 +91,16 @@ class ConsumerGroupMember:
         return self.state is MemberState.STABLE and self.member_epoch == assignment_epoch
 
     def subscription(self) -> MemberSubscription:
+        # Kafka writes the names sorted (GroupCoordinatorRecordHelpers.newConsumerGroupMemberSubscriptionRecord).
+        names = tuple(sorted(self.subscribed_topic_names, key=java_string_sort_key))
         return MemberSubscription(self.instance_id, self.rack_id, self.client_id, self.client_host,
-                                  self.subscribed_topic_names, self.subscribed_topic_regex,
+                                  names, self.subscribed_topic_regex,
                                   self.server_assignor_name, self.rebalance_timeout_ms)
 
     def with_subscription(self, value: MemberSubscription) -> "ConsumerGroupMember":
         return dataclasses.replace(
             self, instance_id=value.instance_id, rack_id=value.rack_id, client_id=value.client_id,
-            client_host=value.client_host, subscribed_topic_names=value.subscribed_topic_names,
+            client_host=value.client_host, subscribed_topic_names=frozenset(value.subscribed_topic_names),
             subscribed_topic_regex=value.subscribed_topic_regex, server_assignor_name=value.server_assignor,
             rebalance_timeout_ms=value.rebalance_timeout_ms)
 

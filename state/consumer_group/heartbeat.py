@@ -38,7 +38,7 @@ from state.consumer_group.group import (
     preferred_server_assignor,
     topic_partitions,
 )
-from state.consumer_group.group_spec import PartitionAssignorError, java_hash_set_order, subscription_type
+from state.consumer_group.group_spec import PartitionAssignorError, subscription_type
 from state.consumer_group.messages import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
@@ -67,7 +67,6 @@ from state.consumer_group.records import (
 )
 from state.consumer_group.target_assignment import TargetAssignmentBuilder
 from state.consumer_group.topics import TopicsImage
-from state.java_compat import string_hash_code
 
 # Since ConsumerGroupHeartbeat v1 (KIP-1082) the client generates its member id.
 CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
@@ -317,7 +316,7 @@ class _Heartbeat:
         names_changed = False
         if updated != member:
             self.records.append(ConsumerGroupMemberMetadata(updated.member_id, updated.subscription()))
-            names_changed = set(updated.subscribed_topic_names) != set(member.subscribed_topic_names)
+            names_changed = updated.subscribed_topic_names != member.subscribed_topic_names
         bump = names_changed or self._preferred_assignor_changed(member, updated)
 
         builder = TargetAssignmentBuilder(group.members, group.static_members, group.target_assignment)
@@ -408,9 +407,7 @@ class _Heartbeat:
         if request.server_assignor is not None:
             changes["server_assignor_name"] = request.server_assignor
         if request.subscribed_topic_names is not None:
-            # The member keeps its names as a java.util.HashSet built from the request's list.
-            changes["subscribed_topic_names"] = tuple(java_hash_set_order(request.subscribed_topic_names,
-                                                                          string_hash_code))
+            changes["subscribed_topic_names"] = frozenset(request.subscribed_topic_names)
         if request.subscribed_topic_regex is not None:
             changes["subscribed_topic_regex"] = request.subscribed_topic_regex
         return dataclasses.replace(member, **changes)

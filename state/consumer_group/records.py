@@ -39,7 +39,7 @@ class GroupEpoch:
 @dataclass(frozen=True, slots=True)
 class MemberSubscription:
     """ConsumerGroupMemberMetadataValue without the classic-protocol metadata (classic members are not
-    modelled). `subscribed_topic_names` in the member's set order (Java HashSet order)."""
+    modelled). `subscribed_topic_names` sorted, as Kafka writes them."""
 
     instance_id: str | None
     rack_id: str | None

@@ -16,7 +16,13 @@ from typing import Mapping
 
 from state.consumer_group import Assignor
 from state.consumer_group.group import Assignment, ConsumerGroupMember, topic_partitions
-from state.consumer_group.group_spec import GroupSpec, MemberSpec, SubscriptionType, in_java_hash_map_order
+from state.consumer_group.group_spec import (
+    GroupSpec,
+    MemberSpec,
+    SubscriptionType,
+    in_java_hash_map_order,
+    java_hash_set_order,
+)
 from state.consumer_group.records import (
     AssignmentMetadata,
     ConsumerGroupRecord,
@@ -25,6 +31,7 @@ from state.consumer_group.records import (
 )
 from state.consumer_group.topic_id import TopicId
 from state.consumer_group.topics import TopicsImage
+from state.java_compat import java_string_sort_key, string_hash_code
 
 
 @dataclass(frozen=True)
@@ -80,8 +87,11 @@ class TargetAssignmentBuilder:
         return TargetAssignmentResult(records, target)
 
     def _member_spec(self, member: ConsumerGroupMember, topics: TopicsImage) -> MemberSpec:
-        # Topics that do not exist are left out, as Kafka's TopicIds resolves names.
-        subscribed = tuple(topic_id for name in member.subscribed_topic_names
-                           if (topic_id := topics.topic_id(name)) is not None)
+        # The names in the order of the java.util.HashSet a replayed member holds them in (built from the
+        # record's sorted list); topics that do not exist are left out, as Kafka's TopicIds resolves names.
+        # (The heartbeat that changes a subscription hands Kafka's assignor a set built in the request's order,
+        # which differs only for names sharing a hash bucket.)
+        names = java_hash_set_order(sorted(member.subscribed_topic_names, key=java_string_sort_key), string_hash_code)
+        subscribed = tuple(topic_id for name in names if (topic_id := topics.topic_id(name)) is not None)
         target = in_java_hash_map_order(self.target_assignment.get(member.member_id, {}), TopicId.java_hash)
         return MemberSpec(subscribed, target, member.instance_id, member.rack_id)

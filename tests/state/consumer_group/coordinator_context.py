@@ -9,7 +9,7 @@ from typing import Iterable, Mapping
 
 from state.config import CoordinatorConfig
 from state.consumer_group.group import ConsumerGroup, ConsumerGroupMember
-from state.consumer_group.group_spec import GroupSpec, canonical, java_hash_set_order
+from state.consumer_group.group_spec import GroupSpec, canonical
 from state.consumer_group.heartbeat import (
     REBALANCE_TIMEOUT,
     SESSION_TIMEOUT,
@@ -32,7 +32,6 @@ from state.consumer_group.records import (
 )
 from state.consumer_group.topic_id import TopicId
 from state.consumer_group.topics import TopicsImage
-from state.java_compat import string_hash_code
 
 GROUP_ID = "fooup"
 CLIENT_ID = "client"
@@ -76,7 +75,7 @@ def member(member_id: str, *, epoch: int, previous: int, state: MemberState = Me
     """A member as Kafka's tests build it (ConsumerGroupMember.Builder with the default client id/host)."""
     return ConsumerGroupMember(
         member_id, instance_id=instance_id, rebalance_timeout_ms=rebalance_timeout_ms, client_id=CLIENT_ID,
-        client_host=CLIENT_HOST, subscribed_topic_names=tuple(java_hash_set_order(names, string_hash_code)),
+        client_host=CLIENT_HOST, subscribed_topic_names=frozenset(names),
         server_assignor_name=assignor,
         current=CurrentAssignment(state, epoch, previous, assigned or {}, pending or {}))
 

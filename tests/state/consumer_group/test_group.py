@@ -206,3 +206,12 @@ def test_replay_equality_sees_a_difference():
     assert replayed == ctx.group
     assert ctx.group.members["a"].assigned_partitions == {FOO: {0: 2}}
     assert tps(foo=[0]) == ((FOO, (0,)),)
+
+
+def test_member_metadata_record_carries_the_names_sorted():
+    # GroupCoordinatorRecordHelpers.newConsumerGroupMemberSubscriptionRecord sorts the member's names
+    m = member("m1", epoch=0, previous=-1, names=("foo", "bar", "Zed"))
+    assert m.subscription().subscribed_topic_names == ("Zed", "bar", "foo")
+    group = ConsumerGroup(GROUP_ID)
+    add(group, m)
+    assert group.members["m1"] == m

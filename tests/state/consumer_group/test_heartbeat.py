@@ -629,3 +629,35 @@ def test_preferred_assignor_change_bumps_the_group_epoch():
         epoch = ctx.group.group_epoch
         ctx.heartbeat(M1, epoch, server_assignor="range")
         assert (ctx.group.group_epoch == epoch + 1) is bumped
+
+
+def test_subscription_metadata_refreshed_after_group_is_loaded():
+    # GroupMetadataManagerTest.testSubscriptionMetadataRefreshedAfterGroupIsLoaded
+    ctx = Context({"foo": (FOO, 6)})
+    m = member(M1, epoch=10, previous=10, assigned=epochs(10, foo=[0, 1, 2]), rebalance_timeout_ms=5000, names=("foo",))
+    ctx.with_group(m, group_epoch=10, assignment_epoch=10, names=("foo",))
+    # The hash stored was computed when foo had 3 partitions; it has 6 now.
+    stale = Context({"foo": (FOO, 3)}).metadata_hash("foo")
+    ctx.replay(epoch_record(10, stale))
+    assert ctx.group.metadata_expired
+    ctx.assignor.prepare({M1: {FOO: range(6)}})
+    result = ctx.heartbeat(M1, 10)
+    assert result.response == ok(M1, 11, tps(foo=range(6)))
+    assert result.records == (
+        epoch_record(11, ctx.metadata_hash("foo")),
+        target_record(M1, foo=range(6)),
+        assignment_metadata_record(11, ctx.time),
+        current(M1, STABLE, 11, 10, {FOO: {**dict.fromkeys([0, 1, 2], 10), **dict.fromkeys([3, 4, 5], 11)}}),
+    )
+    # Refreshed: the next heartbeat does not recompute the hash.
+    assert not ctx.group.metadata_expired
+    ctx.group.metadata_hash = stale
+    assert ctx.heartbeat(M1, 11).records == ()
+
+
+def test_same_names_in_another_order_change_nothing():
+    # GroupMetadataManager.hasMemberSubscriptionChanged compares the members, whose names are sets
+    ctx = Context(FOO_BAR)
+    two_member_group(ctx)
+    result = ctx.heartbeat(M1, 10, subscribed_topic_names=("bar", "foo"))
+    assert result.records == () and result.response == ok(M1, 10)

@@ -24,7 +24,7 @@ def targets(**members):
 
 def context(subscriptions, current):
     """TargetAssignmentBuilderTestContext: members with their subscriptions and current targets."""
-    members = {m: ConsumerGroupMember(m, subscribed_topic_names=names) for m, names in subscriptions.items()}
+    members = {m: ConsumerGroupMember(m, subscribed_topic_names=frozenset(names)) for m, names in subscriptions.items()}
     return TargetAssignmentBuilder(members, {}, current)
 
 
