@@ -14,6 +14,14 @@ fields.
 The coordinator runtime writes uncompressed batches (`offsets.topic.compression.codec` defaults to none)
 with no producer id outside transactions, and every record of one append carries the append's time, so
 within a batch of one operation the timestamp delta is 0 and the offset delta counts the records.
+
+A consumer group's records (state.consumer_group.records) are written the same way, their key type being
+the key schema's id (3 to 8) and every value at version 0, which is a flexible version: strings and arrays
+are compact (unsigned varint length + 1, 0 for null), a topic id is its 16 bytes, and each structure ends
+with its tagged fields, of which a 4.x broker writes ConsumerGroupMetadataValue.MetadataHash (4.1+) and
+ConsumerGroupTargetAssignmentMetadataValue.AssignmentTimestamp (4.3+) when not 0 and each partition list's
+AssignmentEpochs in ConsumerGroupCurrentMemberAssignmentValue (4.3+, so the sizes are trunk's: 4.0 wrote no
+assignment epochs and no metadata hash, but a ConsumerGroupPartitionMetadata record, not modelled).
 """
 
 from __future__ import annotations
@@ -21,6 +29,8 @@ from __future__ import annotations
 import struct
 from typing import Iterable
 
+from state.consumer_group import records as cg
+from state.consumer_group.reconciliation import PartitionEpochs
 from state.records import OffsetCommitRecord, Record
 
 # CoordinatorRecordType ids: the key's int16 prefix.
@@ -82,19 +92,25 @@ def _bytes(b: bytes) -> bytes:
     return _int32(len(b)) + b
 
 
-def key_bytes(record: Record, group_id: str) -> bytes:
-    """The record's key: OffsetCommitKey(group, topic, partition) or GroupMetadataKey(group), type-prefixed."""
+def key_bytes(record: Record | cg.ConsumerGroupRecord, group_id: str) -> bytes:
+    """The record's key, type-prefixed: OffsetCommitKey(group, topic, partition), GroupMetadataKey(group),
+    or a consumer group record's key (group, and member id for a member's records)."""
     if isinstance(record, OffsetCommitRecord):
         return _int16(OFFSET_COMMIT) + _string(group_id) + _string(record.topic) + _int32(record.partition)
+    if isinstance(record, _CONSUMER_GROUP_RECORDS):
+        record_type, *member_id = record.key
+        return _int16(record_type) + _string(group_id) + b"".join(_string(m) for m in member_id)
     return _int16(GROUP_METADATA) + _string(group_id)
 
 
-def value_bytes(record: Record) -> bytes | None:
+def value_bytes(record: Record | cg.ConsumerGroupRecord) -> bytes | None:
     """The record's value, version-prefixed, or None for a tombstone."""
     if record.value is None:
         return None
     if isinstance(record, OffsetCommitRecord):
         return _offset_commit_value(record.value)
+    if isinstance(record, _CONSUMER_GROUP_RECORDS):
+        return _int16(CONSUMER_GROUP_VALUE_VERSION) + _consumer_group_value(record)
     return _group_metadata_value(record.value)
 
 
@@ -118,7 +134,77 @@ def _group_metadata_value(v: dict) -> bytes:
     return b"".join(out)
 
 
-def record_bytes(record: Record, group_id: str, offset_delta: int = 0, timestamp_delta: int = 0) -> bytes:
+# ----------------------------------------------------------------------------------------------------------
+# Consumer group records: flexible version 0 values.
+
+CONSUMER_GROUP_VALUE_VERSION = 0
+_CONSUMER_GROUP_RECORDS = (cg.ConsumerGroupMetadata, cg.ConsumerGroupPartitionMetadata, cg.ConsumerGroupMemberMetadata,
+                           cg.ConsumerGroupTargetAssignmentMetadata, cg.ConsumerGroupTargetAssignmentMember,
+                           cg.ConsumerGroupCurrentMemberAssignment)
+
+
+def _uvarint_len(n: int) -> bytes:
+    """A compact length: n + 1 as an unsigned varint (0 stands for null)."""
+    return _unsigned_varint(n + 1)
+
+
+def _compact_string(s: str | None) -> bytes:
+    if s is None:
+        return _unsigned_varint(0)
+    data = s.encode("utf-8")
+    return _uvarint_len(len(data)) + data
+
+
+def _compact_int32s(values) -> bytes:
+    values = list(values)
+    return _uvarint_len(len(values)) + b"".join(_int32(v) for v in values)
+
+
+def _uuid(topic_id) -> bytes:
+    return _int64(topic_id.msb) + _int64(topic_id.lsb)
+
+
+def _tagged(fields: dict[int, bytes]) -> bytes:
+    """The tagged fields section: how many, then each as tag, size and data, tags ascending."""
+    return _unsigned_varint(len(fields)) + b"".join(
+        _unsigned_varint(tag) + _unsigned_varint(len(data)) + data for tag, data in sorted(fields.items()))
+
+
+def _if_set(tag: int, value: int) -> dict[int, bytes]:
+    """An int64 tagged field with default 0, written only when set."""
+    return {tag: _int64(value)} if value else {}
+
+
+def _partition_epochs(assignment: PartitionEpochs) -> bytes:
+    """[]TopicPartitions of ConsumerGroupCurrentMemberAssignmentValue: each topic's partitions and, tagged,
+    the assignment epoch of each (GroupCoordinatorRecordHelpers always sets them)."""
+    topics = [_uuid(topic_id) + _compact_int32s(epochs) + _tagged({0: _compact_int32s(epochs.values())})
+              for topic_id, epochs in assignment.items()]
+    return _uvarint_len(len(topics)) + b"".join(topics)
+
+
+def _consumer_group_value(record) -> bytes:
+    v = record.value
+    if isinstance(record, cg.ConsumerGroupMetadata):
+        return _int32(v.epoch) + _tagged(_if_set(0, v.metadata_hash))
+    if isinstance(record, cg.ConsumerGroupTargetAssignmentMetadata):
+        return _int32(v.assignment_epoch) + _tagged(_if_set(0, v.assignment_timestamp_ms))
+    if isinstance(record, cg.ConsumerGroupTargetAssignmentMember):
+        topics = [_uuid(topic_id) + _compact_int32s(partitions) + _tagged({}) for topic_id, partitions in v]
+        return _uvarint_len(len(topics)) + b"".join(topics) + _tagged({})
+    if isinstance(record, cg.ConsumerGroupCurrentMemberAssignment):
+        return (_int32(v.member_epoch) + _int32(v.previous_member_epoch) + struct.pack(">b", v.state)
+                + _partition_epochs(v.assigned_partitions) + _partition_epochs(v.partitions_pending_revocation)
+                + _tagged({}))
+    # ConsumerGroupMemberMetadata (a PartitionMetadata record is a tombstone, whose value is never written)
+    names = _uvarint_len(len(v.subscribed_topic_names)) + b"".join(map(_compact_string, v.subscribed_topic_names))
+    return (_compact_string(v.instance_id) + _compact_string(v.rack_id) + _compact_string(v.client_id)
+            + _compact_string(v.client_host) + names + _compact_string(v.subscribed_topic_regex)
+            + _int32(v.rebalance_timeout_ms) + _compact_string(v.server_assignor) + _tagged({}))
+
+
+def record_bytes(record: Record | cg.ConsumerGroupRecord, group_id: str, offset_delta: int = 0,
+                 timestamp_delta: int = 0) -> bytes:
     """The record as DefaultRecord.writeTo writes it in a v2 batch: its length (varint), then attributes (0),
     timestamp delta (varlong), offset delta (varint), key length and key, value length (-1 for a tombstone)
     and value, and the header count (0: coordinator records have no headers)."""
@@ -128,11 +214,12 @@ def record_bytes(record: Record, group_id: str, offset_delta: int = 0, timestamp
     return varint(len(body)) + body
 
 
-def record_size(record: Record, group_id: str, offset_delta: int = 0, timestamp_delta: int = 0) -> int:
+def record_size(record: Record | cg.ConsumerGroupRecord, group_id: str, offset_delta: int = 0,
+                timestamp_delta: int = 0) -> int:
     return len(record_bytes(record, group_id, offset_delta, timestamp_delta))
 
 
-def batch_size(records: Iterable[Record], group_id: str) -> int:
+def batch_size(records: Iterable[Record | cg.ConsumerGroupRecord], group_id: str) -> int:
     """The bytes of one operation's records written as one uncompressed batch: the batch header, then each
     record at its offset delta, all at the append's timestamp."""
     return RECORD_BATCH_OVERHEAD + sum(record_size(r, group_id, offset_delta=i) for i, r in enumerate(records))

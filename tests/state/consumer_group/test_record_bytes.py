@@ -1,0 +1,84 @@
+"""The bytes of a consumer group's records as a Kafka 4.x (trunk) coordinator writes them
+(state.record_bytes): keys with their type id, values at version 0 (flexible: compact strings and arrays,
+tagged fields). Expected bytes are written out field by field so they can be checked by hand against the
+schemas in group-coordinator/src/main/resources/common/message/."""
+
+from __future__ import annotations
+
+from state.consumer_group.reconciliation import CurrentAssignment, MemberState
+from state.consumer_group.records import (
+    AssignmentMetadata,
+    ConsumerGroupCurrentMemberAssignment,
+    ConsumerGroupMemberMetadata,
+    ConsumerGroupMetadata,
+    ConsumerGroupTargetAssignmentMember,
+    ConsumerGroupTargetAssignmentMetadata,
+    GroupEpoch,
+    MemberSubscription,
+)
+from state.consumer_group.topic_id import TopicId
+from state.record_bytes import key_bytes, record_size, value_bytes
+
+GROUP = "g1"
+TOPIC = TopicId(1, 2)
+TOPIC_BYTES = "0000000000000001" "0000000000000002"
+
+
+def h(*fields: str) -> bytes:
+    return bytes.fromhex("".join(fields))
+
+
+def test_keys():
+    assert key_bytes(ConsumerGroupMetadata(None), GROUP) == h("0003", "0002", b"g1".hex())
+    assert key_bytes(ConsumerGroupMemberMetadata("m", None), GROUP) == h("0005", "0002", b"g1".hex(), "0001", b"m".hex())
+    assert key_bytes(ConsumerGroupCurrentMemberAssignment("m", None), GROUP)[:2] == h("0008")
+
+
+def test_group_metadata_value_with_and_without_its_tagged_hash():
+    assert value_bytes(ConsumerGroupMetadata(GroupEpoch(5, 0))) == h("0000", "00000005", "00")
+    assert value_bytes(ConsumerGroupMetadata(GroupEpoch(5, -1))) == h(
+        "0000", "00000005",
+        "01", "00", "08", "ffffffffffffffff")  # one tagged field: tag 0, 8 bytes
+
+
+def test_target_assignment_metadata_value():
+    assert value_bytes(ConsumerGroupTargetAssignmentMetadata(AssignmentMetadata(3, 0))) == h("0000", "00000003", "00")
+    assert value_bytes(ConsumerGroupTargetAssignmentMetadata(AssignmentMetadata(3, 1000))) == h(
+        "0000", "00000003", "01", "00", "08", "00000000000003e8")
+
+
+def test_target_assignment_member_value():
+    assert value_bytes(ConsumerGroupTargetAssignmentMember("m", ((TOPIC, (0, 1)),))) == h(
+        "0000",
+        "02",  # one topic
+        TOPIC_BYTES, "03", "00000000", "00000001", "00",  # its id, two partitions, no tagged fields
+        "00")
+
+
+def test_current_member_assignment_value_carries_the_assignment_epochs():
+    value = CurrentAssignment(MemberState.UNREVOKED_PARTITIONS, 11, 10, {TOPIC: {0: 7}}, {})
+    assert value_bytes(ConsumerGroupCurrentMemberAssignment("m", value)) == h(
+        "0000", "0000000b", "0000000a", "01",
+        "02", TOPIC_BYTES, "02", "00000000",  # assigned: one topic, partition 0
+        "01", "00", "05", "02", "00000007",  # tagged AssignmentEpochs: tag 0, 5 bytes, [7]
+        "01",  # nothing pending revocation
+        "00")
+
+
+def test_member_metadata_value():
+    value = MemberSubscription(None, "r", "c", "h", ("bar", "foo"), "", "range", 5000)
+    assert value_bytes(ConsumerGroupMemberMetadata("m", value)) == h(
+        "0000",
+        "00",  # no instance id
+        "02", b"r".hex(), "02", b"c".hex(), "02", b"h".hex(),
+        "03", "04", b"bar".hex(), "04", b"foo".hex(),
+        "01",  # regex ""
+        "00001388",
+        "06", b"range".hex(),
+        "00")
+
+
+def test_tombstone_record_size():
+    # DefaultRecord: length, attributes, timestamp and offset deltas, key, value -1, no headers
+    key = key_bytes(ConsumerGroupMetadata(None), GROUP)
+    assert record_size(ConsumerGroupMetadata(None), GROUP) == 1 + 1 + 1 + 1 + 1 + len(key) + 1 + 1
