@@ -16,7 +16,7 @@ Not modelled, with the answer given instead:
 * authorization and coordinator availability (pre-checks 1-4).
 
 `kafka_4_0` selects Kafka 4.0.0's behaviour where it differs (spec §11): the first member epoch is 1, not 2
-(`group.initial_epoch`); an existing member's epoch 0 must equal its previous epoch; a returning static
+(`group.initial_epoch`), even for a first member subscribing to nothing (trunk: no bump); an existing member's epoch 0 must equal its previous epoch; a returning static
 member counts against group.consumer.max.size; a change of the group's preferred assignor does not bump the
 group epoch; fencing the last member leaves the assignment epoch behind; the target assignment is computed
 on every epoch bump (no assignment interval); and reconciliation follows 4.0 (see `reconciliation`).
@@ -317,7 +317,9 @@ class _Heartbeat:
         if updated != member:
             self.records.append(ConsumerGroupMemberMetadata(updated.member_id, updated.subscription()))
             names_changed = updated.subscribed_topic_names != member.subscribed_topic_names
-        bump = names_changed or self._preferred_assignor_changed(member, updated)
+        # Kafka 4.0 bumped a new group's epoch 0 on its first heartbeat whatever the member subscribed to.
+        bump = (names_changed or self._preferred_assignor_changed(member, updated)
+                or (self.context.kafka_4_0 and group.group_epoch == 0))
 
         builder = TargetAssignmentBuilder(group.members, group.static_members, group.target_assignment)
         builder.add_or_update_member(updated)

@@ -661,3 +661,18 @@ def test_same_names_in_another_order_change_nothing():
     two_member_group(ctx)
     result = ctx.heartbeat(M1, 10, subscribed_topic_names=("bar", "foo"))
     assert result.records == () and result.response == ok(M1, 10)
+
+
+@pytest.mark.parametrize("kafka_4_0, kinds", [
+    (False, ["ConsumerGroupMemberMetadata", "ConsumerGroupCurrentMemberAssignment"]),
+    (True, ["ConsumerGroupMemberMetadata", "ConsumerGroupMetadata", "ConsumerGroupTargetAssignmentMember",
+            "ConsumerGroupTargetAssignmentMetadata", "ConsumerGroupCurrentMemberAssignment"]),
+])
+def test_first_member_subscribing_to_nothing(kafka_4_0, kinds):
+    # GroupMetadataManager.consumerGroupHeartbeat: trunk bumps only on a change (a new group starts at epoch
+    # 1, so no bump and no target); 4.0 bumped a new group's epoch 0 (bumpGroupEpoch = groupEpoch == 0) and
+    # computed a target, also reaching epoch 1
+    ctx = Context(FOO_BAR, kafka_4_0=kafka_4_0)
+    result = ctx.join(M1, names=())
+    assert result.response == ok(M1, 1, ())
+    assert [type(r).__name__ for r in result.records] == kinds
