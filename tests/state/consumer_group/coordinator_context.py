@@ -98,12 +98,15 @@ def assignment_metadata_record(epoch: int, timestamp: int) -> ConsumerGroupTarge
 
 
 class Context:
-    def __init__(self, topics: Mapping[str, tuple[TopicId, int]] | None = None, assignor=None,
+    def __init__(self, topics: Mapping[str, tuple[TopicId, int]] | None = None, assignors=None,
                  kafka_4_0: bool = False, **config) -> None:
-        self.assignor = assignor if assignor is not None else MockAssignor()
+        """`assignors`: name -> assignor, the first the default; by default a MockAssignor named "range"
+        (`self.assignor`), as Kafka's test context has it."""
+        assignors = assignors or {"range": MockAssignor()}
+        self.assignor = next(iter(assignors.values()))
         self.topics = TopicsImage(dict(topics or {}))
         self.config = CoordinatorConfig(**config)
-        self.context = HeartbeatContext(self.config, self.topics, {"range": self.assignor}, kafka_4_0)
+        self.context = HeartbeatContext(self.config, self.topics, assignors, kafka_4_0)
         self.kafka_4_0 = kafka_4_0
         self.group: ConsumerGroup | None = None
         self.time = 1000

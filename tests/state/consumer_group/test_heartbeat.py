@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from state.consumer_group.group import ConsumerGroupState
-from state.consumer_group.group_spec import in_java_hash_map_order
+from state.consumer_group.group_spec import PartitionAssignorError, in_java_hash_map_order
 from state.consumer_group.messages import HeartbeatRequest, HeartbeatResponse
 from state.consumer_group.reconciliation import CurrentAssignment, MemberState
 from state.consumer_group.records import (
@@ -21,6 +21,7 @@ from tests.state.consumer_group.coordinator_context import (
     FOO,
     FOO_BAR,
     Context,
+    MockAssignor,
     assignment_metadata_record,
     epoch_record,
     epochs,
@@ -618,17 +619,78 @@ def test_consumer_group_assignment_interval():
                               current(M2, UNRELEASED, 3, 2))
 
 
-def test_preferred_assignor_change_bumps_the_group_epoch():
-    # GroupMetadataManagerTest.testStaticMembersRejoinWithNewServerAssignor (KAFKA-20434, 4.4+); 4.0 does not bump
-    for kafka_4_0, bumped in ((False, True), (True, False)):
-        ctx = Context(FOO_BAR, kafka_4_0=kafka_4_0)
-        ctx.context = type(ctx.context)(ctx.config, ctx.topics, {"uniform": ctx.assignor, "range": ctx.assignor},
-                                        kafka_4_0)
-        ctx.assignor.prepare({M1: {FOO: range(6)}})
-        ctx.join(M1, names=("foo",))
-        epoch = ctx.group.group_epoch
-        ctx.heartbeat(M1, epoch, server_assignor="range")
-        assert (ctx.group.group_epoch == epoch + 1) is bumped
+def test_static_members_rejoin_with_new_server_assignor():
+    # GroupMetadataManagerTest.testStaticMembersRejoinWithNewServerAssignor
+    uniform_mock, range_mock = MockAssignor(), MockAssignor()
+    ctx = Context({"foo": (FOO, 6)}, assignors={"uniform": uniform_mock, "range": range_mock})
+    members = [member(f"member-id-{i}", epoch=10, previous=9, instance_id=f"instance-id-{i}", names=("foo",),
+                      assignor="uniform", rebalance_timeout_ms=5000, assigned=epochs(10, foo=ps))
+               for i, ps in ((1, [0, 1]), (2, [2, 3]), (3, [4, 5]))]
+    ctx.with_group(*members, group_epoch=10, assignment_epoch=10, names=("foo",))
+    for m in members:
+        assert ctx.heartbeat(m.member_id, -2, instance_id=m.instance_id).response.member_epoch == -2
+    # Member 2 comes back naming range: uniform is still the most named (2 to 1), no bump.
+    result = ctx.join("member-id-2-rejoin", names=("foo",), instance_id="instance-id-2", server_assignor="range")
+    assert result.response == ok("member-id-2-rejoin", 10, tps(foo=[2, 3]))
+    # Member 3 comes back naming range: range is now the most named, the epoch is bumped and the target
+    # computed by range.
+    range_mock.prepare({"member-id-1": {FOO: [0, 1]}, "member-id-2-rejoin": {FOO: [2, 3]},
+                        "member-id-3-rejoin": {FOO: [4, 5]}})
+    result = ctx.join("member-id-3-rejoin", names=("foo",), instance_id="instance-id-3", server_assignor="range")
+    assert result.response == ok("member-id-3-rejoin", 11, tps(foo=[4, 5]))
+    assert len(range_mock.calls) == 1 and uniform_mock.calls == []
+
+
+def test_preferred_assignor_change_does_not_bump_in_kafka_4_0():
+    # Kafka 4.0.0: no bump for a change of the preferred assignor (KAFKA-20434 is 4.4)
+    ctx = Context(FOO_BAR, assignors={"uniform": MockAssignor(), "range": MockAssignor()}, kafka_4_0=True)
+    ctx.join(M1, names=("foo",))
+    assert ctx.heartbeat(M1, 1, server_assignor="range").records[1:] == ()
+    assert ctx.group.group_epoch == 1
+
+
+def test_static_member_rejoins_with_same_member_id_and_different_instance_id():
+    # GroupMetadataManagerTest.testStaticMemberRejoinsWithSameMemberIdAndDifferentInstanceId
+    ctx = Context({"foo": (FOO, 6)})
+    m = member(M1, epoch=10, previous=9, instance_id="instance-1", assigned=epochs(10, foo=range(6)))
+    ctx.with_group(m, group_epoch=10, assignment_epoch=10, names=("foo",))
+    assert ctx.group.static_members == {"instance-1": M1}
+    ctx.join(M1, instance_id="instance-2")
+    assert ctx.group.static_members == {"instance-2": M1}
+
+
+def test_partition_assignor_exception_on_regular_heartbeat():
+    # GroupMetadataManagerTest.testPartitionAssignorExceptionOnRegularHeartbeat
+    def failing(group, partition_counts):
+        raise PartitionAssignorError("Assignment failed.")
+
+    ctx = Context(FOO_BAR, assignors={"range": failing})
+    result = ctx.join(M1, server_assignor="range")
+    assert error_of(result) == "UNKNOWN_SERVER_ERROR"
+    assert "Assignment failed." in result.response.error_message
+    assert ctx.group is None
+
+
+@pytest.mark.parametrize("state, assigned, pending", [
+    (STABLE, dict(foo=[0, 1, 2]), {}),
+    (UNRELEASED, dict(foo=[0, 1]), {}),
+])
+def test_duplicate_full_heartbeat(state, assigned, pending):
+    # GroupMetadataManagerTest.testDuplicateFullHeartbeatInStableState, ...InUnreleasedPartitionsState:
+    # a full heartbeat sent again (its response was lost) gets the same answer and writes nothing
+    ctx = Context({"foo": (FOO, 6)})
+    other = member(M2, epoch=10, previous=9, assigned=epochs(10, foo=[2]), names=("foo",), rebalance_timeout_ms=5000)
+    m = member(M1, epoch=10, previous=9, state=state, assigned=epochs(10, **assigned), names=("foo",),
+               rebalance_timeout_ms=5000)
+    members = (m,) if state is STABLE else (m, other)
+    targets = {M1: {"foo": [0, 1, 2]}, M2: {"foo": []}}
+    ctx.with_group(*members, group_epoch=10, assignment_epoch=10, names=("foo",),
+                   targets={k: v for k, v in targets.items() if k in {x.member_id for x in members}})
+    full = dict(rebalance_timeout_ms=5000, subscribed_topic_names=("foo",), topic_partitions=tps(**assigned))
+    first, again = ctx.heartbeat(M1, 10, **full), ctx.heartbeat(M1, 10, **full)
+    assert first.response == again.response == ok(M1, 10, tps(**assigned))
+    assert again.records == ()
+    assert ctx.group.members[M1].state is state
 
 
 def test_subscription_metadata_refreshed_after_group_is_loaded():
