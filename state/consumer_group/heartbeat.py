@@ -164,10 +164,10 @@ def validate_request(request: HeartbeatRequest, context: HeartbeatContext) -> No
     epoch = request.member_epoch
     invalid = [
         (_blank(request.member_id) and (request.api_version >= CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION
-                                        or epoch > 0 or epoch == LEAVE_EPOCH), "MemberId can't be empty."),
-        (_blank(request.group_id), "GroupId can't be empty."),
-        (_blank(request.instance_id), "InstanceId can't be empty."),
-        (_blank(request.rack_id), "RackId can't be empty."),
+                                        or epoch > 0 or epoch == LEAVE_EPOCH), "MemberId is blank."),
+        (_blank(request.group_id), "GroupId is blank."),
+        (_blank(request.instance_id), "InstanceId is blank."),
+        (_blank(request.rack_id), "RackId is blank."),
     ]
     if epoch == JOIN_EPOCH:
         invalid += [
@@ -198,15 +198,15 @@ def validate_request(request: HeartbeatRequest, context: HeartbeatContext) -> No
 def _consumer_group(group: object | None, group_id: str) -> ConsumerGroup:
     if isinstance(group, ConsumerGroup):
         return group
-    raise HeartbeatError("GROUP_ID_NOT_FOUND", f"Group {group_id} is not a consumer group." if group is not None
-                         else f"Consumer group {group_id} not found.")
+    raise HeartbeatError("GROUP_ID_NOT_FOUND", f"{group_id} is a group of another type, not a consumer group."
+                         if group is not None else f"No consumer group {group_id}.")
 
 
 def _static_member(group: ConsumerGroup, request: HeartbeatRequest) -> ConsumerGroupMember:
     """The member holding the request's instance id, which must be the request's member."""
     member = group.static_member(request.instance_id)
     if member is None:
-        raise HeartbeatError("UNKNOWN_MEMBER_ID", f"Instance id {request.instance_id} is unknown.")
+        raise HeartbeatError("UNKNOWN_MEMBER_ID", f"No member holds instance id {request.instance_id}.")
     if member.member_id != request.member_id:
         raise HeartbeatError("FENCED_INSTANCE_ID", f"Member {request.member_id} with instance id "
                              f"{request.instance_id} is fenced by member {member.member_id}.")

@@ -74,11 +74,11 @@ VALID_JOIN = dict(group_id="fooup", member_id="m", member_epoch=0, rebalance_tim
 
 
 @pytest.mark.parametrize("changes, message", [
-    (dict(member_id=""), "MemberId can't be empty."),
-    (dict(member_id=" ", member_epoch=1), "MemberId can't be empty."),
-    (dict(group_id=""), "GroupId can't be empty."),
-    (dict(instance_id=""), "InstanceId can't be empty."),
-    (dict(rack_id=""), "RackId can't be empty."),
+    (dict(member_id=""), "MemberId is blank."),
+    (dict(member_id=" ", member_epoch=1), "MemberId is blank."),
+    (dict(group_id=""), "GroupId is blank."),
+    (dict(instance_id=""), "InstanceId is blank."),
+    (dict(rack_id=""), "RackId is blank."),
     (dict(rebalance_timeout_ms=-1), "RebalanceTimeoutMs must be given when (re-)joining."),
     (dict(topic_partitions=None), "TopicPartitions must be empty when (re-)joining."),
     (dict(topic_partitions=((FOO, (0,)),)), "TopicPartitions must be empty when (re-)joining."),
