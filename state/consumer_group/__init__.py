@@ -11,6 +11,11 @@ functions with no I/O, modelled on Kafka's group coordinator at trunk commit d79
   and the group's record of which member epoch holds each partition.
 * `messages`: the ConsumerGroupHeartbeat request and response, the only thing the broker side and the
   client side share.
+* `records`: the records a consumer group's coordinator appends; `group`: the ConsumerGroup and its members
+  as the replay of those records; `topics`: the topics the coordinator sees and the group metadata hash.
+* `target_assignment`: the group's next target assignment and its records (TargetAssignmentBuilder).
+* `heartbeat`: the broker side of ConsumerGroupHeartbeat and the session / rebalance timeouts: records,
+  response and timer changes.
 """
 
 from __future__ import annotations
