@@ -118,3 +118,12 @@ def test_rebalance_timeout_expiration():
     assert expired.records == (*member_tombstones(M1), epoch_record(4, ctx.metadata_hash("foo")))
     assert ctx.session_deadline(M1) is None and ctx.rebalance_timer(M1) is None
     assert set(ctx.group.members) == {M2}
+
+
+def test_session_timeout_and_heartbeat_interval_come_from_the_broker_config():
+    # GroupMetadataManager.consumerGroupSessionTimeoutMs / consumerGroupHeartbeatIntervalMs (no group config)
+    ctx = Context({"foo": (FOO, 6)}, group_consumer_session_timeout_ms=50000, group_consumer_max_session_timeout_ms=60000,
+                  group_consumer_heartbeat_interval_ms=7000)
+    result = ctx.join(M1, names=("foo",), server_assignor="range")
+    assert result.response.heartbeat_interval_ms == 7000
+    ctx.assert_session_timeout(M1, 50000)
