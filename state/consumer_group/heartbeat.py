@@ -1,6 +1,6 @@
 """The broker side of ConsumerGroupHeartbeat (Kafka's GroupCoordinatorService request checks and
-GroupMetadataManager.consumerGroupHeartbeat / consumerGroupLeave, trunk), and the member timeouts that fence
-members (session timeout, rebalance timeout).
+GroupMetadataManager.consumerGroupHeartbeat / consumerGroupLeave, trunk), the member timeouts that fence
+members (session timeout, rebalance timeout) and the timers a coordinator arms when it loads a group.
 
 Every handler reads the group without changing it and returns a `CoordinatorResult`: the records to append
 (the group changes when the runtime replays them), the response, and the changes to the coordinator's
@@ -136,6 +136,28 @@ def consumer_group_heartbeat(group: object | None, request: HeartbeatRequest, no
         return _Heartbeat(group, request, now, context, client_id, client_host, generated_member_id).run()
     except HeartbeatError as error:
         return CoordinatorResult(response=HeartbeatResponse(error=error.error, error_message=str(error)))
+
+
+def session_timer(member_id: str, now: int, config: CoordinatorConfig) -> TimerChange:
+    return TimerChange((SESSION_TIMEOUT, member_id), now + config.group_consumer_session_timeout_ms,
+                       "on_session_timeout", (member_id,))
+
+
+def rebalance_timer(member: ConsumerGroupMember, now: int) -> TimerChange:
+    """The time the member has to revoke, running from the epoch it is revoking at."""
+    return TimerChange((REBALANCE_TIMEOUT, member.member_id), now + member.rebalance_timeout_ms,
+                       "on_rebalance_timeout", (member.member_id, member.member_epoch))
+
+
+def on_loaded(group: ConsumerGroup, now: int, context: HeartbeatContext) -> tuple[TimerChange, ...]:
+    """The timers a coordinator arms when it loads the group (GroupMetadataManager.onLoaded): a new session
+    for every member, and the whole rebalance timeout again for every member still revoking."""
+    timers = []
+    for member in group.members.values():
+        timers.append(session_timer(member.member_id, now, context.config))
+        if member.state is MemberState.UNREVOKED_PARTITIONS:
+            timers.append(rebalance_timer(member, now))
+    return tuple(timers)
 
 
 def on_session_timeout(group: object | None, member_id: str, context: HeartbeatContext) -> CoordinatorResult:
@@ -339,9 +361,7 @@ class _Heartbeat:
         target_epoch, target = self._target_assignment(builder, group_epoch, member, updated, sub_type)
         reconciled = self._reconcile(updated, target_epoch, target, names_changed)
 
-        self.timers.append(TimerChange((SESSION_TIMEOUT, self.member_id),
-                                       self.now + self.config.group_consumer_session_timeout_ms,
-                                       "on_session_timeout", (self.member_id,)))
+        self.timers.append(session_timer(self.member_id, self.now, self.config))
         full = (request.rebalance_timeout_ms != UNCHANGED_REBALANCE_TIMEOUT
                 and (request.subscribed_topic_names is not None or request.subscribed_topic_regex is not None)
                 and request.topic_partitions is not None)
@@ -475,10 +495,8 @@ class _Heartbeat:
             return member
         reconciled = dataclasses.replace(member, current=current)
         self.records.append(ConsumerGroupCurrentMemberAssignment(member.member_id, current))
-        key = (REBALANCE_TIMEOUT, member.member_id)
         if current.state is MemberState.UNREVOKED_PARTITIONS:
-            self.timers.append(TimerChange(key, self.now + member.rebalance_timeout_ms, "on_rebalance_timeout",
-                                           (member.member_id, current.member_epoch)))
+            self.timers.append(rebalance_timer(reconciled, self.now))
         else:
-            self.timers.append(TimerChange(key, None))
+            self.timers.append(TimerChange((REBALANCE_TIMEOUT, member.member_id), None))
         return reconciled

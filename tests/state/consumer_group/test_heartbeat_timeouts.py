@@ -3,13 +3,16 @@ arms and cancels, and the members their expiry fences."""
 
 from __future__ import annotations
 
-from state.consumer_group.heartbeat import REBALANCE_TIMEOUT
+from state.consumer_group.heartbeat import REBALANCE_TIMEOUT, CoordinatorResult, on_loaded
+from state.consumer_group.reconciliation import MemberState
 from state.consumer_group.records import member_tombstones
 from tests.state.consumer_group.coordinator_context import (
     FOO,
     Context,
     assignment_metadata_record,
     epoch_record,
+    epochs,
+    member,
     tps,
 )
 
@@ -127,3 +130,23 @@ def test_session_timeout_and_heartbeat_interval_come_from_the_broker_config():
     result = ctx.join(M1, names=("foo",), server_assignor="range")
     assert result.response.heartbeat_interval_ms == 7000
     ctx.assert_session_timeout(M1, 50000)
+
+
+def test_on_loaded_session_timeout_expiration():
+    # GroupMetadataManagerTest.testOnLoadedSessionTimeoutExpiration, testOnLoaded (rebalance timers of
+    # members still revoking)
+    ctx = Context({"foo": (FOO, 6)})
+    revoking = member(M2, epoch=10, previous=9, state=MemberState.UNREVOKED_PARTITIONS, names=("foo",),
+                      rebalance_timeout_ms=30000, pending=epochs(10, foo=[3]))
+    ctx.with_group(member(M1, epoch=10, previous=9, names=("foo",)), revoking, group_epoch=10, assignment_epoch=10,
+                   names=("foo",), targets={M1: {"foo": [0, 1, 2, 3]}, M2: {"foo": []}})
+    ctx.apply(CoordinatorResult(timers=on_loaded(ctx.group, ctx.time, ctx.context)))
+    ctx.assert_session_timeout(M1, 45000)
+    ctx.assert_rebalance_timeout(M2, 30000)
+    assert ctx.rebalance_timer(M1) is None
+    expired = ctx.sleep(45000 + 1)
+    # M2's rebalance timeout comes first; then M1's session.
+    assert [r.records for r in expired] == [
+        (*member_tombstones(M2), epoch_record(11, ctx.metadata_hash("foo"))),
+        (*member_tombstones(M1), epoch_record(12, 0), assignment_metadata_record(12, 0)),
+    ]
