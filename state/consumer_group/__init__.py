@@ -16,6 +16,7 @@ functions with no I/O, modelled on Kafka's group coordinator at trunk commit d79
 * `target_assignment`: the group's next target assignment and its records (TargetAssignmentBuilder).
 * `heartbeat`: the broker side of ConsumerGroupHeartbeat and the session / rebalance timeouts: records,
   response and timer changes.
+* `offset_commit`: the member epoch checks of an OffsetCommit to a consumer group.
 """
 
 from __future__ import annotations
