@@ -106,6 +106,7 @@ class Membership:
         self._heartbeat.reset_poll_timer(now)
 
     def unsubscribe(self, now: int) -> None:
+        self._manager.skip_assignment_events(now)
         self._manager.leave_group(now, run_callbacks=True)
 
     def close(self, now: int, operation: GroupMembershipOperation = GroupMembershipOperation.DEFAULT) -> None:

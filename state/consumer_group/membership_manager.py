@@ -30,6 +30,7 @@ from state.consumer_group.messages import (
 )
 
 Then = Callable[[int, "str | None"], None]  # (now, error) -> None: what follows an action
+ASSIGNMENT_EVENT_SKIPPED = "Assignment event skipped because consumer is unsubscribing"
 
 
 class GroupMembershipOperation(enum.Enum):
@@ -314,10 +315,18 @@ class MembershipManager:
             kind = actions.OnPartitionsRevoked if self.member_epoch > 0 else actions.OnPartitionsLost
             self._invoke_callback(kind, self.owned, leave, _now)
 
+        self.skip_assignment_events(now)
         if self.config.enable_auto_commit:
             self._emit(actions.CommitOnClose, release)
         else:
             release(now, None)
+
+    def skip_assignment_events(self, now: int) -> None:
+        """unsubscribe() and close() never apply an assignment still waiting for the application thread
+        (Kafka skips or reaps those events): the reconciliation it ends fails, with no ack."""
+        for seq, (action, _) in sorted(self._waiting.items()):
+            if isinstance(action, actions.OnPartitionsAssigned):
+                self._waiting.pop(seq)[1](now, ASSIGNMENT_EVENT_SKIPPED)
 
     def _release_assignment(self, now: int, then: Then) -> None:
         """onPartitionsRevoked if still in the group (epoch > 0), else onPartitionsLost."""
@@ -431,8 +440,10 @@ class MembershipManager:
 
     def _assign_partitions(self, assigned: frozenset[Partition], added: frozenset[Partition], then: Then) -> None:
         def applied(_now: int, error: str | None) -> None:
-            # The application thread makes the assignment effective before it runs the callback.
-            self.owned = assigned
+            # The application thread makes the assignment effective before it runs the callback, unless it
+            # skipped the event altogether.
+            if error != ASSIGNMENT_EVENT_SKIPPED:
+                self.owned = assigned
             then(_now, error)
 
         self._emit(lambda seq: actions.OnPartitionsAssigned(seq, tuple(sorted(assigned)), tuple(sorted(added))),
