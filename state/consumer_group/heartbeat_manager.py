@@ -99,6 +99,10 @@ class HeartbeatRequestManager:
             mm.on_heartbeat_request_skipped()
             return None
         if self.poll_timer_expired(now) and not mm.is_leaving_group():
+            if mm.state is MemberState.LEAVING:
+                # Only a dynamic member closing with REMAIN_IN_GROUP: Kafka's move to PREPARE_LEAVING throws
+                # IllegalStateException, which its network thread logs before the same again on every pass.
+                return None
             mm.transition_to_sending_leave_group(due_to_expired_poll_timer=True)
             request = self._make_request(now, handle_response=False)
             # Rejoining need not wait for this leave's response, nor for any backoff.
@@ -116,7 +120,9 @@ class HeartbeatRequestManager:
         mm = self.membership
         if not self.coordinator_known or mm.should_skip_heartbeat():
             return None
-        poll_expiry = None if mm.is_leaving_group() else max(now, self.poll_deadline_ms)
+        if self.poll_timer_expired(now) and not mm.is_leaving_group():
+            return None if mm.state is MemberState.LEAVING else now
+        poll_expiry = None if mm.is_leaving_group() else self.poll_deadline_ms
         if self._should_send_leave_heartbeat_now() or (
                 mm.should_heartbeat_now() and not self.request_state.request_in_flight):
             return now
