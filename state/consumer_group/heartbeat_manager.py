@@ -208,7 +208,7 @@ class HeartbeatRequestManager:
             pass  # retried after the backoff
         elif error == "TOPIC_AUTHORIZATION_FAILED":
             # Thrown from poll(); the member stays as it is, to recover if the ACLs are added.
-            mm.emit_error(error, response.error_message)
+            mm.actions.emit_error(error, response.error_message)
         elif error in ("FENCED_MEMBER_EPOCH", "UNKNOWN_MEMBER_ID"):
             mm.transition_to_fenced(now)
             # No backoff: the rejoin goes as soon as the partitions are released.
@@ -228,5 +228,5 @@ class HeartbeatRequestManager:
 
     def _fatal(self, now: int, error: str, message: str | None) -> None:
         # The error reaches the application before the member changes state (handleFatalFailure).
-        self.membership.emit_error(error, message)
+        self.membership.actions.emit_error(error, message)
         self.membership.transition_to_fatal(now)

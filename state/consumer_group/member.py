@@ -87,7 +87,7 @@ class Membership:
         return self._heartbeat.request_state.heartbeat_interval_ms
 
     def pending_actions(self) -> list[actions.Action]:
-        return self._manager.pending_actions()
+        return self._manager.actions.pending()
 
     # -- the application ------------------------------------------------------------------------------
 
@@ -113,10 +113,10 @@ class Membership:
         self._manager.close(now, operation)
 
     def take_actions(self) -> list[actions.Action | actions.ErrorEvent]:
-        return self._manager.take_actions()
+        return self._manager.actions.take()
 
     def action_done(self, now: int, action: actions.Action, error: str | None = None) -> None:
-        self._manager.action_done(now, action, error)
+        self._manager.actions.done(now, action, error)
 
     # -- the network --------------------------------------------------------------------------------------
 

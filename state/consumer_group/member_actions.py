@@ -6,7 +6,7 @@ errors it hands over to be thrown from the next poll() (ErrorEvent).
 Every action but `ErrorEvent` is pending until the runtime reports it done (`Membership.action_done`), with
 or without an error; that is where a runtime gives callbacks and commits their durations. Kafka runs the
 callbacks only inside the application's poll(), so a faithful runtime completes them at a poll. `seq`
-tells actions with the same content apart.
+tells actions with the same content apart. `PendingActions` keeps them and what follows each.
 
 Partitions are (topic id, partition) pairs, sorted.
 """
@@ -14,10 +14,12 @@ Partitions are (topic id, partition) pairs, sorted.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from state.consumer_group.topic_id import TopicId
 
 Partition = tuple[TopicId, int]
+Then = Callable[[int, "str | None"], None]  # (now, error): what follows an action once it is done
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,3 +76,44 @@ class ErrorEvent:
 
 
 Action = CommitBeforeRebalance | CommitOnClose | OnPartitionsRevoked | OnPartitionsLost | OnPartitionsAssigned
+
+# Not run by the application thread: may complete in any order.
+COMMITS = (CommitBeforeRebalance, CommitOnClose)
+
+
+class PendingActions:
+    """The actions emitted and not yet taken, and those pending with what follows each (Kafka's
+    CompletableFuture chains). The application thread takes its events from one queue, so a runtime must
+    complete the callbacks and assignments in the order emitted; commits may complete in any order."""
+
+    def __init__(self) -> None:
+        self._outbox: list[Action | ErrorEvent] = []
+        self._waiting: dict[int, tuple[Action, Then]] = {}
+        self._next_seq = 0
+
+    def take(self) -> list[Action | ErrorEvent]:
+        emitted, self._outbox = self._outbox, []
+        return emitted
+
+    def pending(self) -> list[Action]:
+        return [action for _, (action, _) in sorted(self._waiting.items())]
+
+    def emit_error(self, error: str, message: str | None) -> None:
+        self._outbox.append(ErrorEvent(error, message))
+
+    def emit(self, make: Callable[[int], Action], then: Then) -> None:
+        action = make(self._next_seq)
+        self._waiting[self._next_seq] = (action, then)
+        self._next_seq += 1
+        self._outbox.append(action)
+
+    def done(self, now: int, action: Action, error: str | None = None) -> None:
+        """The runtime ran `action`; `error` names the exception the callback or commit ended with."""
+        if self._waiting.get(action.seq, (None,))[0] != action:
+            raise ValueError(f"{action} is not pending")
+        if not isinstance(action, COMMITS):
+            first = min(seq for seq, (a, _) in self._waiting.items() if not isinstance(a, COMMITS))
+            if first != action.seq:
+                raise ValueError(f"{action} completed before {self._waiting[first][0]}")
+        _, then = self._waiting.pop(action.seq)
+        then(now, error)

@@ -5,20 +5,19 @@ reconciliation: revoke first (auto-commit, then onPartitionsRevoked), then assig
 then acknowledge. It also owns fencing (onPartitionsLost, rejoin at epoch 0), fatal errors, leaving
 (unsubscribe, close, an expired poll timer) and the rejoin of a stale member.
 
-What the application thread would run is emitted as `member_actions` and continues when the runtime
-reports it done: where Kafka chains a CompletableFuture, this module stores the continuation under the
-action's `seq`. Topic ids are taken as always resolvable (the client's metadata is not modelled), so
+What the application thread (or the commit manager) would run is emitted as `member_actions` and goes on
+when the runtime reports it done: where Kafka chains a CompletableFuture, the continuation waits in
+`actions` (a `PendingActions`). Topic ids are taken as always resolvable (the client's metadata is not modelled), so
 Kafka's partial reconciliation of unresolved topics never happens here.
 """
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
-from typing import Callable
 
 from state.consumer_group import member_actions as actions
-from state.consumer_group.member_actions import Partition
+from state.consumer_group.local_assignment import NONE, LocalAssignment, partitions_of
+from state.consumer_group.member_actions import PendingActions, Partition, Then
 from state.consumer_group.member_config import MemberConfig
 from state.consumer_group.member_state import MemberState, check_transition
 from state.consumer_group.messages import (
@@ -26,10 +25,8 @@ from state.consumer_group.messages import (
     LEAVE_EPOCH,
     STATIC_LEAVE_EPOCH,
     HeartbeatResponse,
-    TopicPartitions,
 )
 
-Then = Callable[[int, "str | None"], None]  # (now, error) -> None: what follows an action
 ASSIGNMENT_EVENT_SKIPPED = "Assignment event skipped because consumer is unsubscribing"
 
 
@@ -39,37 +36,6 @@ class GroupMembershipOperation(enum.Enum):
     DEFAULT = "DEFAULT"  # leave: -1 for a dynamic member, -2 for a static one
     LEAVE_GROUP = "LEAVE_GROUP"  # leave for good (-1), static members too
     REMAIN_IN_GROUP = "REMAIN_IN_GROUP"  # a static member still sends -2
-
-
-@dataclass(frozen=True, slots=True)
-class LocalAssignment:
-    """Partitions with a local epoch bumped on every new target, so that the same partitions received again
-    after a different target still count as new (and get acknowledged again)."""
-
-    local_epoch: int
-    partitions: frozenset[Partition]
-
-    def is_none(self) -> bool:
-        return self.local_epoch == NONE_EPOCH
-
-    def update_with(self, partitions: frozenset[Partition]) -> "LocalAssignment":
-        if not self.is_none() and partitions == self.partitions:
-            return self
-        return LocalAssignment(self.local_epoch + 1, partitions)
-
-    def topic_partitions(self) -> TopicPartitions:
-        by_topic: dict = {}
-        for topic_id, partition in sorted(self.partitions):
-            by_topic.setdefault(topic_id, []).append(partition)
-        return tuple((topic_id, tuple(ps)) for topic_id, ps in by_topic.items())
-
-
-NONE_EPOCH = -1
-NONE = LocalAssignment(NONE_EPOCH, frozenset())
-
-
-def partitions_of(topic_partitions: TopicPartitions) -> frozenset[Partition]:
-    return frozenset((topic_id, p) for topic_id, ps in topic_partitions for p in ps)
 
 
 class MembershipManager:
@@ -91,45 +57,12 @@ class MembershipManager:
         self._is_poll_timer_expired = False
         self._stale_assignment_released = False
         self._rejoin_when_stale_assignment_released = False
-        self._outbox: list[actions.Action | actions.ErrorEvent] = []
-        self._waiting: dict[int, tuple[actions.Action, Then]] = {}
-        self._next_seq = 0
-
-    # -- actions ---------------------------------------------------------------------------------------
-
-    def take_actions(self) -> list[actions.Action | actions.ErrorEvent]:
-        emitted, self._outbox = self._outbox, []
-        return emitted
-
-    def pending_actions(self) -> list[actions.Action]:
-        return [action for action, _ in self._waiting.values()]
-
-    def emit_error(self, error: str, message: str | None) -> None:
-        self._outbox.append(actions.ErrorEvent(error, message))
-
-    def _emit(self, make: Callable[[int], actions.Action], then: Then) -> None:
-        action = make(self._next_seq)
-        self._waiting[self._next_seq] = (action, then)
-        self._next_seq += 1
-        self._outbox.append(action)
-
-    def action_done(self, now: int, action: actions.Action, error: str | None = None) -> None:
-        """The runtime ran `action`; `error` names the exception a callback or commit ended with."""
-        if self._waiting.get(action.seq, (None,))[0] != action:
-            raise ValueError(f"{action} is not pending")
-        if not isinstance(action, (actions.CommitBeforeRebalance, actions.CommitOnClose)):
-            # The application thread takes its events in order; a runtime must complete them so.
-            first = min(seq for seq, (a, _) in self._waiting.items()
-                        if not isinstance(a, (actions.CommitBeforeRebalance, actions.CommitOnClose)))
-            if first != action.seq:
-                raise ValueError(f"{action} completed before {self._waiting[first][0]}")
-        _, then = self._waiting.pop(action.seq)
-        then(now, error)
+        self.actions = PendingActions()
 
     def _invoke_callback(self, kind: type, partitions: frozenset[Partition], then: Then, now: int) -> None:
         """A ConsumerRebalanceListener method, only for a registered listener and a non-empty set."""
         if partitions and self.has_rebalance_listener:
-            self._emit(lambda seq: kind(seq, tuple(sorted(partitions))), then)
+            self.actions.emit(lambda seq: kind(seq, tuple(sorted(partitions))), then)
         else:
             then(now, None)
 
@@ -317,16 +250,16 @@ class MembershipManager:
 
         self.skip_assignment_events(now)
         if self.config.enable_auto_commit:
-            self._emit(actions.CommitOnClose, release)
+            self.actions.emit(actions.CommitOnClose, release)
         else:
             release(now, None)
 
     def skip_assignment_events(self, now: int) -> None:
         """unsubscribe() and close() never apply an assignment still waiting for the application thread
         (Kafka skips or reaps those events): the reconciliation it ends fails, with no ack."""
-        for seq, (action, _) in sorted(self._waiting.items()):
+        for action in self.actions.pending():
             if isinstance(action, actions.OnPartitionsAssigned):
-                self._waiting.pop(seq)[1](now, ASSIGNMENT_EVENT_SKIPPED)
+                self.actions.done(now, action, ASSIGNMENT_EVENT_SKIPPED)
 
     def _release_assignment(self, now: int, then: Then) -> None:
         """onPartitionsRevoked if still in the group (epoch > 0), else onPartitionsLost."""
@@ -404,7 +337,7 @@ class MembershipManager:
 
         if self.config.enable_auto_commit:
             deadline = now + self.config.max_poll_interval_ms
-            self._emit(lambda seq: actions.CommitBeforeRebalance(seq, deadline), committed)
+            self.actions.emit(lambda seq: actions.CommitBeforeRebalance(seq, deadline), committed)
         else:
             committed(now, None)
 
@@ -446,7 +379,7 @@ class MembershipManager:
                 self.owned = assigned
             then(_now, error)
 
-        self._emit(lambda seq: actions.OnPartitionsAssigned(seq, tuple(sorted(assigned)), tuple(sorted(added))),
+        self.actions.emit(lambda seq: actions.OnPartitionsAssigned(seq, tuple(sorted(assigned)), tuple(sorted(added))),
                    applied)
 
     def _maybe_abort_reconciliation(self) -> bool:

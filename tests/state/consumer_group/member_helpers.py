@@ -60,22 +60,22 @@ def joining_manager(instance_id: str | None = None, auto_commit: bool = False, l
 
 def complete_next(mm: MembershipManager, now: int = 0) -> None:
     """The oldest pending action (a commit too) completes."""
-    mm.action_done(now, min(mm.pending_actions(), key=lambda a: a.seq))
+    mm.actions.done(now, min(mm.actions.pending(), key=lambda a: a.seq))
 
 
 def complete_all(mm: MembershipManager, now: int = 0) -> None:
     """Every pending action completes, in order, including those the completed ones lead to."""
-    while mm.pending_actions():
+    while mm.actions.pending():
         complete_next(mm, now)
-    mm.take_actions()
+    mm.actions.take()
 
 
 def complete_until(mm: MembershipManager, kind: type) -> actions.Action:
     """Actions complete in order until one of `kind` is pending; that one is returned, still pending."""
     for _ in range(10):
-        found = [a for a in mm.pending_actions() if isinstance(a, kind)]
+        found = [a for a in mm.actions.pending() if isinstance(a, kind)]
         if found:
-            mm.take_actions()
+            mm.actions.take()
             return found[0]
         complete_next(mm)
     raise AssertionError(f"no {kind.__name__} came")
@@ -94,7 +94,7 @@ def stable_manager(instance_id: str | None = None, owned: TopicPartitions = (), 
 
 
 def pending(mm: MembershipManager, kind: type) -> list[actions.Action]:
-    return [a for a in mm.pending_actions() if isinstance(a, kind)]
+    return [a for a in mm.actions.pending() if isinstance(a, kind)]
 
 
 def membership(now: int = 0, rng: random.Random | None = None, **config) -> Membership:

@@ -6,6 +6,8 @@ response, as a real one does."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from state.consumer_group import member_actions as actions
@@ -58,7 +60,7 @@ def test_heartbeat_on_startup():
 
 def test_not_subscribed_member_sends_nothing():
     # ConsumerHeartbeatRequestManagerTest.testMaximumTimeToWaitWhenHeartbeatShouldBeSkipped (UNSUBSCRIBED)
-    m = Membership(membership().config, __import__("random").Random(1), 0)
+    m = Membership(membership().config, random.Random(1), 0)
     m.coordinator_found()
     m.subscribe(0, {"topic1"})
     assert m.next_request(0) is None and m.next_deadline(0) is None  # joins only at the next poll
@@ -295,7 +297,7 @@ def test_heartbeat_outside_interval():
 
 def test_no_coordinator():
     # AbstractHeartbeatRequestManagerTest.testNoCoordinator
-    m = Membership(membership().config, __import__("random").Random(1), 0)
+    m = Membership(membership().config, random.Random(1), 0)
     m.subscribe(0, {"topic1"})
     m.poll(0)
     assert m.next_request(0) is None and m.next_deadline(0) is None

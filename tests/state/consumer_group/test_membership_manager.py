@@ -44,7 +44,7 @@ def test_reconciling_when_receiving_assignment_found_in_metadata():
     mm.maybe_reconcile(0, can_commit=True)
     [assigned] = pending(mm, actions.OnPartitionsAssigned)
     assert assigned.assigned == (T1_0,) and assigned.added == (T1_0,)
-    mm.action_done(0, assigned)
+    mm.actions.done(0, assigned)
     assert mm.state is MemberState.ACKNOWLEDGING and mm.owned == {T1_0}
     mm.on_heartbeat_request_generated(0)
     assert mm.state is MemberState.STABLE
@@ -106,10 +106,10 @@ def test_fencing_when_state_is_stable_or_reconciling(reconciling):
         assert mm.state is MemberState.RECONCILING
     mm.transition_to_fenced(0)
     assert mm.state is MemberState.FENCED and mm.member_epoch == 0
-    [lost] = mm.take_actions()
+    [lost] = mm.actions.take()
     assert isinstance(lost, actions.OnPartitionsLost) and lost.partitions == (T1_0,)
     assert mm.should_skip_heartbeat()
-    mm.action_done(5, lost)
+    mm.actions.done(5, lost)
     assert mm.state is MemberState.JOINING and mm.owned == frozenset() and mm.current_assignment.is_none()
 
 
@@ -117,8 +117,8 @@ def test_on_partitions_lost_error():
     # ConsumerMembershipManagerTest.testOnPartitionsLostError: the member rejoins anyway
     mm = stable_manager(owned=assignment((TOPIC_1, [0])), listener=True)
     mm.transition_to_fenced(0)
-    [lost] = mm.take_actions()
-    mm.action_done(0, lost, error="KafkaException")
+    [lost] = mm.actions.take()
+    mm.actions.done(0, lost, error="KafkaException")
     assert mm.state is MemberState.JOINING and mm.owned == frozenset()
 
 
@@ -126,20 +126,20 @@ def test_fenced_when_assignment_empty():
     # ConsumerMembershipManagerTest.testFencedWhenAssignmentEmpty: nothing to release, rejoin at once
     mm = stable_manager(listener=True)
     mm.transition_to_fenced(0)
-    assert mm.take_actions() == [] and mm.state is MemberState.JOINING
+    assert mm.actions.take() == [] and mm.state is MemberState.JOINING
 
 
 def test_fencing_when_state_is_prepare_leaving():
     # ConsumerMembershipManagerTest.testFencingWhenStateIsPrepareLeaving (and ...CompletesTheLeaveOperation)
     mm = stable_manager(owned=assignment((TOPIC_1, [0])), listener=True)
     mm.leave_group(0)
-    [revoked] = mm.take_actions()
+    [revoked] = mm.actions.take()
     assert isinstance(revoked, actions.OnPartitionsRevoked) and mm.state is MemberState.PREPARE_LEAVING
     assert mm.leave_in_progress
     mm.transition_to_fenced(0)
     assert mm.state is MemberState.UNSUBSCRIBED and not mm.leave_in_progress
-    assert mm.take_actions() == []  # no onPartitionsLost, no rejoin
-    mm.action_done(0, revoked)
+    assert mm.actions.take() == []  # no onPartitionsLost, no rejoin
+    mm.actions.done(0, revoked)
     assert mm.state is MemberState.UNSUBSCRIBED and mm.member_epoch == LEAVE_EPOCH
     assert mm.should_skip_heartbeat()
 
@@ -148,12 +148,12 @@ def test_new_assignment_ignored_when_state_is_prepare_leaving():
     # ConsumerMembershipManagerTest.testNewAssignmentIgnoredWhenStateIsPrepareLeaving
     mm = stable_manager(owned=assignment((TOPIC_1, [0])), listener=True)
     mm.leave_group(0)
-    [revoked] = mm.take_actions()
+    [revoked] = mm.actions.take()
     mm.on_heartbeat_success(response(assigned=assignment((TOPIC_1, [0, 1]))))
     assert mm.state is MemberState.PREPARE_LEAVING and mm.target_assignment.partitions == {T1_0}
     mm.maybe_reconcile(0, can_commit=True)
-    assert mm.take_actions() == []
-    mm.action_done(0, revoked)
+    assert mm.actions.take() == []
+    mm.actions.done(0, revoked)
     assert mm.state is MemberState.LEAVING
 
 
@@ -164,7 +164,7 @@ def test_fencing_when_state_is_leaving():
     assert mm.state is MemberState.LEAVING and mm.leave_in_progress
     mm.transition_to_fenced(0)
     assert mm.state is MemberState.UNSUBSCRIBED and not mm.leave_in_progress
-    assert mm.take_actions() == []
+    assert mm.actions.take() == []
 
 
 @pytest.mark.parametrize("instance_id, operation, epoch", [
@@ -191,12 +191,12 @@ def test_close_runs_commit_and_revocation_before_leaving():
     # AsyncKafkaConsumer.close: autoCommitOnClose, then onPartitionsRevoked (epoch > 0), then the leave
     mm = stable_manager(owned=assignment((TOPIC_1, [0])), auto_commit=True, listener=True)
     mm.close(0, GroupMembershipOperation.DEFAULT)
-    [commit] = mm.take_actions()
+    [commit] = mm.actions.take()
     assert isinstance(commit, actions.CommitOnClose) and mm.state is MemberState.STABLE
-    mm.action_done(1, commit)
-    [revoked] = mm.take_actions()
+    mm.actions.done(1, commit)
+    [revoked] = mm.actions.take()
     assert isinstance(revoked, actions.OnPartitionsRevoked) and revoked.partitions == (T1_0,)
-    mm.action_done(2, revoked)
+    mm.actions.done(2, revoked)
     assert mm.state is MemberState.LEAVING and mm.owned == frozenset()
 
 
@@ -205,12 +205,12 @@ def test_delayed_reconciliation_result_discarded_if_member_not_in_reconciling_st
     mm = stable_manager(owned=assignment((TOPIC_1, [0])), auto_commit=True)
     mm.on_heartbeat_success(response(assigned=()))
     mm.maybe_reconcile(0, can_commit=True)
-    [commit] = mm.take_actions()
+    [commit] = mm.actions.take()
     assert isinstance(commit, actions.CommitBeforeRebalance) and commit.deadline_ms == REBALANCE_TIMEOUT
     mm.transition_to_fatal(0)
     assert mm.owned == frozenset()
-    mm.action_done(0, commit)
-    assert mm.take_actions() == [] and mm.state is MemberState.FATAL
+    mm.actions.done(0, commit)
+    assert mm.actions.take() == [] and mm.state is MemberState.FATAL
 
 
 @pytest.mark.parametrize("stuck_on", [actions.CommitBeforeRebalance, actions.OnPartitionsRevoked,
@@ -224,22 +224,22 @@ def test_delayed_reconciliation_result_discarded_if_member_rejoins(stuck_on):
     stuck = complete_until(mm, stuck_on)
     mm.transition_to_fenced(0)
     lost = pending(mm, actions.OnPartitionsLost)
-    for action in sorted(mm.pending_actions(), key=lambda a: a.seq):
+    for action in sorted(mm.actions.pending(), key=lambda a: a.seq):
         if action is not stuck and action not in lost:
-            mm.action_done(0, action)
+            mm.actions.done(0, action)
     if stuck_on is not actions.CommitBeforeRebalance:
-        mm.action_done(0, stuck)  # the application thread takes it before the onPartitionsLost behind it
+        mm.actions.done(0, stuck)  # the application thread takes it before the onPartitionsLost behind it
     for action in lost:
-        mm.action_done(0, action)
+        mm.actions.done(0, action)
     assert mm.state is MemberState.JOINING
     mm.on_heartbeat_success(response(epoch=2, assigned=assignment((TOPIC_1, [1]))))
     if stuck_on is actions.CommitBeforeRebalance:
-        mm.action_done(0, stuck)
+        mm.actions.done(0, stuck)
     # The stale reconciliation did not acknowledge anything; the new target reconciles from scratch.
     assert mm.state is MemberState.RECONCILING and mm.current_assignment.is_none()
-    mm.take_actions()
+    mm.actions.take()
     mm.maybe_reconcile(0, can_commit=True)
-    assert isinstance(mm.take_actions()[0], actions.CommitBeforeRebalance)
+    assert isinstance(mm.actions.take()[0], actions.CommitBeforeRebalance)
 
 
 def test_same_assignment_reconciled_again_when_fenced():
@@ -247,7 +247,7 @@ def test_same_assignment_reconciled_again_when_fenced():
     mm = stable_manager(auto_commit=True)
     mm.on_heartbeat_success(response(assigned=assignment((TOPIC_1, [0, 1, 2]))))
     mm.maybe_reconcile(0, can_commit=False)  # auto-commit: only the application's poll may start it
-    assert mm.take_actions() == []
+    assert mm.actions.take() == []
     mm.transition_to_fenced(0)
     assert mm.state is MemberState.JOINING and mm.current_assignment.is_none()
     mm.on_heartbeat_success(response(assigned=()))
@@ -263,10 +263,10 @@ def test_delayed_reconciliation_result_applied_when_target_changed_with_new_assi
     mm = joining_manager(auto_commit=True)
     mm.on_heartbeat_success(response(assigned=assignment((TOPIC_1, [0]))))
     mm.maybe_reconcile(0, can_commit=True)
-    [commit] = mm.take_actions()
+    [commit] = mm.actions.take()
     mm.on_heartbeat_success(response(assigned=assignment((TOPIC_1, [0]), (TOPIC_2, [0]))))
     mm.maybe_reconcile(0, can_commit=True)
-    assert mm.take_actions() == []  # one reconciliation at a time
+    assert mm.actions.take() == []  # one reconciliation at a time
     complete_all(mm)
     assert mm.state is MemberState.ACKNOWLEDGING and mm.owned == {T1_0}
     mm.on_heartbeat_request_generated(0)
@@ -284,7 +284,7 @@ def test_same_partitions_with_new_local_epoch_are_acknowledged_again():
     mm.on_heartbeat_success(response(assigned=assignment((TOPIC_1, [0]))))
     assert mm.state is MemberState.RECONCILING
     mm.maybe_reconcile(0, can_commit=False)
-    assert mm.take_actions() == [] and mm.state is MemberState.ACKNOWLEDGING
+    assert mm.actions.take() == [] and mm.state is MemberState.ACKNOWLEDGING
     assert mm.current_assignment.local_epoch == 2
 
 
@@ -344,9 +344,9 @@ def test_leave_group_when_member_owns_assignment():
     # ConsumerMembershipManagerTest.testLeaveGroupWhenMemberOwnsAssignment
     mm = stable_manager(owned=assignment((TOPIC_1, [0, 1])), listener=True)
     mm.leave_group(0)
-    [revoked] = mm.take_actions()
+    [revoked] = mm.actions.take()
     assert revoked.partitions == ((TOPIC_1, 0), (TOPIC_1, 1)) and mm.state is MemberState.PREPARE_LEAVING
-    mm.action_done(0, revoked, error="KafkaException")  # a failed callback does not stop the leave
+    mm.actions.done(0, revoked, error="KafkaException")  # a failed callback does not stop the leave
     assert mm.state is MemberState.LEAVING and mm.owned == frozenset()
 
 
@@ -355,7 +355,7 @@ def test_leave_group_when_member_already_leaving():
     mm = stable_manager(owned=assignment((TOPIC_1, [0])), listener=True)
     mm.leave_group(0)
     mm.leave_group(0)
-    assert len(mm.take_actions()) == 1 and mm.state is MemberState.PREPARE_LEAVING
+    assert len(mm.actions.take()) == 1 and mm.state is MemberState.PREPARE_LEAVING
 
 
 def test_leave_group_when_member_already_left():
@@ -365,17 +365,17 @@ def test_leave_group_when_member_already_left():
     mm.on_heartbeat_request_generated(0)
     mm.on_heartbeat_success(response(epoch=LEAVE_EPOCH))
     mm.leave_group(0)
-    assert mm.state is MemberState.UNSUBSCRIBED and not mm.leave_in_progress and mm.take_actions() == []
+    assert mm.state is MemberState.UNSUBSCRIBED and not mm.leave_in_progress and mm.actions.take() == []
 
 
 def test_leave_group_when_member_fenced():
     # ConsumerMembershipManagerTest.testLeaveGroupWhenMemberFenced
     mm = stable_manager(owned=assignment((TOPIC_1, [0])), listener=True)
     mm.transition_to_fenced(0)
-    [lost] = mm.take_actions()
+    [lost] = mm.actions.take()
     mm.leave_group(0)
     assert mm.state is MemberState.UNSUBSCRIBED and mm.owned == frozenset() and not mm.leave_in_progress
-    mm.action_done(0, lost)
+    mm.actions.done(0, lost)
     assert mm.state is MemberState.UNSUBSCRIBED
 
 
@@ -393,17 +393,17 @@ def test_leave_group_during_reconciliation_then_rejoin():
     mm = joining_manager()
     mm.on_heartbeat_success(response(assigned=assignment((TOPIC_1, [0]))))
     mm.maybe_reconcile(0, can_commit=True)
-    mm.take_actions()
+    mm.actions.take()
     mm.skip_assignment_events(0)  # what unsubscribe() does to an assignment not yet applied
-    assert mm.owned == frozenset() and mm.current_assignment.is_none() and mm.pending_actions() == []
+    assert mm.owned == frozenset() and mm.current_assignment.is_none() and mm.actions.pending() == []
     mm.leave_group(0)
-    assert mm.state is MemberState.LEAVING and mm.owned == frozenset() and mm.pending_actions() == []
+    assert mm.state is MemberState.LEAVING and mm.owned == frozenset() and mm.actions.pending() == []
     mm.on_heartbeat_request_generated(0)
     mm.subscribe(frozenset({"topic1"}), listener=False)
     mm.transition_to_joining()
     mm.on_heartbeat_success(response(assigned=assignment((TOPIC_1, [0]))))
     mm.maybe_reconcile(0, can_commit=True)
-    assert [type(a) for a in mm.take_actions()] == [actions.OnPartitionsAssigned]
+    assert [type(a) for a in mm.actions.take()] == [actions.OnPartitionsAssigned]
 
 
 @pytest.mark.parametrize("state", ["JOINING", "STABLE"])
@@ -419,10 +419,10 @@ def test_fatal_failure_when_state_is_prepare_leaving():
     # ConsumerMembershipManagerTest.testFatalFailureWhenStateIsPrepareLeaving
     mm = stable_manager(owned=assignment((TOPIC_1, [0])), listener=True)
     mm.leave_group(0)
-    [revoked] = mm.take_actions()
+    [revoked] = mm.actions.take()
     mm.transition_to_fatal(0)
-    assert mm.state is MemberState.FATAL and not mm.leave_in_progress and mm.take_actions() == []
-    mm.action_done(0, revoked)
+    assert mm.state is MemberState.FATAL and not mm.leave_in_progress and mm.actions.take() == []
+    mm.actions.done(0, revoked)
     assert mm.state is MemberState.FATAL
 
 
@@ -444,7 +444,7 @@ def test_fatal_failure_when_member_already_left():
     mm.has_rebalance_listener = True
     mm.on_heartbeat_failure()
     mm.transition_to_fatal(0)
-    assert mm.state is MemberState.FATAL and mm.take_actions() == []  # no onPartitionsLost
+    assert mm.state is MemberState.FATAL and mm.actions.take() == []  # no onPartitionsLost
 
 
 def test_update_state_fails_on_responses_with_errors():
@@ -464,10 +464,10 @@ def test_reconcile_new_partitions_assigned(owned, target, added):
     mm = stable_manager(owned=assignment((TOPIC_1, owned)) if owned else ())
     mm.on_heartbeat_success(response(assigned=assignment((TOPIC_1, target))))
     mm.maybe_reconcile(0, can_commit=False)  # nothing revoked, no auto-commit: the background may start it
-    [assigned] = mm.take_actions()
+    [assigned] = mm.actions.take()
     assert assigned.added == tuple((TOPIC_1, p) for p in added)
     assert assigned.assigned == tuple((TOPIC_1, p) for p in target)
-    mm.action_done(0, assigned)
+    mm.actions.done(0, assigned)
     assert mm.state is MemberState.ACKNOWLEDGING and mm.owned == {(TOPIC_1, p) for p in target}
 
 
@@ -477,7 +477,7 @@ def test_reconciliation_skipped_when_same_assignment_received():
     epoch = mm.current_assignment.local_epoch
     mm.on_heartbeat_success(response(assigned=assignment((TOPIC_1, [0, 1]))))
     mm.maybe_reconcile(0, can_commit=True)
-    assert mm.state is MemberState.STABLE and mm.take_actions() == []
+    assert mm.state is MemberState.STABLE and mm.actions.take() == []
     assert mm.current_assignment.local_epoch == epoch
 
 
@@ -486,11 +486,11 @@ def test_reconcile_partitions_revoked_no_auto_commit_no_callbacks():
     mm = stable_manager(owned=assignment((TOPIC_1, [0])))
     mm.on_heartbeat_success(response(assigned=()))
     mm.maybe_reconcile(0, can_commit=False)
-    assert mm.take_actions() == []  # revoking: only from the application's poll
+    assert mm.actions.take() == []  # revoking: only from the application's poll
     mm.maybe_reconcile(0, can_commit=True)
-    [assigned] = mm.take_actions()  # no listener: no onPartitionsRevoked
+    [assigned] = mm.actions.take()  # no listener: no onPartitionsRevoked
     assert assigned.assigned == () and assigned.added == ()
-    mm.action_done(0, assigned)
+    mm.actions.done(0, assigned)
     assert mm.state is MemberState.ACKNOWLEDGING and mm.owned == frozenset()
 
 
@@ -501,10 +501,10 @@ def test_reconcile_partitions_revoked_with_auto_commit_no_callbacks(commit_error
     mm = stable_manager(owned=assignment((TOPIC_1, [0])), auto_commit=True)
     mm.on_heartbeat_success(response(assigned=()))
     mm.maybe_reconcile(50, can_commit=True)
-    [commit] = mm.take_actions()
+    [commit] = mm.actions.take()
     assert commit.deadline_ms == 50 + REBALANCE_TIMEOUT
     assert mm.state is MemberState.RECONCILING and mm.owned == {T1_0}
-    mm.action_done(60, commit, commit_error)
+    mm.actions.done(60, commit, commit_error)
     complete_all(mm)
     assert mm.state is MemberState.ACKNOWLEDGING and mm.owned == frozenset()
 
@@ -515,12 +515,12 @@ def test_reconcile_new_partitions_assigned_and_revoked():
     mm = stable_manager(owned=assignment((TOPIC_1, [0])), listener=True)
     mm.on_heartbeat_success(response(assigned=assignment((TOPIC_1, [1, 2]))))
     mm.maybe_reconcile(0, can_commit=True)
-    [revoked] = mm.take_actions()
+    [revoked] = mm.actions.take()
     assert isinstance(revoked, actions.OnPartitionsRevoked) and revoked.partitions == (T1_0,)
-    mm.action_done(0, revoked)
-    [assigned] = mm.take_actions()
+    mm.actions.done(0, revoked)
+    [assigned] = mm.actions.take()
     assert assigned.added == ((TOPIC_1, 1), (TOPIC_1, 2)) == assigned.assigned
-    mm.action_done(0, assigned)
+    mm.actions.done(0, assigned)
     assert mm.state is MemberState.ACKNOWLEDGING and mm.owned == {(TOPIC_1, 1), (TOPIC_1, 2)}
 
 
@@ -531,10 +531,10 @@ def test_listener_callbacks_throws_error(failing):
     mm.on_heartbeat_success(response(assigned=assignment((TOPIC_1, [1]))))
     mm.maybe_reconcile(0, can_commit=True)
     action = complete_until(mm, failing)
-    mm.action_done(0, action, error="KafkaException")
-    assert mm.state is MemberState.RECONCILING and mm.take_actions() == []  # no ack
+    mm.actions.done(0, action, error="KafkaException")
+    assert mm.state is MemberState.RECONCILING and mm.actions.take() == []  # no ack
     mm.maybe_reconcile(0, can_commit=True)  # retried on a later poll
-    assert mm.take_actions()
+    assert mm.actions.take()
 
 
 def test_on_subscription_updated_does_not_transition_to_joining_if_in_group():
@@ -584,11 +584,11 @@ def test_stale_member_waits_for_callback_to_rejoin_when_timer_reset():
     mm.transition_to_sending_leave_group(due_to_expired_poll_timer=True)
     assert mm.owned == {T1_0}  # no callback before this leave
     mm.on_heartbeat_request_generated(0)
-    [lost] = mm.take_actions()
+    [lost] = mm.actions.take()
     assert isinstance(lost, actions.OnPartitionsLost) and mm.state is MemberState.STALE
     mm.maybe_rejoin_stale_member()
     assert mm.state is MemberState.STALE
-    mm.action_done(0, lost)
+    mm.actions.done(0, lost)
     assert mm.state is MemberState.JOINING and mm.owned == frozenset()
 
 
@@ -597,11 +597,11 @@ def test_application_thread_actions_complete_in_order():
     mm = stable_manager(owned=assignment((TOPIC_1, [0])), listener=True)
     mm.on_heartbeat_success(response(assigned=assignment((TOPIC_1, [0, 1]))))
     mm.maybe_reconcile(0, can_commit=True)
-    [assigned] = mm.take_actions()
+    [assigned] = mm.actions.take()
     mm.transition_to_fenced(0)
-    [lost] = mm.take_actions()
+    [lost] = mm.actions.take()
     with pytest.raises(ValueError):
-        mm.action_done(0, lost)
-    mm.action_done(0, assigned)
-    mm.action_done(0, lost)
+        mm.actions.done(0, lost)
+    mm.actions.done(0, assigned)
+    mm.actions.done(0, lost)
     assert mm.state is MemberState.JOINING and mm.owned == frozenset()
