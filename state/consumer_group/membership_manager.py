@@ -119,7 +119,8 @@ class MembershipManager:
         """The application subscribed: joins on its next poll, or sends the new topics with the next
         regular heartbeat if already in the group."""
         self.subscription = topics
-        self.has_rebalance_listener = listener
+        if listener:  # subscribing without a listener keeps the one registered before
+            self.has_rebalance_listener = True
         self._subscription_updated = True
 
     def on_consumer_poll(self) -> None:
@@ -364,12 +365,7 @@ class MembershipManager:
             revocation_done(now, None)
 
     def _revoke_partitions(self, now: int, partitions: frozenset[Partition], then: Then) -> None:
-        still_owned = partitions & self.owned
-        if self.state is MemberState.FATAL:
-            # A fatal error arrived while the commit ran: no callback, the revocation fails.
-            then(now, "KafkaException")
-            return
-        self._invoke_callback(actions.OnPartitionsRevoked, still_owned, then, now)
+        self._invoke_callback(actions.OnPartitionsRevoked, partitions & self.owned, then, now)
 
     def _assign_partitions(self, assigned: frozenset[Partition], added: frozenset[Partition], then: Then) -> None:
         def applied(_now: int, error: str | None) -> None:
@@ -379,8 +375,8 @@ class MembershipManager:
                 self.owned = assigned
             then(_now, error)
 
-        self.actions.emit(lambda seq: actions.OnPartitionsAssigned(seq, tuple(sorted(assigned)), tuple(sorted(added))),
-                   applied)
+        event = (tuple(sorted(assigned)), tuple(sorted(added)))
+        self.actions.emit(lambda seq: actions.OnPartitionsAssigned(seq, *event), applied)
 
     def _maybe_abort_reconciliation(self) -> bool:
         """A reconciliation that outlived its purpose (the member left RECONCILING or rejoined) stops."""

@@ -605,3 +605,13 @@ def test_application_thread_actions_complete_in_order():
     mm.actions.done(0, assigned)
     mm.actions.done(0, lost)
     assert mm.state is MemberState.JOINING and mm.owned == frozenset()
+
+
+def test_subscribe_without_listener_keeps_the_registered_one():
+    # AsyncKafkaConsumer.subscribeInternal sets the listener only when one is given; unsubscribe clears it
+    mm = stable_manager(owned=assignment((TOPIC_1, [0])), listener=True)
+    mm.subscribe(frozenset({"topic1", "topic2"}), listener=False)
+    mm.transition_to_fenced(0)
+    assert [type(a) for a in mm.actions.take()] == [actions.OnPartitionsLost]
+    mm.leave_group(0)
+    assert not mm.has_rebalance_listener
