@@ -99,9 +99,7 @@ class HeartbeatRequestManager:
             mm.on_heartbeat_request_skipped()
             return None
         if self.poll_timer_expired(now) and not mm.is_leaving_group():
-            if mm.state is MemberState.LEAVING:
-                # Only a dynamic member closing with REMAIN_IN_GROUP: Kafka's move to PREPARE_LEAVING throws
-                # IllegalStateException, which its network thread logs before the same again on every pass.
+            if not self._leaves_on_poll_timeout():
                 return None
             mm.transition_to_sending_leave_group(due_to_expired_poll_timer=True)
             request = self._make_request(now, handle_response=False)
@@ -120,15 +118,23 @@ class HeartbeatRequestManager:
         mm = self.membership
         if not self.coordinator_known or mm.should_skip_heartbeat():
             return None
+        leaves_on_timeout = self._leaves_on_poll_timeout()
         if self.poll_timer_expired(now) and not mm.is_leaving_group():
-            return None if mm.state is MemberState.LEAVING else now
-        poll_expiry = None if mm.is_leaving_group() else self.poll_deadline_ms
+            return now if leaves_on_timeout else None
+        poll_expiry = self.poll_deadline_ms if leaves_on_timeout else None
         if self._should_send_leave_heartbeat_now() or (
                 mm.should_heartbeat_now() and not self.request_state.request_in_flight):
             return now
         heartbeat = None if self.request_state.request_in_flight else self.request_state.earliest_send_ms(now)
         candidates = [t for t in (poll_expiry, heartbeat) if t is not None]
         return min(candidates) if candidates else None
+
+    def _leaves_on_poll_timeout(self) -> bool:
+        """Whether an expired poll timer makes the member leave (and go STALE). Not while it is leaving anyway;
+        nor for a dynamic member closing with REMAIN_IN_GROUP once LEAVING, which is not "leaving the group"
+        for Kafka, whose move to PREPARE_LEAVING then throws IllegalStateException on every pass of the
+        network thread: nothing at all is sent."""
+        return not self.membership.is_leaving_group() and self.membership.state is not MemberState.LEAVING
 
     def poll_timer_expired(self, now: int) -> bool:
         return now >= self.poll_deadline_ms
