@@ -58,12 +58,13 @@ class OnPartitionsLost:
 @dataclass(frozen=True, slots=True)
 class OnPartitionsAssigned:
     """PartitionsAssignedEvent: the application thread makes `assigned` its assignment (what
-    consumer.assignment() shows), then calls onPartitionsAssigned(`added`) if a listener is registered.
-    Sent on every reconciliation, listener or not."""
+    consumer.assignment() shows), then calls onPartitionsAssigned(`added`) if a listener is registered
+    (`listener`), even with nothing added. Sent on every reconciliation, listener or not."""
 
     seq: int
     assigned: tuple[Partition, ...]
     added: tuple[Partition, ...]
+    listener: bool
 
 
 @dataclass(frozen=True, slots=True)

@@ -375,7 +375,7 @@ class MembershipManager:
                 self.owned = assigned
             then(_now, error)
 
-        event = (tuple(sorted(assigned)), tuple(sorted(added)))
+        event = (tuple(sorted(assigned)), tuple(sorted(added)), self.has_rebalance_listener)
         self.actions.emit(lambda seq: actions.OnPartitionsAssigned(seq, *event), applied)
 
     def _maybe_abort_reconciliation(self) -> bool:
