@@ -60,9 +60,15 @@ class MemberConfig:
             raise ConfigError(error)
         if str(settings.get(GROUP_PROTOCOL_CONFIG, "classic")).lower() != "consumer":
             raise ConfigError(f"{GROUP_PROTOCOL_CONFIG} must be consumer for a KIP-848 member")
+        group_id = settings.get("group.id")
+        if group_id is None:  # AsyncKafkaConsumer.throwIfGroupIdNotDefined, at subscribe()
+            raise ConfigError("To use the group management or offset commit APIs, you must provide a valid "
+                              "group.id in the consumer configuration.")
+        if group_id == "":  # AsyncKafkaConsumer.initializeGroupMetadata, at construction
+            raise ConfigError("The configured group.id should not be an empty string or whitespace.")
         rack = settings.get("client.rack") or None  # GroupRebalanceConfig: an empty rack is no rack
         return cls(
-            group_id=str(settings["group.id"]),
+            group_id=str(group_id),
             group_instance_id=settings.get("group.instance.id"),
             client_rack=rack,
             group_remote_assignor=settings.get("group.remote.assignor"),

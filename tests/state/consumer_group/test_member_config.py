@@ -49,3 +49,14 @@ def test_allowed_consumer_protocol_settings():
     })
     assert config == MemberConfig("g", group_instance_id="i1", client_rack=None, group_remote_assignor="range",
                                   max_poll_interval_ms=1000, retry_backoff_ms=50, enable_auto_commit=False)
+
+
+@pytest.mark.parametrize("group_id, message", [
+    (None, "must provide a valid group.id"),
+    ("", "should not be an empty string"),
+])
+def test_a_member_needs_a_group_id(group_id, message):
+    # AsyncKafkaConsumer: InvalidGroupIdException without a group.id (at subscribe) or with an empty one
+    settings = {"group.protocol": "consumer"} | ({} if group_id is None else {"group.id": group_id})
+    with pytest.raises(ConfigError, match=message):
+        MemberConfig.from_kafka(settings)

@@ -98,8 +98,8 @@ def test_transition_to_failed_when_trying_to_join():
 
 @pytest.mark.parametrize("reconciling", [False, True])
 def test_fencing_when_state_is_stable_or_reconciling(reconciling):
-    # ConsumerMembershipManagerTest.testFencingWhenStateIsStable / testFencingWhenStateIsReconciling
-    # (through testFencedMemberReleasesAssignmentAndTransitionsToJoining)
+    # ConsumerMembershipManagerTest.testFencingWhenStateIsStable / testFencingWhenStateIsReconciling /
+    # testOnPartitionsLostNoError (through testFencedMemberReleasesAssignmentAndTransitionsToJoining)
     mm = stable_manager(owned=assignment((TOPIC_1, [0])), listener=True)
     if reconciling:
         mm.on_heartbeat_success(response(assigned=assignment((TOPIC_1, [0, 1]))))
@@ -569,7 +569,8 @@ def test_transition_to_leaving_due_to_stale_member(state):
 
 
 def test_stale_member_does_not_send_heartbeat_and_allows_transition_to_joining_to_recover():
-    # ConsumerMembershipManagerTest.testStaleMemberDoesNotSendHeartbeatAndAllowsTransitionToJoiningToRecover
+    # ConsumerMembershipManagerTest.testStaleMemberDoesNotSendHeartbeatAndAllowsTransitionToJoiningToRecover /
+    # testStaleMemberRejoinsWhenTimerResetsNoCallbacks
     mm = stable_manager()
     mm.transition_to_sending_leave_group(due_to_expired_poll_timer=True)
     mm.on_heartbeat_request_generated(0)
