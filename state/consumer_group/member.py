@@ -35,8 +35,8 @@ from state.consumer_group.topic_id import TopicId
 
 def generate_member_id(rng: random.Random) -> str:
     """Uuid.randomUuid().toString(): a random version-4 UUID in Kafka's text form, drawn again while that
-    contains a '-' (Kafka's ids never do, so that none reads like a command-line option). The reserved
-    all-zero and metadata-topic ids are not version-4 UUIDs, so they cannot come up."""
+    text contains a '-', as Kafka does. Kafka's other exclusions (the ids 0 and 1) are not version-4 UUIDs,
+    so they cannot come up."""
     while True:
         raw = uuid.UUID(int=rng.getrandbits(128), version=4).bytes
         halves = int.from_bytes(raw[:8], "big", signed=True), int.from_bytes(raw[8:], "big", signed=True)
