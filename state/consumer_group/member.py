@@ -1,0 +1,140 @@
+"""One KIP-848 consumer (Kafka's AsyncKafkaConsumer, `group.protocol=consumer`) as its group membership sees
+it: the surface a runtime drives. It wires the membership (`membership_manager`) to the heartbeat loop
+(`heartbeat_manager`) the way the consumer's two threads do, and does nothing on its own: time is passed in,
+randomness (the member id and the backoff jitter) comes from the random.Random given, and no I/O happens.
+
+A runtime:
+* calls `subscribe`, `poll` (the application's poll()), `unsubscribe` and `close` as the application does;
+* after every call and at `next_deadline()`, calls `next_request(now)` and sends what it returns;
+* answers each request with `on_response` or `on_request_failed`, and `coordinator_found` once the
+  coordinator is known (FindCoordinator itself is the runtime's);
+* takes the actions (`take_actions`) and reports each done with `action_done`, in the order given for those
+  the application thread runs (callbacks, the assignment), at the application's polls to be faithful.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+
+from state.consumer_group import member_actions as actions
+from state.consumer_group.heartbeat_manager import HeartbeatRequestManager
+from state.consumer_group.heartbeat_timing import (
+    RETRY_BACKOFF_EXP_BASE,
+    RETRY_BACKOFF_JITTER,
+    ExponentialBackoff,
+    HeartbeatRequestState,
+)
+from state.consumer_group.member_actions import Partition
+from state.consumer_group.member_config import MemberConfig
+from state.consumer_group.member_state import MemberState
+from state.consumer_group.membership_manager import GroupMembershipOperation, MembershipManager
+from state.consumer_group.messages import HeartbeatRequest, HeartbeatResponse
+from state.consumer_group.topic_id import TopicId
+
+
+def generate_member_id(rng: random.Random) -> str:
+    """Uuid.randomUuid().toString(): a random version-4 UUID in Kafka's text form, drawn again while that
+    text contains a '-', as Kafka does. Kafka's other exclusions (the ids 0 and 1) are not version-4 UUIDs,
+    so they cannot come up."""
+    while True:
+        raw = uuid.UUID(int=rng.getrandbits(128), version=4).bytes
+        halves = int.from_bytes(raw[:8], "big", signed=True), int.from_bytes(raw[8:], "big", signed=True)
+        member_id = str(TopicId(*halves))
+        if "-" not in member_id:
+            return member_id
+
+
+class Membership:
+    def __init__(self, config: MemberConfig, rng: random.Random, now: int):
+        self.config = config
+        self._manager = MembershipManager(config, generate_member_id(rng))
+        backoff = ExponentialBackoff(config.retry_backoff_ms, RETRY_BACKOFF_EXP_BASE, config.retry_backoff_max_ms,
+                                     RETRY_BACKOFF_JITTER, rng)
+        # The heartbeat interval is 0 until the coordinator gives one: the first heartbeat goes at once.
+        self._heartbeat = HeartbeatRequestManager(now, self._manager, HeartbeatRequestState(now, 0, backoff))
+
+    # -- read-only view --------------------------------------------------------------------------------
+
+    @property
+    def state(self) -> MemberState:
+        return self._manager.state
+
+    @property
+    def member_id(self) -> str:
+        return self._manager.member_id
+
+    @property
+    def member_epoch(self) -> int:
+        return self._manager.member_epoch
+
+    @property
+    def owned_partitions(self) -> frozenset[Partition]:
+        """What consumer.assignment() shows: the assignment the application thread last applied."""
+        return self._manager.owned
+
+    @property
+    def leave_in_progress(self) -> bool:
+        """A leave (unsubscribe, close) not yet finished: close() returns once this is False."""
+        return self._manager.leave_in_progress
+
+    @property
+    def coordinator_known(self) -> bool:
+        return self._heartbeat.coordinator_known
+
+    @property
+    def heartbeat_interval_ms(self) -> int:
+        return self._heartbeat.request_state.heartbeat_interval_ms
+
+    def pending_actions(self) -> list[actions.Action]:
+        return self._manager.actions.pending()
+
+    # -- the application ------------------------------------------------------------------------------
+
+    def subscribe(self, now: int, topics: set[str] | frozenset[str], listener: bool = False) -> None:
+        """consumer.subscribe(topics[, listener]); an empty list is an unsubscribe, as in Kafka."""
+        if not topics:
+            self.unsubscribe(now)
+            return
+        self._manager.subscribe(frozenset(topics), listener)
+
+    def poll(self, now: int) -> None:
+        """consumer.poll(): reconcile (commits and revocations may start only here), join if newly
+        subscribed, and restart the poll timer (a stale member rejoins)."""
+        self._manager.maybe_reconcile(now, can_commit=True)
+        self._manager.on_consumer_poll()
+        self._heartbeat.reset_poll_timer(now)
+
+    def unsubscribe(self, now: int) -> None:
+        self._manager.skip_assignment_events(now)
+        self._manager.leave_group(now, run_callbacks=True)
+
+    def close(self, now: int, operation: GroupMembershipOperation = GroupMembershipOperation.DEFAULT) -> None:
+        self._manager.close(now, operation)
+
+    def take_actions(self) -> list[actions.Action | actions.ErrorEvent]:
+        return self._manager.actions.take()
+
+    def action_done(self, now: int, action: actions.Action, error: str | None = None) -> None:
+        self._manager.actions.done(now, action, error)
+
+    # -- the network --------------------------------------------------------------------------------------
+
+    def coordinator_found(self) -> None:
+        self._heartbeat.coordinator_known = True
+
+    def next_request(self, now: int) -> HeartbeatRequest | None:
+        """One pass of the background thread: the heartbeat manager, then the membership manager, which
+        may start a reconciliation that neither revokes nor needs an auto-commit."""
+        request = self._heartbeat.poll(now)
+        self._manager.maybe_reconcile(now, can_commit=False)
+        return request
+
+    def next_deadline(self, now: int) -> int | None:
+        return self._heartbeat.next_deadline(now)
+
+    def on_response(self, now: int, request: HeartbeatRequest, response: HeartbeatResponse) -> None:
+        self._heartbeat.on_response(now, request, response)
+
+    def on_request_failed(self, now: int, request: HeartbeatRequest, error: str) -> None:
+        self._heartbeat.on_request_failed(now, request, error)

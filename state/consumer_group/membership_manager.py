@@ -1,0 +1,390 @@
+"""One KIP-848 consumer's membership as its background thread keeps it: Kafka's AbstractMembershipManager and
+ConsumerMembershipManager (trunk). It owns the member's state (`member_state`), epoch, subscription, the
+target assignment last received and the assignment last reconciled (each with a local epoch), and the
+reconciliation: revoke first (auto-commit, then onPartitionsRevoked), then assign (PartitionsAssignedEvent),
+then acknowledge. It also owns fencing (onPartitionsLost, rejoin at epoch 0), fatal errors, leaving
+(unsubscribe, close, an expired poll timer) and the rejoin of a stale member.
+
+What the application thread (or the commit manager) would run is emitted as `member_actions` and goes on
+when the runtime reports it done: where Kafka chains a CompletableFuture, the continuation waits in
+`actions` (a `PendingActions`). Topic ids are taken as always resolvable (the client's metadata is not modelled), so
+Kafka's partial reconciliation of unresolved topics never happens here.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from state.consumer_group import member_actions as actions
+from state.consumer_group.local_assignment import NONE, LocalAssignment, partitions_of
+from state.consumer_group.member_actions import PendingActions, Partition, Then
+from state.consumer_group.member_config import MemberConfig
+from state.consumer_group.member_state import MemberState, check_transition
+from state.consumer_group.messages import (
+    JOIN_EPOCH,
+    LEAVE_EPOCH,
+    STATIC_LEAVE_EPOCH,
+    HeartbeatResponse,
+)
+
+ASSIGNMENT_EVENT_SKIPPED = "Assignment event skipped because consumer is unsubscribing"
+
+
+class GroupMembershipOperation(enum.Enum):
+    """CloseOptions.GroupMembershipOperation: what close() does about the membership."""
+
+    DEFAULT = "DEFAULT"  # leave: -1 for a dynamic member, -2 for a static one
+    LEAVE_GROUP = "LEAVE_GROUP"  # leave for good (-1), static members too
+    REMAIN_IN_GROUP = "REMAIN_IN_GROUP"  # a static member still sends -2
+
+
+class MembershipManager:
+    def __init__(self, config: MemberConfig, member_id: str):
+        self.config = config
+        self.member_id = member_id  # generated once by the client (KIP-1082), kept across rejoins
+        self.member_epoch = JOIN_EPOCH
+        self.state = MemberState.UNSUBSCRIBED
+        self.subscription: frozenset[str] = frozenset()
+        self.has_rebalance_listener = False
+        self.owned: frozenset[Partition] = frozenset()  # SubscriptionState.assignedPartitions()
+        self.current_assignment = NONE
+        self.target_assignment = NONE
+        self.leave_group_operation = GroupMembershipOperation.DEFAULT
+        self.leave_in_progress = False  # Kafka's leaveGroupInProgress future, not yet completed
+        self._reconciliation_in_progress = False
+        self._rejoined_while_reconciliation_in_progress = False
+        self._subscription_updated = False
+        self._is_poll_timer_expired = False
+        self._stale_assignment_released = False
+        self._rejoin_when_stale_assignment_released = False
+        self.actions = PendingActions()
+
+    def _invoke_callback(self, kind: type, partitions: frozenset[Partition], then: Then, now: int) -> None:
+        """A ConsumerRebalanceListener method, only for a registered listener and a non-empty set."""
+        if partitions and self.has_rebalance_listener:
+            self.actions.emit(lambda seq: kind(seq, tuple(sorted(partitions))), then)
+        else:
+            then(now, None)
+
+    # -- state -----------------------------------------------------------------------------------------
+
+    def transition_to(self, next_state: MemberState) -> None:
+        check_transition(self.state, next_state)
+        self.state = next_state
+
+    def is_static(self) -> bool:
+        return self.config.group_instance_id is not None
+
+    def is_not_in_group(self) -> bool:
+        return self.state in (MemberState.UNSUBSCRIBED, MemberState.FENCED, MemberState.FATAL, MemberState.STALE)
+
+    def should_skip_heartbeat(self) -> bool:
+        return self.is_not_in_group()
+
+    def should_heartbeat_now(self) -> bool:
+        return self.state in (MemberState.ACKNOWLEDGING, MemberState.LEAVING, MemberState.JOINING)
+
+    def is_leaving_group(self) -> bool:
+        # A dynamic member closing with REMAIN_IN_GROUP leaves by session timeout, not by heartbeat.
+        if self.leave_group_operation is GroupMembershipOperation.REMAIN_IN_GROUP and not self.is_static():
+            return False
+        return self.state in (MemberState.PREPARE_LEAVING, MemberState.LEAVING)
+
+    def leave_group_epoch(self) -> int:
+        if self.leave_group_operation is GroupMembershipOperation.LEAVE_GROUP:
+            return LEAVE_EPOCH
+        return STATIC_LEAVE_EPOCH if self.is_static() else LEAVE_EPOCH
+
+    def _target_reconciled(self) -> bool:
+        return self.current_assignment == self.target_assignment
+
+    def _maybe_complete_leave_in_progress(self) -> bool:
+        completed, self.leave_in_progress = self.leave_in_progress, False
+        return completed
+
+    def _clear_assignment(self) -> None:
+        self.owned = frozenset()
+        self.current_assignment = NONE
+        self.target_assignment = NONE
+
+    def _unsubscribe(self) -> None:
+        """SubscriptionState.unsubscribe: no topics, no partitions, no listener."""
+        self.subscription = frozenset()
+        self.has_rebalance_listener = False
+        self.owned = frozenset()
+
+    # -- subscription and joining -----------------------------------------------------------------------
+
+    def subscribe(self, topics: frozenset[str], listener: bool) -> None:
+        """The application subscribed: joins on its next poll, or sends the new topics with the next
+        regular heartbeat if already in the group."""
+        self.subscription = topics
+        if listener:  # subscribing without a listener keeps the one registered before
+            self.has_rebalance_listener = True
+        self._subscription_updated = True
+
+    def on_consumer_poll(self) -> None:
+        updated, self._subscription_updated = self._subscription_updated, False
+        if updated and self.state is MemberState.UNSUBSCRIBED:
+            self.transition_to_joining()
+
+    def transition_to_joining(self) -> None:
+        if self.state is MemberState.FATAL:
+            return
+        if self._reconciliation_in_progress:
+            self._rejoined_while_reconciliation_in_progress = True
+        self.member_epoch = JOIN_EPOCH
+        self.transition_to(MemberState.JOINING)
+        self.target_assignment = NONE
+
+    # -- heartbeat outcomes ------------------------------------------------------------------------------
+
+    def on_heartbeat_success(self, response: HeartbeatResponse) -> None:
+        if response.error != "NONE":
+            raise ValueError(f"Unexpected error in Heartbeat response: {response.error}")
+        if self.state is MemberState.LEAVING:
+            return
+        if (self.state is MemberState.UNSUBSCRIBED and response.member_epoch < 0
+                and self._maybe_complete_leave_in_progress()):
+            return
+        if self.is_not_in_group():
+            return
+        if response.member_epoch < 0:
+            self._maybe_complete_leave_in_progress()
+            return
+        self.member_epoch = response.member_epoch
+        if response.assignment is None:
+            return
+        if not self.state.can_handle_new_assignment():
+            return
+        self.target_assignment = self.target_assignment.update_with(partitions_of(response.assignment))
+        if not self._target_reconciled():
+            self.transition_to(MemberState.RECONCILING)
+        elif self.state in (MemberState.RECONCILING, MemberState.JOINING):
+            self.transition_to(MemberState.STABLE)
+
+    def on_heartbeat_failure(self) -> None:
+        # The leave heartbeat is sent once and not retried: whatever its outcome, the leave is over.
+        if self.state is MemberState.UNSUBSCRIBED:
+            self._maybe_complete_leave_in_progress()
+
+    def on_heartbeat_request_generated(self, now: int) -> None:
+        if self.state is MemberState.ACKNOWLEDGING:
+            self.transition_to(MemberState.STABLE if self._target_reconciled() else MemberState.RECONCILING)
+        elif self.state is MemberState.LEAVING:
+            if self._is_poll_timer_expired:
+                self.transition_to_stale(now)
+            else:
+                self.transition_to(MemberState.UNSUBSCRIBED)
+
+    def on_heartbeat_request_skipped(self) -> None:
+        """No coordinator (or a state that skips heartbeats): a pending leave heartbeat is given up."""
+        if self.state is MemberState.LEAVING:
+            self.transition_to(MemberState.UNSUBSCRIBED)
+            self._maybe_complete_leave_in_progress()
+
+    def transition_to_fenced(self, now: int) -> None:
+        if self.state is MemberState.PREPARE_LEAVING:
+            # Already out of the group for the coordinator: stop at once, with no leave heartbeat.
+            self.transition_to_sending_leave_group(due_to_expired_poll_timer=False)
+            self.transition_to(MemberState.UNSUBSCRIBED)
+            self._maybe_complete_leave_in_progress()
+            return
+        if self.state is MemberState.LEAVING:
+            self.transition_to(MemberState.UNSUBSCRIBED)
+            self._maybe_complete_leave_in_progress()
+            return
+        if self.state is MemberState.UNSUBSCRIBED:
+            return
+        self.transition_to(MemberState.FENCED)
+        self.member_epoch = JOIN_EPOCH
+
+        def released(_now: int, _error: str | None) -> None:
+            # A failed onPartitionsLost does not stop the rejoin.
+            self._clear_assignment()
+            if self.state is MemberState.FENCED:
+                self.transition_to_joining()
+
+        self._invoke_callback(actions.OnPartitionsLost, self.owned, released, now)
+
+    def transition_to_fatal(self, now: int) -> None:
+        previous = self.state
+        self.transition_to(MemberState.FATAL)
+        if previous is MemberState.UNSUBSCRIBED and self._maybe_complete_leave_in_progress():
+            return
+        if previous in (MemberState.LEAVING, MemberState.PREPARE_LEAVING):
+            self._maybe_complete_leave_in_progress()
+            return
+        self._invoke_callback(actions.OnPartitionsLost, self.owned, lambda _n, _e: self._clear_assignment(), now)
+
+    # -- leaving -------------------------------------------------------------------------------------
+
+    def leave_group(self, now: int, run_callbacks: bool = True) -> None:
+        """unsubscribe() (with callbacks) or the leave of close() (its callbacks already run)."""
+        if self.is_not_in_group():
+            if self.state is MemberState.FENCED:
+                self._clear_assignment()
+                self.transition_to(MemberState.UNSUBSCRIBED)
+            self._unsubscribe()
+            return
+        if self.state in (MemberState.PREPARE_LEAVING, MemberState.LEAVING):
+            return
+        self.transition_to(MemberState.PREPARE_LEAVING)
+        self.leave_in_progress = True
+        if run_callbacks:
+            # Whether the callback fails or not, the member goes on to leave.
+            self._release_assignment(now, lambda _n, _e: self._clear_assignment_and_leave_group())
+        else:
+            self._clear_assignment_and_leave_group()
+
+    def close(self, now: int, operation: GroupMembershipOperation) -> None:
+        """AsyncKafkaConsumer.close on the application thread: auto-commit, then onPartitionsRevoked (in the
+        group) or onPartitionsLost (out of it) for what it owns, then the leave (leaveGroupOnClose)."""
+
+        def leave(_now: int, _error: str | None) -> None:
+            self.leave_group_operation = operation
+            self.leave_group(_now, run_callbacks=False)
+
+        def release(_now: int, _error: str | None) -> None:
+            kind = actions.OnPartitionsRevoked if self.member_epoch > 0 else actions.OnPartitionsLost
+            self._invoke_callback(kind, self.owned, leave, _now)
+
+        self.skip_assignment_events(now)
+        if self.config.enable_auto_commit:
+            self.actions.emit(actions.CommitOnClose, release)
+        else:
+            release(now, None)
+
+    def skip_assignment_events(self, now: int) -> None:
+        """unsubscribe() and close() never apply an assignment still waiting for the application thread
+        (Kafka skips or reaps those events): the reconciliation it ends fails, with no ack."""
+        for action in self.actions.pending():
+            if isinstance(action, actions.OnPartitionsAssigned):
+                self.actions.done(now, action, ASSIGNMENT_EVENT_SKIPPED)
+
+    def _release_assignment(self, now: int, then: Then) -> None:
+        """onPartitionsRevoked if still in the group (epoch > 0), else onPartitionsLost."""
+        if not self.owned:
+            then(now, None)
+        elif self.member_epoch > 0:
+            self._revoke_partitions(now, self.owned, then)
+        else:
+            self._invoke_callback(actions.OnPartitionsLost, self.owned, then, now)
+
+    def _clear_assignment_and_leave_group(self) -> None:
+        self._unsubscribe()
+        self._clear_assignment()
+        self.transition_to_sending_leave_group(due_to_expired_poll_timer=False)
+
+    def transition_to_sending_leave_group(self, due_to_expired_poll_timer: bool) -> None:
+        if self.state in (MemberState.FATAL, MemberState.UNSUBSCRIBED):
+            return
+        if due_to_expired_poll_timer:
+            self._is_poll_timer_expired = True
+            # No callbacks before this leave: the partitions are given up as lost once STALE.
+            self.transition_to(MemberState.PREPARE_LEAVING)
+        self.member_epoch = self.leave_group_epoch()
+        self.current_assignment = NONE
+        self.transition_to(MemberState.LEAVING)
+
+    def transition_to_stale(self, now: int) -> None:
+        self.transition_to(MemberState.STALE)
+        self._stale_assignment_released = False
+        self._rejoin_when_stale_assignment_released = False
+
+        def released(_now: int, _error: str | None) -> None:
+            self._clear_assignment()
+            self._stale_assignment_released = True
+            if self._rejoin_when_stale_assignment_released:
+                self.transition_to_joining()
+
+        self._invoke_callback(actions.OnPartitionsLost, self.owned, released, now)
+
+    def maybe_rejoin_stale_member(self) -> None:
+        """The poll timer was found expired at a poll: a stale member rejoins once its partitions are lost."""
+        self._is_poll_timer_expired = False
+        if self.state is not MemberState.STALE:
+            return
+        if self._stale_assignment_released:
+            self.transition_to_joining()
+        else:
+            self._rejoin_when_stale_assignment_released = True
+
+    # -- reconciliation --------------------------------------------------------------------------------
+
+    def maybe_reconcile(self, now: int, can_commit: bool) -> None:
+        """can_commit: called from the application's poll (AsyncPollEvent). From the background thread
+        only a reconciliation that revokes nothing and needs no auto-commit may start."""
+        if (self.state is not MemberState.RECONCILING or self._target_reconciled()
+                or self._reconciliation_in_progress):
+            return
+        resolved = self.target_assignment
+        if not self.current_assignment.is_none() and resolved.partitions == self.current_assignment.partitions:
+            # Same partitions under a newer local epoch: nothing to run, only to acknowledge again.
+            self.current_assignment = resolved
+            self.transition_to(MemberState.ACKNOWLEDGING)
+            return
+        added = resolved.partitions - self.owned
+        revoked = self.owned - resolved.partitions
+        if not can_commit and (self.config.enable_auto_commit or revoked):
+            return
+        self._reconciliation_in_progress = True
+        self._rejoined_while_reconciliation_in_progress = False
+
+        def committed(_now: int, _error: str | None) -> None:
+            # A failed commit does not stop the reconciliation.
+            if not self._maybe_abort_reconciliation():
+                self._revoke_and_assign(_now, resolved, revoked, added)
+
+        if self.config.enable_auto_commit:
+            deadline = now + self.config.max_poll_interval_ms
+            self.actions.emit(lambda seq: actions.CommitBeforeRebalance(seq, deadline), committed)
+        else:
+            committed(now, None)
+
+    def _revoke_and_assign(self, now: int, resolved: LocalAssignment, revoked: frozenset[Partition],
+                           added: frozenset[Partition]) -> None:
+        def assigned(_now: int, error: str | None) -> None:
+            if error is not None:
+                # No ack: the member stays RECONCILING and retries; the coordinator may fence it meanwhile.
+                self._mark_reconciliation_completed()
+            elif self._reconciliation_in_progress and not self._maybe_abort_reconciliation():
+                self.current_assignment = resolved
+                self.transition_to(MemberState.ACKNOWLEDGING)
+                self._mark_reconciliation_completed()
+
+        def revocation_done(_now: int, error: str | None) -> None:
+            if error is not None:
+                self._mark_reconciliation_completed()
+            elif not self._maybe_abort_reconciliation():
+                self._assign_partitions(resolved.partitions, added, assigned)
+
+        if revoked:
+            self._revoke_partitions(now, revoked, revocation_done)
+        else:
+            revocation_done(now, None)
+
+    def _revoke_partitions(self, now: int, partitions: frozenset[Partition], then: Then) -> None:
+        self._invoke_callback(actions.OnPartitionsRevoked, partitions & self.owned, then, now)
+
+    def _assign_partitions(self, assigned: frozenset[Partition], added: frozenset[Partition], then: Then) -> None:
+        def applied(_now: int, error: str | None) -> None:
+            # The application thread makes the assignment effective before it runs the callback, unless it
+            # skipped the event altogether.
+            if error != ASSIGNMENT_EVENT_SKIPPED:
+                self.owned = assigned
+            then(_now, error)
+
+        event = (tuple(sorted(assigned)), tuple(sorted(added)), self.has_rebalance_listener)
+        self.actions.emit(lambda seq: actions.OnPartitionsAssigned(seq, *event), applied)
+
+    def _maybe_abort_reconciliation(self) -> bool:
+        """A reconciliation that outlived its purpose (the member left RECONCILING or rejoined) stops."""
+        abort = self.state is not MemberState.RECONCILING or self._rejoined_while_reconciliation_in_progress
+        if abort:
+            self._mark_reconciliation_completed()
+        return abort
+
+    def _mark_reconciliation_completed(self) -> None:
+        self._reconciliation_in_progress = False
+        self._rejoined_while_reconciliation_in_progress = False
