@@ -1,5 +1,5 @@
-"""Broker-side building blocks of KIP-848 consumer groups (`group.protocol=consumer`): pure, deterministic
-functions with no I/O, modelled on Kafka's group coordinator at trunk commit d79bd502ec7f (2026-08-23,
+"""KIP-848 consumer groups (`group.protocol=consumer`): the broker side in this package, the client side in
+`client`; pure and deterministic, no I/O, modelled on Kafka's group coordinator at trunk commit d79bd502ec7f (2026-08-23,
 4.5.0-SNAPSHOT); docs name where Kafka 4.0.0 behaved differently.
 
 * `topic_id`: topic ids (Kafka's Uuid) with their Java hash and order.
@@ -17,6 +17,7 @@ functions with no I/O, modelled on Kafka's group coordinator at trunk commit d79
 * `heartbeat`: the broker side of ConsumerGroupHeartbeat and the session / rebalance timeouts: records,
   response and timer changes.
 * `offset_commit`: the member epoch checks of an OffsetCommit to a consumer group.
+* `client`: the Java client's new consumer (membership, heartbeats, reconciliation), subpackage.
 """
 
 from __future__ import annotations

@@ -12,14 +12,14 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from state.consumer_group import member_actions as actions
-from state.consumer_group.member import Membership
-from state.consumer_group.member_config import MemberConfig
-from state.consumer_group.member_state import MemberState
-from state.consumer_group.membership_manager import GroupMembershipOperation
+from state.consumer_group.client import member_actions as actions
+from state.consumer_group.client.member import Membership
+from state.consumer_group.client.member_config import MemberConfig
+from state.consumer_group.client.member_state import MemberState
+from state.consumer_group.client.membership_manager import GroupMembershipOperation
 from state.consumer_group.messages import HeartbeatRequest, HeartbeatResponse
 
-from tests.state.consumer_group.member_helpers import TOPIC_1, TOPIC_2, assignment
+from tests.state.consumer_group.client.member_helpers import TOPIC_1, TOPIC_2, assignment
 
 POOL = [(TOPIC_1, 0), (TOPIC_1, 1), (TOPIC_2, 0)]
 ERRORS = ["FENCED_MEMBER_EPOCH", "UNKNOWN_MEMBER_ID", "NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS",

@@ -17,18 +17,18 @@ from __future__ import annotations
 import random
 import uuid
 
-from state.consumer_group import member_actions as actions
-from state.consumer_group.heartbeat_manager import HeartbeatRequestManager
-from state.consumer_group.heartbeat_timing import (
+from state.consumer_group.client import member_actions as actions
+from state.consumer_group.client.heartbeat_manager import HeartbeatRequestManager
+from state.consumer_group.client.heartbeat_timing import (
     RETRY_BACKOFF_EXP_BASE,
     RETRY_BACKOFF_JITTER,
     ExponentialBackoff,
     HeartbeatRequestState,
 )
-from state.consumer_group.member_actions import Partition
-from state.consumer_group.member_config import MemberConfig
-from state.consumer_group.member_state import MemberState
-from state.consumer_group.membership_manager import GroupMembershipOperation, MembershipManager
+from state.consumer_group.client.member_actions import Partition
+from state.consumer_group.client.member_config import MemberConfig
+from state.consumer_group.client.member_state import MemberState
+from state.consumer_group.client.membership_manager import GroupMembershipOperation, MembershipManager
 from state.consumer_group.messages import HeartbeatRequest, HeartbeatResponse
 from state.consumer_group.topic_id import TopicId
 

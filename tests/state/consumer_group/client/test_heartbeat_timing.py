@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from state.consumer_group.heartbeat_timing import ExponentialBackoff, HeartbeatRequestState
+from state.consumer_group.client.heartbeat_timing import ExponentialBackoff, HeartbeatRequestState
 
 
 def test_exponential_backoff_without_jitter():

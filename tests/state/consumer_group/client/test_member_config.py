@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from state.config import ConfigError
-from state.consumer_group.member_config import MemberConfig, unsupported_config_error
+from state.consumer_group.client.member_config import MemberConfig, unsupported_config_error
 
 
 @pytest.mark.parametrize("name, value", [

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import enum
 
-from state.consumer_group import member_actions as actions
-from state.consumer_group.local_assignment import NONE, LocalAssignment, partitions_of
-from state.consumer_group.member_actions import PendingActions, Partition, Then
-from state.consumer_group.member_config import MemberConfig
-from state.consumer_group.member_state import MemberState, check_transition
+from state.consumer_group.client import member_actions as actions
+from state.consumer_group.client.local_assignment import NONE, LocalAssignment, partitions_of
+from state.consumer_group.client.member_actions import PendingActions, Partition, Then
+from state.consumer_group.client.member_config import MemberConfig
+from state.consumer_group.client.member_state import MemberState, check_transition
 from state.consumer_group.messages import (
     JOIN_EPOCH,
     LEAVE_EPOCH,

@@ -10,14 +10,14 @@ import random
 
 import pytest
 
-from state.consumer_group import member_actions as actions
-from state.consumer_group.heartbeat_manager import CONSUMER_PROTOCOL_NOT_SUPPORTED_MSG
-from state.consumer_group.member import Membership
-from state.consumer_group.member_state import MemberState
-from state.consumer_group.membership_manager import GroupMembershipOperation
+from state.consumer_group.client import member_actions as actions
+from state.consumer_group.client.heartbeat_manager import CONSUMER_PROTOCOL_NOT_SUPPORTED_MSG
+from state.consumer_group.client.member import Membership
+from state.consumer_group.client.member_state import MemberState
+from state.consumer_group.client.membership_manager import GroupMembershipOperation
 from state.consumer_group.messages import LEAVE_EPOCH, STATIC_LEAVE_EPOCH
 
-from tests.state.consumer_group.member_helpers import (
+from tests.state.consumer_group.client.member_helpers import (
     GROUP_ID,
     MEMBER_EPOCH,
     TOPIC_1,

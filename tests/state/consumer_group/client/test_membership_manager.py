@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from state.consumer_group import member_actions as actions
-from state.consumer_group.member_state import MemberState
-from state.consumer_group.membership_manager import GroupMembershipOperation
+from state.consumer_group.client import member_actions as actions
+from state.consumer_group.client.member_state import MemberState
+from state.consumer_group.client.membership_manager import GroupMembershipOperation
 from state.consumer_group.messages import LEAVE_EPOCH, STATIC_LEAVE_EPOCH
 
-from tests.state.consumer_group.member_helpers import (
+from tests.state.consumer_group.client.member_helpers import (
     MEMBER_EPOCH,
     MEMBER_ID,
     REBALANCE_TIMEOUT,

@@ -7,11 +7,11 @@ from __future__ import annotations
 import random
 from typing import Iterable
 
-from state.consumer_group import member_actions as actions
-from state.consumer_group.member import Membership
-from state.consumer_group.member_config import MemberConfig
-from state.consumer_group.member_state import MemberState
-from state.consumer_group.membership_manager import MembershipManager
+from state.consumer_group.client import member_actions as actions
+from state.consumer_group.client.member import Membership
+from state.consumer_group.client.member_config import MemberConfig
+from state.consumer_group.client.member_state import MemberState
+from state.consumer_group.client.membership_manager import MembershipManager
 from state.consumer_group.messages import HeartbeatResponse, TopicPartitions
 from state.consumer_group.topic_id import TopicId
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from state.consumer_group.member_actions import Partition
+from state.consumer_group.client.member_actions import Partition
 from state.consumer_group.messages import TopicPartitions
 
 NONE_EPOCH = -1

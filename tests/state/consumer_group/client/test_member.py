@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import random
 
-from state.consumer_group import member_actions as actions
-from state.consumer_group.member import Membership, generate_member_id
-from state.consumer_group.member_state import MemberState
+from state.consumer_group.client import member_actions as actions
+from state.consumer_group.client.member import Membership, generate_member_id
+from state.consumer_group.client.member_state import MemberState
 
-from tests.state.consumer_group.member_helpers import TOPIC_1, assignment, membership, response
+from tests.state.consumer_group.client.member_helpers import TOPIC_1, assignment, membership, response
 
 
 def test_member_id_is_a_kafka_uuid_from_the_seeded_random():

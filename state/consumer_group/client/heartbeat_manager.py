@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from state.consumer_group.heartbeat_timing import HeartbeatRequestState
-from state.consumer_group.member_state import InvalidTransition, MemberState
-from state.consumer_group.membership_manager import GroupMembershipOperation, LocalAssignment, MembershipManager
+from state.consumer_group.client.heartbeat_timing import HeartbeatRequestState
+from state.consumer_group.client.member_state import InvalidTransition, MemberState
+from state.consumer_group.client.membership_manager import GroupMembershipOperation, LocalAssignment, MembershipManager
 from state.consumer_group.messages import UNCHANGED_REBALANCE_TIMEOUT, HeartbeatRequest, HeartbeatResponse
 
 CONSUMER_PROTOCOL_NOT_SUPPORTED_MSG = (

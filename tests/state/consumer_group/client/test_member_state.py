@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from state.consumer_group.member_state import InvalidTransition, MemberState, check_transition
+from state.consumer_group.client.member_state import InvalidTransition, MemberState, check_transition
 
 S = MemberState
 
