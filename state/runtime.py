@@ -266,8 +266,11 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
         """The broker a synthetic client's request went to is down: no broker sees the request (no row), and
         the client's connection fails (the Java client's DisconnectException, Errors.NETWORK_EXCEPTION's
         exception class) after the return trip. Also the fate of a request parked at a broker that fails."""
-        fields = GENERIC_ERROR_FIELDS.get(request.type, {})
-        self.fleet.route_response(request, self.out.response_row(request, self.now, NETWORK_EXCEPTION, **fields))
+        self.fleet.route_response(request, self.failed_connection(request, self.now))
+
+    def failed_connection(self, request: Event, at: int) -> dict:
+        """What a client whose request reached no broker at `at` gets back: a `responses` row, never written."""
+        return self.out.response_row(request, at, NETWORK_EXCEPTION, **GENERIC_ERROR_FIELDS.get(request.type, {}))
 
     def _handle_request(self, event: Event) -> None:
         if event.type == "FIND_COORDINATOR":
