@@ -574,13 +574,13 @@ def _concerns_timer(timer: Timer) -> tuple[str | None, bool]:
 
 
 def _concerns_event(event: Event) -> tuple[str | None, bool]:
-    # A client's directive, and its periodic request or other commit (which touch only its own member and the
-    # offsets it commits), concern that client alone; so does a dynamic member's first JoinGroup (KIP-394:
-    # answered MEMBER_ID_REQUIRED, or refused, the group's members unchanged). Anything else can change what
-    # every member's next request gets.
+    # A client's directive, its periodic request or other commit (which touch only its own member and the
+    # offsets it commits) and its lookup (answered from metadata) concern that client alone; so does a dynamic
+    # member's first JoinGroup (KIP-394: answered MEMBER_ID_REQUIRED, or refused, the group's members
+    # unchanged). Anything else can change what every member's next request gets.
     if event.type in CLIENT_DIRECTIVE_CLASSES and not isinstance(event, TopicMetadata):
         return event.client_id, False
-    if event.origin is not None and (event.run is not None or event.type == "OFFSET_COMMIT"
+    if event.origin is not None and (event.run is not None or event.type in ("OFFSET_COMMIT", "FIND_COORDINATOR")
                                      or _asks_member_id(event)):
         return event.client_id, False
     return None, True
