@@ -3,7 +3,8 @@
 `offer(events)` holds events; `advance_to(t)` applies every held event and due deadline up to and including
 `t` in time order (at equal times deadlines fire first, then events in (ts, seq) order); `take_output()`
 returns the rows produced since the last call. With coordsim.periodic.elision, steady clients' periodic
-requests are not among those items: they are caught up in closed form before each item (state/periodic.py).
+requests and the lookup loop of clients whose coordinator's broker is down are not among those items: they are
+caught up in closed form before each item (state/periodic.py, state/lookup.py).
 The object encodes to bytes (`encode`/`decode`, state/encoding.py), so the Spark engine can keep it as the
 group's state between micro-batches and get the same rows as one uninterrupted local run: outputs never
 depend on how events were batched.
@@ -31,6 +32,7 @@ from state.events import (CLIENT_DIRECTIVE_CLASSES, CoordinatorFault, EndOfRun, 
 from state.group import ClassicGroup
 from state.group_state import GroupState
 from state.java_compat import coordinator_partition
+from state.lookup import LookupHandlers
 from state.membership import MembershipHandlers
 from state.metrics import GroupMetrics, MetricsHandlers
 from state.offsets import OffsetHandlers
@@ -49,7 +51,7 @@ NO_CONTEXT = {"log_end_offset": None, "generation_id": None, "member_id": None}
 SWEEP_TIMER = ("sweep",)
 
 
-class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, PeriodicHandlers):
+class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, PeriodicHandlers, LookupHandlers):
     def __init__(self, group_id: str, config: CoordinatorConfig) -> None:
         self.group_id = group_id
         self.config = config
@@ -87,6 +89,7 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
         self.requests_in_flight: dict[str, tuple[dict, int | None]] = {}  # request id -> (row, sent to)
         self.runs: dict = {}    # open quiet runs by chain
         self.elided: dict = {}  # client id -> its elided periodic chains
+        self.lookups: dict = {}  # client id -> its lookup loop, in closed form
         self.steps = 0          # events and deadlines applied: the work a run cost
         self.metrics = GroupMetrics()
         self.offsets_version = 0
@@ -118,14 +121,14 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
             event_ts = self._held[0][0][0] if self._held else None
             if timer is not None and timer.deadline <= t and (event_ts is None or timer.deadline <= event_ts):
                 concerns = _concerns_timer(timer)
-                if self.elided and self.catch_up(timer.deadline, *concerns):
+                if (self.elided or self.lookups) and self._catch_up(timer.deadline, *concerns):
                     continue
                 queue.pop_peeked()
                 self._set_clock(max(self.now, timer.deadline))
                 self._fire(timer)
             elif event_ts is not None and event_ts <= t:
                 concerns = _concerns_event(self._held[0][1])
-                if self.elided and self.catch_up(event_ts, *concerns):
+                if (self.elided or self.lookups) and self._catch_up(event_ts, *concerns):
                     continue
                 key, event = heapq.heappop(self._held)
                 self._set_clock(event.ts)
@@ -138,7 +141,15 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
             self._reschedule_sweep()
             if elision:
                 self.elide_quiet_clients(*concerns)
+                self.elide_lookups(*concerns)
+        if self.lookups:
+            self.fold_lookups(t + 1)  # what is due by `t` is written by now, as step by step
         self.now = max(self.now, t)
+
+    def _catch_up(self, at: int, target: str | None, whole_group: bool) -> bool:
+        """Closed-form work caught up before an item at `at`; True if a queue changed (look again)."""
+        periodic = bool(self.elided) and self.catch_up(at, target, whole_group)
+        return (bool(self.lookups) and self.catch_up_lookups(at, target, whole_group)) or periodic
 
     def _set_clock(self, now: int) -> None:
         """Move to `now`: a step at a new time starts as a deadline firing; any other step handles no request
@@ -157,7 +168,7 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
 
     def next_wakeup(self) -> int | None:
         """Earliest time something is due: a deadline or a held event (the Spark state timeout)."""
-        candidates = [self.timers.next_deadline(), self.fleet.timers.next_deadline()]
+        candidates = [self.timers.next_deadline(), self.fleet.timers.next_deadline(), self.lookups_wakeup()]
         if self._held:
             candidates.append(self._held[0][0][0])
         due = [c for c in candidates if c is not None]
@@ -182,6 +193,7 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
         """End of run: open quiet runs are written, a generation still completing is written without a
         stable time, and the group's figures are written to `metrics`."""
         self.fold_elided(self.now + 1)
+        self.fold_lookups(self.now + 1)
         self.close_all_runs()
         self._flush_generation(stable_ts=None)
         self.out.metrics(self.metrics_row())
