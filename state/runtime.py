@@ -220,6 +220,12 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
         return self.coordinators[self.coordinator_epoch] == NO_LEADER
 
     @property
+    def lookup_error(self) -> str:
+        """What FindCoordinator is answered with: any broker answers from its metadata, naming the partition's
+        leader, loading or not, down or not (until the controller fences it); none while it has no leader."""
+        return "COORDINATOR_NOT_AVAILABLE" if self.leaderless else "NONE"
+
+    @property
     def discoverable_coordinator(self) -> int | None:
         """The coordinator epoch FindCoordinator names now; None while the partition has no leader."""
         return None if self.leaderless else self.coordinator_epoch
@@ -286,9 +292,7 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
 
     def _handle_request(self, event: Event) -> None:
         if event.type == "FIND_COORDINATOR":
-            # Any broker answers from its metadata: the partition's leader, loading or not, down or not (until
-            # the controller fences it); none while the partition has no leader.
-            self.respond(event, "COORDINATOR_NOT_AVAILABLE" if self.leaderless else "NONE")
+            self.respond(event, self.lookup_error)
             return
         if self.leaderless or self.coordinator_epoch in self.down_epochs:
             # Only a captured request gets here (a synthetic one went to an epoch it knew): no broker can
