@@ -1,12 +1,16 @@
 """The coordinator lookup loop in closed form: a client whose coordinator's broker is down costs no step per
-request, answer and timer while FindCoordinator still names that broker.
+request, answer and timer while FindCoordinator still names that broker, or while no broker leads the group's
+partition.
 
 Until the controller fences a failed broker, FindCoordinator names it as the group's coordinator, so a client
 of the group goes round a loop (the Java client's ensureCoordinatorReady): its heartbeat or commit goes to
 the dead broker, the connection fails (NETWORK_EXCEPTION), the client marks the coordinator unknown, looks
 it up again after retry.backoff.ms (its heartbeat thread) or at its next poll, is told the same broker, and
 tries again. Only the lookups reach a broker and are written (a `requests` and a `responses` row each); the
-failed commits count in `failed_commits`.
+failed commits count in `failed_commits`. While the partition has no leader (no replica in sync is live),
+lookups are answered COORDINATOR_NOT_AVAILABLE: the client never learns a coordinator, its heartbeat thread
+looks up again every retry.backoff.ms and its poll loop after the exponential backoff, whose jitter is drawn
+from the client and the time of the answer (ClientConfig.retry_backoff), so the loop computes it as well.
 
 With coordsim.periodic.elision, a client in that loop has its heartbeat and poll timers taken out of the
 queue after a step that concerns it, when it has nothing on the wire (state/periodic.py does the same for a
@@ -55,6 +59,7 @@ class LookupLoop:
     poll: int | None            # the poll loop's next poll (None: it waits for a lookup's answer)
     next_commit: int            # the client's `next_auto_commit`
     counter: int                # the client's `request_counter`
+    attempts: int               # the client's `retry_attempts`
     folded_to: int              # its instants before this are done
     quiet_until: int            # its first instant at or after `folded_to`
     flying: dict[str, tuple[int, int]] = field(default_factory=dict)  # slot -> (sent, seq) of its request
@@ -66,7 +71,7 @@ class LookupHandlers:
     def elide_lookups(self, target: str | None, whole_group: bool) -> None:
         """After a step: take over the loop of the clients it concerned that go round it with nothing on the
         wire."""
-        if self.coordinator_epoch not in self.down_epochs:
+        if not self.leaderless and self.coordinator_epoch not in self.down_epochs:
             return
         clients = self.fleet.clients
         for client in clients.values() if whole_group else filter(None, (clients.get(target),)):
@@ -78,7 +83,7 @@ class LookupHandlers:
         if (not client.alive or client.closing or client.phase != Phase.STABLE or not client.heartbeat_enabled
                 or client.rejoin_needed or client.kicked_out or client.unpositioned
                 or client.paused_until > now or client.poll_stalled_until > now
-                or client.coordinator not in (None, self.coordinator_epoch)
+                or client.coordinator not in (None, self.discoverable_coordinator)
                 or cfg.request_latency_ms < 1 or cfg.response_latency_ms < 1 or cfg.retry_backoff_ms < 1
                 or not (cfg.enable_auto_commit or not cfg.commits_periodically)):
             return
@@ -97,7 +102,7 @@ class LookupHandlers:
         self.lookups[client.client_id] = LookupLoop(
             known=client.coordinator is not None, heartbeat=heartbeat.deadline,
             poll=None if poll is None else poll.deadline, next_commit=client.next_auto_commit,
-            counter=client.request_counter, folded_to=now + 1,
+            counter=client.request_counter, attempts=client.retry_attempts, folded_to=now + 1,
             quiet_until=min(heartbeat.deadline, poll.deadline if poll else heartbeat.deadline))
 
     def catch_up_lookups(self, at: int, target: str | None, whole_group: bool) -> bool:
@@ -132,8 +137,9 @@ class LookupHandlers:
         commits, owned = cfg.commits_periodically, bool(client.owned)
         lines = {slot: self.fleet.request_line(client, None if slot == FIND else slot) for slot in SLOTS}
         wire = loop.wire
-        known, heartbeat, poll, next_commit, counter = (loop.known, loop.heartbeat, loop.poll, loop.next_commit,
-                                                        loop.counter)
+        known, heartbeat, poll, next_commit, counter, attempts = (loop.known, loop.heartbeat, loop.poll,
+                                                                  loop.next_commit, loop.counter, loop.attempts)
+        found = not self.leaderless  # what every lookup is told: the down broker, or no coordinator
         # (sent, seq) of the request in each slot, or None
         find, beat, commit = (loop.flying.get(slot) for slot in SLOTS)
         while True:
@@ -167,7 +173,12 @@ class LookupHandlers:
                         send = COMMIT if owned and commit is None else None
                     poll = client.next_poll(max(next_commit, t + 1))
             elif item == FIND:
-                find, known, poll = None, True, client.next_poll(t)
+                find = None
+                if found:
+                    known, poll = True, client.next_poll(t)
+                else:
+                    poll = client.next_poll(t + cfg.retry_backoff(attempts, f"{client.origin}/{t}"))
+                    attempts += 1
             else:  # the connection to the down broker failed
                 known = False
                 if item == HEARTBEAT:
@@ -184,8 +195,8 @@ class LookupHandlers:
                 else:
                     commit = (t, counter)
                 wire.append((t + there, counter, lines[send], send, t))
-        loop.known, loop.heartbeat, loop.poll, loop.next_commit, loop.counter = (known, heartbeat, poll, next_commit,
-                                                                                 counter)
+        loop.known, loop.heartbeat, loop.poll, loop.next_commit, loop.counter, loop.attempts = (
+            known, heartbeat, poll, next_commit, counter, attempts)
         loop.flying = {slot: request for slot, request in zip(SLOTS, (find, beat, commit)) if request is not None}
         done = 0
         while done < len(wire) and wire[done][0] < at:
@@ -196,8 +207,8 @@ class LookupHandlers:
                                + [sent + rtt for sent, _ in loop.flying.values()] + [w[0] for w in wire[:1]])
 
     def _write_arrivals(self, arrived: list[tuple]) -> None:
-        """The requests that arrived, in the order the coordinator takes them: a lookup is answered with the
-        coordinator it asked for (a request to the down broker reaches no broker)."""
+        """The requests that arrived, in the order the coordinator takes them: a lookup is answered from
+        metadata (a request to the down broker reaches no broker)."""
         arrived.sort(key=lambda a: a[:3])
         # A client's lookups differ only in when they were sent and their number: each is its first one's
         # rows with those changed.
@@ -208,7 +219,7 @@ class LookupHandlers:
             request_id = f"{client.origin}/{seq}"
             if client.client_id not in first:
                 event, raw = self.fleet.lookup_request(client, seq, sent)
-                first[client.client_id] = raw, self.out.response_row(event, arrival, "NONE")
+                first[client.client_id] = raw, self.out.response_row(event, arrival, self.lookup_error)
             raw, row = first[client.client_id]
             self.out.request(dict(raw, ts=arrival, seq=seq, request_id=request_id))
             loop.answer = dict(row, request_ts=arrival, response_ts=arrival, request_id=request_id, request_seq=seq)
@@ -221,7 +232,8 @@ class LookupHandlers:
         """Put back the client's explicit state as of `loop.folded_to`."""
         fleet, epoch = self.fleet, self.coordinator_epoch
         client.coordinator = epoch if loop.known else None
-        client.request_counter, client.next_auto_commit = loop.counter, loop.next_commit
+        client.request_counter, client.next_auto_commit, client.retry_attempts = (loop.counter, loop.next_commit,
+                                                                                  loop.attempts)
         fleet.client_timer(client, "heartbeat", loop.heartbeat)
         if loop.poll is not None:
             fleet.client_timer(client, "poll", loop.poll)

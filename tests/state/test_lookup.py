@@ -43,6 +43,21 @@ def test_a_crashed_coordinators_lookups_are_the_same_rows_for_a_fraction_of_the_
     assert fast.steps - quiet.steps < len(finds) // 4
 
 
+def test_without_a_leader_lookups_back_off_with_their_jitter_the_same_in_closed_form():
+    # Fenced with no other replica in sync: no coordinator for 30 s, every lookup answered
+    # COORDINATOR_NOT_AVAILABLE, the poll loop's lookups after a growing, jittered backoff.
+    events = crashed_group(3) + [directive(FENCED + 1, "COORDINATOR_FAULT", 92, fault="move", coordinator_id=-1),
+                                 directive(FENCED + 30_000, "COORDINATOR_FAULT", 93, fault="move", coordinator_id=1)]
+    explicit, slow = simulate(EXPLICIT, events, [], 150_000)
+    elided, fast = simulate(ELIDED, events, [FENCED + 10_001], 150_000, reencode=True)
+    assert elided == explicit
+    orphaned = [r for r in elided["responses"] if FENCED + 1 < r["request_ts"] < FENCED + 30_000]
+    assert len(orphaned) > 3 * 30_000 // 250
+    assert {(r["api"], r["error"], r["coordinator_id"]) for r in orphaned} == {
+        ("FindCoordinator", "COORDINATOR_NOT_AVAILABLE", None)}
+    assert fast.steps < slow.steps // 5
+
+
 def test_the_loop_stands_for_every_client_while_the_broker_is_down(monkeypatch):
     seen: dict[int, int] = {}
     advance_to = GroupRuntime.advance_to
