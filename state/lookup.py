@@ -71,7 +71,7 @@ class LookupHandlers:
     def elide_lookups(self, target: str | None, whole_group: bool) -> None:
         """After a step: take over the loop of the clients it concerned that go round it with nothing on the
         wire."""
-        if not self.leaderless and self.coordinator_epoch not in self.down_epochs:
+        if self.coordinator_epoch not in self.down_epochs and not self.leaderless:
             return
         clients = self.fleet.clients
         for client in clients.values() if whole_group else filter(None, (clients.get(target),)):
