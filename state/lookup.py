@@ -30,8 +30,9 @@ coordinator's own clock (`timers.clock`, `timers.item`) is not moved by the clos
 nothing on the coordinator's side, and the next step, at a later time, sets it. A mixin of `GroupRuntime`.
 
 Covered: a Stable member, its heartbeat thread running, nothing to rejoin, fetch or close, not paused, with
-auto-commit or no periodic commits, and a round trip of at least 1 ms each way (so a request never arrives,
-nor an answer comes back, in the millisecond it was sent). Anything else goes step by step.
+auto-commit or no commits of the application's own, a retry.backoff.ms of at least 1 ms and a round trip of at
+least 1 ms each way (so a request never arrives, nor an answer comes back, in the millisecond it was sent).
+Anything else goes step by step.
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ class LookupHandlers:
                 or client.paused_until > now or client.poll_stalled_until > now
                 or client.coordinator not in (None, self.discoverable_coordinator)
                 or cfg.request_latency_ms < 1 or cfg.response_latency_ms < 1 or cfg.retry_backoff_ms < 1
-                or not (cfg.enable_auto_commit or not cfg.commits_periodically)):
+                # the application's own commits: commitSync holds its poll loop, commitAsync sends over one out
+                or (cfg.commits_periodically and not cfg.enable_auto_commit)):
             return
         # Its quiet runs closed with its first request to the down broker; one still open would close inside
         # the loop.
@@ -93,17 +95,18 @@ class LookupHandlers:
             return
         timers = {t.key[2]: t for t in self._client_timers(client)}
         heartbeat, poll = timers.get("heartbeat"), timers.get("poll")
-        if (heartbeat is None or any(kind not in LOOP_TIMERS + LEFT_TIMERS for kind in timers)
-                or min(heartbeat.deadline, poll.deadline if poll else heartbeat.deadline) <= now):
-            return  # (a timer due now fires next: the client would be put back at once)
+        if heartbeat is None or any(kind not in LOOP_TIMERS + LEFT_TIMERS for kind in timers):
+            return
+        first = min(heartbeat.deadline, heartbeat.deadline if poll is None else poll.deadline)
+        if first <= now:
+            return  # it fires next: the client would be put back at once
         for t in (heartbeat, poll):
             if t is not None:
                 self.fleet.timers.cancel(t.key)
         self.lookups[client.client_id] = LookupLoop(
             known=client.coordinator is not None, heartbeat=heartbeat.deadline,
             poll=None if poll is None else poll.deadline, next_commit=client.next_auto_commit,
-            counter=client.request_counter, attempts=client.retry_attempts, folded_to=now + 1,
-            quiet_until=min(heartbeat.deadline, poll.deadline if poll else heartbeat.deadline))
+            counter=client.request_counter, attempts=client.retry_attempts, folded_to=now + 1, quiet_until=first)
 
     def catch_up_lookups(self, at: int, target: str | None, whole_group: bool) -> bool:
         """Before an item at `at`: run every loop up to `at`, and put back the clients the item concerns
