@@ -137,3 +137,21 @@ def test_a_loop_is_put_back_with_its_requests_on_the_wire_and_its_answers_on_the
         events.append(directive(at, "CLIENT_PAUSE", 99, client_id="c0", duration_ms=50, scope="poll"))
         assert simulate(ELIDED, events, [], 75_000)[0] == simulate(EXPLICIT, events, [], 75_000)[0]
     assert {"find", "heartbeat"} <= set().union(*pending)
+
+
+def test_the_group_wakes_up_when_a_looping_client_has_something_due():
+    # The Spark engine visits a group at its next wakeup: the same instants either way while the broker is
+    # down, so each micro-batch writes the same lookups. (A steady client's periodic requests set no wakeup:
+    # they are written as runs when those close.)
+    def wakeups(config):
+        runtime = GroupRuntime("g", config)
+        runtime.offer(crashed_group(3, **{"coordsim.network.rtt.ms": 9}))
+        found = []
+        for t in range(CRASH, FENCED, 97):
+            runtime.advance_to(t)
+            found.append((runtime.next_wakeup(), len(runtime.take_output().tables["responses"])))
+        return found, runtime
+
+    (explicit, _), (elided, runtime) = wakeups(EXPLICIT), wakeups(ELIDED)
+    assert elided == explicit
+    assert runtime.lookups and runtime.steps < 150
