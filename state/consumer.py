@@ -116,6 +116,14 @@ class SyntheticConsumer:
     def origin(self) -> str:
         return f"{self.client_id}#{self.incarnation}"
 
+    def request_id(self, seq: int) -> str:
+        """The id of its request number `seq` (any but a periodic one)."""
+        return f"{self.origin}/{seq}"
+
+    def jitter_seed(self, at: int) -> str:
+        """What the jitter of a retry backoff starting at `at` is drawn from: the client and the time."""
+        return f"{self.origin}/{at}"
+
     @property
     def rebalance_protocol(self) -> RebalanceProtocol:
         common = set.intersection(*(set(assignors.supported_protocols(n))
@@ -277,7 +285,7 @@ class ConsumerFleet:
     def _on_offset_fetch_response(self, client: SyntheticConsumer, r: dict) -> None:
         if r["error"] != "NONE":
             self._note_coordinator_error(client, r["error"])
-            backoff = client.config.retry_backoff(client.retry_attempts, f"{client.origin}/{self.now}")
+            backoff = client.config.retry_backoff(client.retry_attempts, client.jitter_seed(self.now))
             client.retry_attempts += 1
             self._schedule_poll(client, self.now + backoff)  # the poll loop fetches again
             return
@@ -405,7 +413,7 @@ class ConsumerFleet:
         """Send a request other than a periodic one: `fields` are its row's own columns, `typed` the
         event's."""
         client.request_counter += 1
-        event, raw, sent_to = self._request(client, None, f"{client.origin}/{client.request_counter}", self.now, etype,
+        event, raw, sent_to = self._request(client, None, client.request_id(client.request_counter), self.now, etype,
                                             fields, typed)
         if slot is not None:
             client.in_flight[slot] = event.request_id
@@ -434,7 +442,7 @@ class ConsumerFleet:
 
     def lookup_request(self, client: SyntheticConsumer, seq: int, sent: int) -> tuple[Event, dict]:
         """The FindCoordinator the client sent at `sent` as its request number `seq`: its event and its row."""
-        event, raw, _ = self._request(client, None, f"{client.origin}/{seq}", sent, "FIND_COORDINATOR", {}, {}, seq)
+        event, raw, _ = self._request(client, None, client.request_id(seq), sent, "FIND_COORDINATOR", {}, {}, seq)
         return event, raw
 
     @staticmethod
@@ -624,7 +632,7 @@ class ConsumerFleet:
             self._join(client)
         elif error in RETRIABLE:
             client.phase = Phase.UNJOINED
-            backoff = client.config.retry_backoff(client.retry_attempts, f"{client.origin}/{self.now}")
+            backoff = client.config.retry_backoff(client.retry_attempts, client.jitter_seed(self.now))
             client.retry_attempts += 1
             self._schedule_poll(client, self.now + backoff)
         else:
@@ -634,7 +642,7 @@ class ConsumerFleet:
         if r["error"] != "NONE":
             # ensureCoordinatorReady sleeps retry.backoff.ms (growing) and looks up again, a close until its
             # timeout: then it gives up committing and leaving.
-            backoff = client.config.retry_backoff(client.retry_attempts, f"{client.origin}/{self.now}")
+            backoff = client.config.retry_backoff(client.retry_attempts, client.jitter_seed(self.now))
             client.retry_attempts += 1
             if not client.closing:
                 self._schedule_poll(client, self.now + backoff)
