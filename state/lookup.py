@@ -91,7 +91,7 @@ class LookupHandlers:
             return
         # Its quiet runs closed with its first request to the down broker; one still open would close inside
         # the loop.
-        if f"{client.origin}/{HEARTBEAT}" in self.runs or f"{client.origin}/{COMMIT}" in self.runs:
+        if self.has_open_run(client.origin):
             return
         timers = {t.key[2]: t for t in self._client_timers(client)}
         heartbeat, poll = timers.get("heartbeat"), timers.get("poll")
@@ -180,7 +180,7 @@ class LookupHandlers:
                 if found:
                     known, poll = True, client.next_poll(t)
                 else:
-                    poll = client.next_poll(t + cfg.retry_backoff(attempts, f"{client.origin}/{t}"))
+                    poll = client.next_poll(t + cfg.retry_backoff(attempts, client.jitter_seed(t)))
                     attempts += 1
             else:  # the connection to the down broker failed
                 known = False
@@ -219,7 +219,7 @@ class LookupHandlers:
         for arrival, seq, _, slot, sent, client, loop in arrived:
             if slot != FIND:
                 continue
-            request_id = f"{client.origin}/{seq}"
+            request_id = client.request_id(seq)
             if client.client_id not in first:
                 event, raw = self.fleet.lookup_request(client, seq, sent)
                 first[client.client_id] = raw, self.out.response_row(event, arrival, self.lookup_error)
