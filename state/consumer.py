@@ -56,6 +56,8 @@ COORDINATOR_UNKNOWN = ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "NETWORK_
 CLOSE_TIMEOUT_MS = 30_000
 # A request that had to go out while the client knew no coordinator: no broker takes it as its coordinator.
 NO_COORDINATOR = -1
+# The `source` of the clients' requests: with (ts, seq, line) it places them among the group's events.
+SYNTHETIC = "synthetic"
 
 
 class Phase(str, Enum):
@@ -113,6 +115,14 @@ class SyntheticConsumer:
     @property
     def origin(self) -> str:
         return f"{self.client_id}#{self.incarnation}"
+
+    def request_id(self, seq: int) -> str:
+        """The id of its request number `seq` (any but a periodic one)."""
+        return f"{self.origin}/{seq}"
+
+    def jitter_seed(self, at: int) -> str:
+        """What the jitter of a retry backoff starting at `at` is drawn from: the client and the time."""
+        return f"{self.origin}/{at}"
 
     @property
     def rebalance_protocol(self) -> RebalanceProtocol:
@@ -275,7 +285,7 @@ class ConsumerFleet:
     def _on_offset_fetch_response(self, client: SyntheticConsumer, r: dict) -> None:
         if r["error"] != "NONE":
             self._note_coordinator_error(client, r["error"])
-            backoff = client.config.retry_backoff(client.retry_attempts, f"{client.origin}/{self.now}")
+            backoff = client.config.retry_backoff(client.retry_attempts, client.jitter_seed(self.now))
             client.retry_attempts += 1
             self._schedule_poll(client, self.now + backoff)  # the poll loop fetches again
             return
@@ -368,14 +378,16 @@ class ConsumerFleet:
         if handler is not None:
             handler(self, client, response)
 
-    def route_response(self, request: Event, row: dict) -> None:
-        """A synthetic client's request was answered: the answer reaches it after the return trip."""
+    def route_response(self, request: Event, row: dict, answered_at: int | None = None) -> None:
+        """A synthetic client's request was answered (now, or at `answered_at` when closed-form work puts an
+        answer back on its way): the answer reaches it after the return trip."""
         client_id, _, incarnation = request.origin.rpartition("#")
         client = self.clients.get(client_id)
         latency = 0 if client is None else client.config.response_latency_ms
         if client is not None and client.incarnation == int(incarnation):
             client.awaiting += 1
-        self.timers.schedule(("deliver", client_id, row["request_id"]), self.now + latency, "deliver", client_id,
+        at = self.now if answered_at is None else answered_at
+        self.timers.schedule(("deliver", client_id, row["request_id"]), at + latency, "deliver", client_id,
                              int(incarnation), row)
 
     # ======================================================================================================
@@ -386,7 +398,7 @@ class ConsumerFleet:
     # periodic requests, so eliding them changes no other request's place.
     CHAIN_RANK = {"heartbeat": 0, "commit": 1, None: 2}
 
-    def _line(self, client: SyntheticConsumer, chain: str | None) -> int:
+    def request_line(self, client: SyntheticConsumer, chain: str | None) -> int:
         return (client.index << 40) | (client.incarnation << 2) | self.CHAIN_RANK[chain]
 
     def periodic_request_id(self, client: SyntheticConsumer, chain: str, sent: int) -> str:
@@ -401,7 +413,7 @@ class ConsumerFleet:
         """Send a request other than a periodic one: `fields` are its row's own columns, `typed` the
         event's."""
         client.request_counter += 1
-        event, raw, sent_to = self._request(client, None, f"{client.origin}/{client.request_counter}", self.now, etype,
+        event, raw, sent_to = self._request(client, None, client.request_id(client.request_counter), self.now, etype,
                                             fields, typed)
         if slot is not None:
             client.in_flight[slot] = event.request_id
@@ -414,18 +426,24 @@ class ConsumerFleet:
         client.in_flight[chain] = event.request_id
         self.host.transmit(event, raw, sent_to)
 
-    def periodic_request(self, client: SyntheticConsumer, chain: str, sent: int) -> tuple[Event, dict, int | None]:
-        """The heartbeat or auto-commit the client would send at `sent`, as it stands: its event, its row and
-        the coordinator it goes to."""
+    def periodic_request(self, client: SyntheticConsumer, chain: str, sent: int,
+                         seq: int | None = None) -> tuple[Event, dict, int | None]:
+        """The heartbeat or auto-commit the client would send at `sent`, as it stands (`seq`: its count of
+        other requests then, if not the current one): its event, its row and the coordinator it goes to."""
         request_id = self.periodic_request_id(client, chain, sent)
         if chain == "commit":
             fields, typed = self._commit_fields(client, self.positions(client, sent))
-            return self._request(client, chain, request_id, sent, "OFFSET_COMMIT", fields, typed)
+            return self._request(client, chain, request_id, sent, "OFFSET_COMMIT", fields, typed, seq)
         fields = dict(member_id=client.member_id, generation_id=client.generation)
         typed = dict(fields, group_instance_id=client.group_instance_id)
         if client.group_instance_id is not None:
             fields["group_instance_id"] = client.group_instance_id
-        return self._request(client, chain, request_id, sent, "HEARTBEAT", fields, typed)
+        return self._request(client, chain, request_id, sent, "HEARTBEAT", fields, typed, seq)
+
+    def lookup_request(self, client: SyntheticConsumer, seq: int, sent: int) -> tuple[Event, dict]:
+        """The FindCoordinator the client sent at `sent` as its request number `seq`: its event and its row."""
+        event, raw, _ = self._request(client, None, client.request_id(seq), sent, "FIND_COORDINATOR", {}, {}, seq)
+        return event, raw
 
     @staticmethod
     def _commit_fields(client: SyntheticConsumer, positions: dict[TopicPartition, int]) -> tuple[dict, dict]:
@@ -439,16 +457,17 @@ class ConsumerFleet:
         return fields, typed
 
     def _request(self, client: SyntheticConsumer, chain: str | None, request_id: str, sent: int, etype: str,
-                 fields: dict, typed: dict) -> tuple[Event, dict, int | None]:
+                 fields: dict, typed: dict, seq: int | None = None) -> tuple[Event, dict, int | None]:
         # FindCoordinator goes to any broker; anything else to the coordinator the client knows.
         sent_to = None if etype == "FIND_COORDINATOR" else NO_COORDINATOR if client.coordinator is None \
             else client.coordinator
-        ts, seq, origin = sent + client.config.request_latency_ms, client.request_counter, client.origin
+        ts, origin = sent + client.config.request_latency_ms, client.origin
+        seq = client.request_counter if seq is None else seq
         raw = {"ts": ts, "group_id": self.group_id, "type": etype, "seq": seq, "request_id": request_id,
                "client_id": client.client_id, **fields}
         # The clients are trusted: the event is built as `parse_event` would read `raw`, without validating it.
-        event = EVENT_CLASSES[etype](ts=ts, group_id=self.group_id, type=etype, seq=seq, source="synthetic",
-                                     line=self._line(client, chain), request_id=request_id,
+        event = EVENT_CLASSES[etype](ts=ts, group_id=self.group_id, type=etype, seq=seq, source=SYNTHETIC,
+                                     line=self.request_line(client, chain), request_id=request_id,
                                      client_id=client.client_id, api_version=NEWEST_API_VERSION[etype],
                                      origin=origin, run=None if chain is None else f"{origin}/{chain}", **typed)
         return event, raw, sent_to
@@ -613,7 +632,7 @@ class ConsumerFleet:
             self._join(client)
         elif error in RETRIABLE:
             client.phase = Phase.UNJOINED
-            backoff = client.config.retry_backoff(client.retry_attempts, f"{client.origin}/{self.now}")
+            backoff = client.config.retry_backoff(client.retry_attempts, client.jitter_seed(self.now))
             client.retry_attempts += 1
             self._schedule_poll(client, self.now + backoff)
         else:
@@ -623,7 +642,7 @@ class ConsumerFleet:
         if r["error"] != "NONE":
             # ensureCoordinatorReady sleeps retry.backoff.ms (growing) and looks up again, a close until its
             # timeout: then it gives up committing and leaving.
-            backoff = client.config.retry_backoff(client.retry_attempts, f"{client.origin}/{self.now}")
+            backoff = client.config.retry_backoff(client.retry_attempts, client.jitter_seed(self.now))
             client.retry_attempts += 1
             if not client.closing:
                 self._schedule_poll(client, self.now + backoff)

@@ -196,6 +196,9 @@ class PeriodicHandlers:
                 rows[table].append(row)
         return rows
 
+    def has_open_run(self, origin: str) -> bool:
+        return any(f"{origin}/{chain}" in self.runs for chain in (HEARTBEAT_CHAIN, COMMIT_CHAIN))
+
     def close_client_runs(self, origin: str) -> None:
         """The client sent something else or stopped: its runs end here."""
         for chain in (HEARTBEAT_CHAIN, COMMIT_CHAIN):

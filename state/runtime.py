@@ -3,7 +3,8 @@
 `offer(events)` holds events; `advance_to(t)` applies every held event and due deadline up to and including
 `t` in time order (at equal times deadlines fire first, then events in (ts, seq) order); `take_output()`
 returns the rows produced since the last call. With coordsim.periodic.elision, steady clients' periodic
-requests are not among those items: they are caught up in closed form before each item (state/periodic.py).
+requests and the lookup loop of clients whose coordinator's broker is down are not among those items: they are
+caught up in closed form before each item (state/periodic.py, state/lookup.py).
 The object encodes to bytes (`encode`/`decode`, state/encoding.py), so the Spark engine can keep it as the
 group's state between micro-batches and get the same rows as one uninterrupted local run: outputs never
 depend on how events were batched.
@@ -31,6 +32,7 @@ from state.events import (CLIENT_DIRECTIVE_CLASSES, CoordinatorFault, EndOfRun, 
 from state.group import ClassicGroup
 from state.group_state import GroupState
 from state.java_compat import coordinator_partition
+from state.lookup import LookupHandlers
 from state.membership import MembershipHandlers
 from state.metrics import GroupMetrics, MetricsHandlers
 from state.offsets import OffsetHandlers
@@ -49,7 +51,7 @@ NO_CONTEXT = {"log_end_offset": None, "generation_id": None, "member_id": None}
 SWEEP_TIMER = ("sweep",)
 
 
-class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, PeriodicHandlers):
+class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, PeriodicHandlers, LookupHandlers):
     def __init__(self, group_id: str, config: CoordinatorConfig) -> None:
         self.group_id = group_id
         self.config = config
@@ -87,6 +89,7 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
         self.requests_in_flight: dict[str, tuple[dict, int | None]] = {}  # request id -> (row, sent to)
         self.runs: dict = {}    # open quiet runs by chain
         self.elided: dict = {}  # client id -> its elided periodic chains
+        self.lookups: dict = {}  # client id -> its lookup loop, in closed form
         self.steps = 0          # events and deadlines applied: the work a run cost
         self.metrics = GroupMetrics()
         self.offsets_version = 0
@@ -118,14 +121,14 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
             event_ts = self._held[0][0][0] if self._held else None
             if timer is not None and timer.deadline <= t and (event_ts is None or timer.deadline <= event_ts):
                 concerns = _concerns_timer(timer)
-                if self.elided and self.catch_up(timer.deadline, *concerns):
+                if (self.elided or self.lookups) and self._catch_up(timer.deadline, *concerns):
                     continue
                 queue.pop_peeked()
                 self._set_clock(max(self.now, timer.deadline))
                 self._fire(timer)
             elif event_ts is not None and event_ts <= t:
                 concerns = _concerns_event(self._held[0][1])
-                if self.elided and self.catch_up(event_ts, *concerns):
+                if (self.elided or self.lookups) and self._catch_up(event_ts, *concerns):
                     continue
                 key, event = heapq.heappop(self._held)
                 self._set_clock(event.ts)
@@ -138,7 +141,15 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
             self._reschedule_sweep()
             if elision:
                 self.elide_quiet_clients(*concerns)
+                self.elide_lookups(*concerns)
+        if self.lookups:
+            self.fold_lookups(t + 1)  # what is due by `t` is written by now, as step by step
         self.now = max(self.now, t)
+
+    def _catch_up(self, at: int, target: str | None, whole_group: bool) -> bool:
+        """Closed-form work caught up before an item at `at`; True if a queue changed (look again)."""
+        periodic = bool(self.elided) and self.catch_up(at, target, whole_group)
+        return (bool(self.lookups) and self.catch_up_lookups(at, target, whole_group)) or periodic
 
     def _set_clock(self, now: int) -> None:
         """Move to `now`: a step at a new time starts as a deadline firing; any other step handles no request
@@ -157,7 +168,7 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
 
     def next_wakeup(self) -> int | None:
         """Earliest time something is due: a deadline or a held event (the Spark state timeout)."""
-        candidates = [self.timers.next_deadline(), self.fleet.timers.next_deadline()]
+        candidates = [self.timers.next_deadline(), self.fleet.timers.next_deadline(), self.lookups_wakeup()]
         if self._held:
             candidates.append(self._held[0][0][0])
         due = [c for c in candidates if c is not None]
@@ -182,6 +193,7 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
         """End of run: open quiet runs are written, a generation still completing is written without a
         stable time, and the group's figures are written to `metrics`."""
         self.fold_elided(self.now + 1)
+        self.fold_lookups(self.now + 1)
         self.close_all_runs()
         self._flush_generation(stable_ts=None)
         self.out.metrics(self.metrics_row())
@@ -206,6 +218,12 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
     @property
     def leaderless(self) -> bool:
         return self.coordinators[self.coordinator_epoch] == NO_LEADER
+
+    @property
+    def lookup_error(self) -> str:
+        """What FindCoordinator is answered with: any broker answers from its metadata, naming the partition's
+        leader, loading or not, down or not (until the controller fences it); none while it has no leader."""
+        return "COORDINATOR_NOT_AVAILABLE" if self.leaderless else "NONE"
 
     @property
     def discoverable_coordinator(self) -> int | None:
@@ -266,14 +284,15 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
         """The broker a synthetic client's request went to is down: no broker sees the request (no row), and
         the client's connection fails (the Java client's DisconnectException, Errors.NETWORK_EXCEPTION's
         exception class) after the return trip. Also the fate of a request parked at a broker that fails."""
-        fields = GENERIC_ERROR_FIELDS.get(request.type, {})
-        self.fleet.route_response(request, self.out.response_row(request, self.now, NETWORK_EXCEPTION, **fields))
+        self.fleet.route_response(request, self.failed_connection(request, self.now))
+
+    def failed_connection(self, request: Event, at: int) -> dict:
+        """What a client whose request reached no broker at `at` gets back: a `responses` row, never written."""
+        return self.out.response_row(request, at, NETWORK_EXCEPTION, **GENERIC_ERROR_FIELDS.get(request.type, {}))
 
     def _handle_request(self, event: Event) -> None:
         if event.type == "FIND_COORDINATOR":
-            # Any broker answers from its metadata: the partition's leader, loading or not, down or not (until
-            # the controller fences it); none while the partition has no leader.
-            self.respond(event, "COORDINATOR_NOT_AVAILABLE" if self.leaderless else "NONE")
+            self.respond(event, self.lookup_error)
             return
         if self.leaderless or self.coordinator_epoch in self.down_epochs:
             # Only a captured request gets here (a synthetic one went to an epoch it knew): no broker can
@@ -571,13 +590,13 @@ def _concerns_timer(timer: Timer) -> tuple[str | None, bool]:
 
 
 def _concerns_event(event: Event) -> tuple[str | None, bool]:
-    # A client's directive, and its periodic request or other commit (which touch only its own member and the
-    # offsets it commits), concern that client alone; so does a dynamic member's first JoinGroup (KIP-394:
-    # answered MEMBER_ID_REQUIRED, or refused, the group's members unchanged). Anything else can change what
-    # every member's next request gets.
+    # A client's directive, its periodic request or other commit (which touch only its own member and the
+    # offsets it commits) and its lookup (answered from metadata) concern that client alone; so does a dynamic
+    # member's first JoinGroup (KIP-394: answered MEMBER_ID_REQUIRED, or refused, the group's members
+    # unchanged). Anything else can change what every member's next request gets.
     if event.type in CLIENT_DIRECTIVE_CLASSES and not isinstance(event, TopicMetadata):
         return event.client_id, False
-    if event.origin is not None and (event.run is not None or event.type == "OFFSET_COMMIT"
+    if event.origin is not None and (event.run is not None or event.type in ("OFFSET_COMMIT", "FIND_COORDINATOR")
                                      or _asks_member_id(event)):
         return event.client_id, False
     return None, True
