@@ -51,7 +51,8 @@ class CoordinatorConfig:
     group_consumer_assignment_interval_ms: int = 1_000
     group_consumer_min_assignment_interval_ms: int = 0
     group_consumer_max_assignment_interval_ms: int = 15_000
-    # 1: a steady member's heartbeats and auto-commits are computed in closed form (state/periodic.py);
+    # 1: a steady member's heartbeats and auto-commits (state/periodic.py) and the lookups of a client whose
+    # coordinator's broker is down or has no leader (state/lookup.py) are computed in closed form;
     # 0: simulated one by one. The output is the same either way.
     coordsim_periodic_elision: int = 1
 
