@@ -20,11 +20,12 @@ classic member may not join a consumer group (group.consumer.migration.policy=di
 consumer group are not modelled, whatever the setting): JoinGroup INCONSISTENT_GROUP_PROTOCOL; SyncGroup and
 Heartbeat UNKNOWN_MEMBER_ID (or FENCED_INSTANCE_ID for an instance id held by another member id), since no
 member uses the classic protocol; LeaveGroup removes the consumer members it names (an admin's removal).
-A ConsumerGroupHeartbeat naming a classic group gets GROUP_ID_NOT_FOUND (state.consumer_group.heartbeat).
-Not modelled: converting an empty group of one type into the other (Kafka deletes it and creates a group of
-the other type; here the empty group answers as a non-empty one), offset expiry in a consumer group (the sweep
-leaves its offsets alone), and OffsetFetch's member epoch check (the input contract's OffsetFetch has no
-member fields).
+A joining ConsumerGroupHeartbeat replaces an empty classic group (its GroupMetadata tombstone opens the
+heartbeat's append); one naming a non-empty classic group gets GROUP_ID_NOT_FOUND (online upgrade is not
+modelled), as does any other heartbeat naming a classic group (state.consumer_group.heartbeat).
+Not modelled: a JoinGroup replacing an empty consumer group (Kafka deletes it and creates a classic group;
+here it is answered as a non-empty one), offset expiry in a consumer group (the sweep leaves its offsets
+alone), and OffsetFetch's member epoch check (the input contract's OffsetFetch has no member fields).
 """
 
 from __future__ import annotations
@@ -56,7 +57,9 @@ from state.consumer_group.topic_id import TopicId, derived_topic_id
 from state.consumer_group.topics import TopicsImage
 from state.errors import append_error_to_response_error
 from state.events import ConsumerGroupHeartbeat, Event, LeaveGroup, OffsetCommit, PartitionList, TopicMetadata
+from state.group_state import GroupState
 from state.record_bytes import RECORD_BATCH_OVERHEAD, record_size
+from state.records import GroupMetadataRecord
 
 # The kind (and the first element of the key) of the coordinator timers the consumer group arms.
 CONSUMER_GROUP_TIMER = "consumer_group"
@@ -117,6 +120,12 @@ class ConsumerGroupHandlers:
         v0_join = event.api_version == 0 and event.member_id == "" and event.member_epoch == JOIN_EPOCH
         generated = self.new_uuid() if v0_join else None
         group = self.group if self.group is not None else self.consumer_group
+        # maybeDeleteEmptyClassicGroup: a join replaces an empty classic group (a simple one too), whatever
+        # the migration policy; a non-empty one is refused (heartbeat.py).
+        replaces_classic = (self.group is not None and self.group.is_in(GroupState.EMPTY)
+                            and event.member_epoch == JOIN_EPOCH)
+        if replaces_classic:
+            group = None
         known = self.consumer_group is not None and event.member_id in self.consumer_group.members
         result = consumer_group_heartbeat(group, request, self.now, self.heartbeat_context(), event.client_id,
                                           event.client_host, generated)
@@ -128,7 +137,7 @@ class ConsumerGroupHandlers:
             cause = "member_leave"
         else:
             cause = "member_metadata_update" if known else "member_join"
-        error = self.apply_consumer_group_result(result, cause)
+        error = self.apply_consumer_group_result(result, cause, replaces_classic)
         if error is not None:
             self.respond(event, append_error_to_response_error(error))
             return
@@ -210,14 +219,18 @@ class ConsumerGroupHandlers:
         self.respond(req, "NONE", results=results)
 
     # -- records, rows and timers ---------------------------------------------------------------------------
-    def apply_consumer_group_result(self, result: CoordinatorResult, cause: str) -> str | None:
+    def apply_consumer_group_result(self, result: CoordinatorResult, cause: str,
+                                    replaces_classic: bool = False) -> str | None:
         """Write the result's records in one append and replay them, then apply its timer changes; returns the
-        append's error (nothing is applied then), None otherwise."""
+        append's error (nothing is applied then), None otherwise. `replaces_classic`: the append starts with
+        the tombstone of the empty classic group the consumer group replaces."""
         if result.records:
             error = self.write()
             if error is not None:
                 return error
-            self._replay_written(list(result.records), cause)
+            if replaces_classic:
+                self._delete_empty_classic_group()
+            self._replay_written(list(result.records), cause, first_delta=int(replaces_classic))
         self._apply_timers(result.timers)
         if result.metadata_refreshed:
             self.consumer_group.metadata_expired = False
@@ -231,7 +244,14 @@ class ConsumerGroupHandlers:
             else:
                 self.timers.schedule(key, change.deadline, CONSUMER_GROUP_TIMER, change.kind, *change.args)
 
-    def _replay_written(self, records: list[ConsumerGroupRecord], cause: str) -> None:
+    def _delete_empty_classic_group(self) -> None:
+        """The empty classic group's GroupMetadata tombstone (ClassicGroup.createGroupTombstoneRecords): the
+        group goes Dead; its committed offsets stay, the consumer group's now."""
+        self.appended([GroupMetadataRecord(None)])
+        self.transition(GroupState.DEAD, "group_converted")
+        self.group = None
+
+    def _replay_written(self, records: list[ConsumerGroupRecord], cause: str, first_delta: int = 0) -> None:
         group = self.consumer_group
         if group is None:
             group = self.consumer_group = ConsumerGroup(self.group_id)
@@ -239,7 +259,7 @@ class ConsumerGroupHandlers:
         before_state, before_members, before_epoch = group.state, dict(group.members), group.group_epoch
         changes: list[tuple[str, ConsumerGroupMember]] = []
         target_computed = False
-        for delta, record in enumerate(records):
+        for delta, record in enumerate(records, first_delta):
             self.log.append(record)
             group.replay(record)
             self._record_row(record, delta)

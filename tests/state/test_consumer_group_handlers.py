@@ -9,6 +9,7 @@ import pytest
 from state.consumer_group.group import ConsumerGroup
 from state.consumer_group.topic_id import TopicId
 from state.record_bytes import batch_size
+from state.records import GroupMetadataRecord
 from state.runtime import GroupRuntime
 from tests.state.harness import GroupContext
 
@@ -176,6 +177,22 @@ def test_a_consumer_group_heartbeat_to_a_classic_group_is_refused(ctx):
     response = heartbeat(ctx, "A", 0)
     assert response.error == "GROUP_ID_NOT_FOUND"
     assert ctx.runtime.consumer_group is None
+
+
+def test_a_join_replaces_an_empty_classic_group_in_one_append(ctx):
+    ctx.commit({("foo", 0): 7})  # a standalone commit: a "simple" classic group holds the offsets
+    assert ctx.runtime.group is not None
+    a = heartbeat(ctx, "A", 0)
+    assert (a.error, a.generation_id) == ("NONE", 2)
+    assert ctx.runtime.group is None and ctx.runtime.consumer_group is not None
+    assert rows(ctx, "group_metadata", "tombstone") == [(True,)]
+    assert rows(ctx, "group_states", "from_state", "to_state", "cause")[:3] == [
+        (None, "Empty", "group_created"), ("Empty", "Dead", "group_converted"), (None, "Empty", "group_created")]
+    # The tombstone opens the heartbeat's batch: the consumer group's records follow it at offset delta 1.
+    tombstone, records = GroupMetadataRecord(None), ctx.runtime.log.consumer_group_records()
+    assert sum(r["batch_bytes"] for r in ctx.tables["consumer_group_records"]) == (
+        batch_size([tombstone, *records], ctx.group_id) - batch_size([tombstone], ctx.group_id))
+    assert [r["offset"] for r in ctx.fetch({"foo": [0]}).results] == [7]
 
 
 def test_offset_commit_with_a_stale_member_epoch(ctx):
