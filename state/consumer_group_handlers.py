@@ -103,7 +103,8 @@ class ConsumerGroupHandlers:
         return tuple((topic_id, tuple(sorted(ps))) for topic_id, ps in sorted(merged.items()))
 
     def _by_topic_name(self, partitions) -> list[dict]:
-        """(topic id, partitions) as the tables' partition lists, by name, in name order."""
+        """(topic id, partitions) as the tables' partition lists, by name, in name order. An id no topic has any
+        more (a TOPIC_METADATA row gave the topic another) is written as itself."""
         names = {topic_id: topic for topic, topic_id in self.topic_ids.items()}
         named = sorted((names.get(topic_id, str(topic_id)), sorted(ps)) for topic_id, ps in partitions)
         return [{"topic": topic, "partitions": ps} for topic, ps in named]
