@@ -128,6 +128,20 @@ def test_session_expiry_fences_the_member_and_bumps_the_group_epoch(ctx):
     assert_log_replays_to_group(ctx)
 
 
+def test_a_member_that_does_not_revoke_in_time_is_fenced(ctx):
+    a = heartbeat(ctx, "A", 0)
+    ctx.sleep(100)
+    heartbeat(ctx, "B", 0)
+    revoking = heartbeat(ctx, "A", a.generation_id, owned(a))  # told to give up foo-2 and foo-3
+    for _ in range(5):  # it keeps heartbeating, still owning them, past its 30 s rebalance timeout
+        ctx.sleep(6_000)
+        heartbeat(ctx, "A", revoking.generation_id, owned(a))
+    assert list(ctx.runtime.consumer_group.members) == ["B"]
+    assert rows(ctx, "members", "member_id", "change", "cause")[-1] == ("A", "removed", "rebalance_timeout")
+    assert ctx.tables["responses"][-1]["error"] == "UNKNOWN_MEMBER_ID"
+    assert_log_replays_to_group(ctx)
+
+
 def test_static_member_leaves_with_epoch_minus_2_and_returns(ctx):
     s = heartbeat(ctx, "S1", 0, instance_id="static-1")
     assert s.group_instance_id == "static-1"
