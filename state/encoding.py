@@ -25,6 +25,8 @@ from typing import Any, Callable
 
 from state import events as events_module
 from state.consumer import Phase
+from state.consumer_group.reconciliation import MemberState
+from state.consumer_group.topic_id import TopicId
 from state.consumer_protocol import TopicPartition
 from state.group_state import GroupState
 from state.pickling import ValuesPickler
@@ -40,7 +42,7 @@ STORED: dict[str, tuple[str, ...]] = {
         "coordinators", "down_epochs", "now", "member_id_counter", "write_failures", "last_write_error", "loading_until", "log", "pending_generation",
         "last_sweep_ts", "_held", "_last_key", "last_event_ts", "cluster_topics", "production",
         "requests_in_flight", "runs", "elided", "lookups", "steps", "metrics", "offsets_version", "captured_ids",
-        "_captured_retries"),
+        "_captured_retries", "consumer_group", "consumer_generation", "topic_ids"),
     "state.consumer.ConsumerFleet": ("group_id", "clients", "timers"),
     "state.consumer.SyntheticConsumer": (),
     "state.client_config.ClientConfig": (),
@@ -55,14 +57,25 @@ STORED: dict[str, tuple[str, ...]] = {
     "state.records.GroupLog": ("values",),
     "state.timers.TimerQueue": ("_by_key", "_heap", "_stamp", "clock", "item"),
     "state.captured_ids.IdMap": ("_by_identity", "_latest", "_generations", "_group_generations"),
+    # A consumer group and what its log holds (state.consumer_group).
+    "state.consumer_group.group.ConsumerGroup": (
+        "group_id", "group_epoch", "metadata_hash", "assignment_epoch", "assignment_timestamp_ms", "members",
+        "target_assignment", "static_members", "subscribed_topic_names", "server_assignors", "partition_epochs",
+        "metadata_expired"),
+    "state.consumer_group.group.ConsumerGroupMember": (),
+    "state.consumer_group.reconciliation.CurrentAssignment": (),
+    "state.consumer_group.reconciliation.CurrentPartitionEpochs": ("_epochs",),
+    "state.consumer_group.records.GroupEpoch": (),
+    "state.consumer_group.records.MemberSubscription": (),
+    "state.consumer_group.records.AssignmentMetadata": (),
 }
 TRANSIENT: dict[str, tuple[str, ...]] = {
     "state.runtime.GroupRuntime": ("config", "out", "_sweep_inputs_seen"),
     "state.consumer.ConsumerFleet": ("host",),
 }
 # Classes of `state` stored the way pickle writes them; their shape is part of the schema id all the same.
-NAMED_TUPLES = (Timer, TopicPartition)
-ENUMS = (GroupState, Phase)
+NAMED_TUPLES = (Timer, TopicPartition, TopicId)
+ENUMS = (GroupState, Phase, MemberState)
 
 
 def _dataclass_fields(name: str) -> tuple[str, ...]:

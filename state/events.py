@@ -35,6 +35,7 @@ NEWEST_API_VERSION = {
     "OFFSET_COMMIT": 9,
     "OFFSET_FETCH": 9,
     "FIND_COORDINATOR": 6,
+    "CONSUMER_GROUP_HEARTBEAT": 1,
 }
 
 API_NAMES = {
@@ -45,6 +46,7 @@ API_NAMES = {
     "OFFSET_COMMIT": "OffsetCommit",
     "OFFSET_FETCH": "OffsetFetch",
     "FIND_COORDINATOR": "FindCoordinator",
+    "CONSUMER_GROUP_HEARTBEAT": "ConsumerGroupHeartbeat",
 }
 
 FAULT_KINDS = ("write_failure", "move", "crash")
@@ -202,6 +204,29 @@ class OffsetFetch(Event):
 
 
 @dataclass(slots=True, unsafe_hash=True)
+class ConsumerGroupHeartbeat(Event):
+    """A KIP-848 consumer's heartbeat (ConsumerGroupHeartbeat, API key 68), its fields named as Kafka's
+    request names them. None means what Kafka's null means: unchanged since the member's last heartbeat.
+    Partitions are by topic name here; the coordinator maps them to topic ids (TOPIC_METADATA)."""
+
+    member_id: str = ""
+    member_epoch: int = 0
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: tuple[str, ...] | None = None
+    subscribed_topic_regex: str | None = None  # v1+
+    server_assignor: str | None = None
+    topic_partitions: tuple[PartitionList, ...] | None = None
+    client_host: str = ""  # not a request field: the address the broker saw, as for JoinGroup
+
+    @property
+    def group_instance_id(self) -> str | None:
+        """The classic requests' name for the same thing (the `group_instance_id` column)."""
+        return self.instance_id
+
+
+@dataclass(slots=True, unsafe_hash=True)
 class FindCoordinator(Event):
     """A lookup of the group's coordinator (key type GROUP, the key being `group_id`). Any broker answers it
     from its metadata, so it is never refused for being sent to the wrong one."""
@@ -262,6 +287,9 @@ class TopicMetadata(Event):
 
     topics: tuple[tuple[str, int], ...] = ()
     records_per_second: dict[str, float] = field(default_factory=dict)
+    # The topic ids a row gives (Kafka's base64 Uuid text); other topics get one derived from their name
+    # (state.consumer_group.topic_id.derived_topic_id).
+    topic_ids: dict[str, str] = field(default_factory=dict)
 
 
 CLIENT_DIRECTIVE_CLASSES: dict[str, type[Event]] = {
@@ -292,6 +320,7 @@ EVENT_CLASSES: dict[str, type[Event]] = {
     "OFFSET_COMMIT": OffsetCommit,
     "OFFSET_FETCH": OffsetFetch,
     "FIND_COORDINATOR": FindCoordinator,
+    "CONSUMER_GROUP_HEARTBEAT": ConsumerGroupHeartbeat,
     "COORDINATOR_FAULT": CoordinatorFault,
     **CLIENT_DIRECTIVE_CLASSES,
 }
@@ -750,6 +779,8 @@ def _parse_event(raw: Mapping, source: str, line: int, origin: str | None, run: 
         )
     if etype == "FIND_COORDINATOR":
         return FindCoordinator(**header)
+    if etype == "CONSUMER_GROUP_HEARTBEAT":
+        return _consumer_group_heartbeat(raw, header)
     if etype in CLIENT_DIRECTIVE_CLASSES:
         return _client_directive(etype, raw, header)
     fault = _str(raw, "fault", "write_failure")
@@ -794,6 +825,51 @@ def _topic_names(raw: Mapping, name: str) -> tuple[str, ...]:
     return topics
 
 
+def _opt_strings(raw: Mapping, name: str) -> tuple[str, ...] | None:
+    if raw.get(name) is None:
+        return None
+    return tuple(_str({name: t}, name) for t in _list(raw, name))
+
+
+def _consumer_group_heartbeat(raw: Mapping, header: dict) -> ConsumerGroupHeartbeat:
+    """The request's fields as given: what Kafka checks itself (blank ids, the fields a join must carry) is
+    left to the coordinator, which answers INVALID_REQUEST as Kafka does."""
+    partitions = raw.get("topic_partitions")
+    return ConsumerGroupHeartbeat(
+        **header,
+        member_id=_str(raw, "member_id", ""),
+        member_epoch=_int(raw, "member_epoch", lo=INT32_MIN, hi=INT32_MAX),
+        instance_id=_opt_str(raw, "instance_id"),
+        rack_id=_opt_str(raw, "rack_id"),
+        rebalance_timeout_ms=_int(raw, "rebalance_timeout_ms", -1, INT32_MIN, INT32_MAX),
+        subscribed_topic_names=_opt_strings(raw, "subscribed_topic_names"),
+        # v0 has no regex field.
+        subscribed_topic_regex=_opt_str(raw, "subscribed_topic_regex") if header["api_version"] >= 1 else None,
+        server_assignor=_opt_str(raw, "server_assignor"),
+        topic_partitions=None if partitions is None else _partition_lists(
+            _list(raw, "topic_partitions"), "topic_partitions"),
+        client_host=_str(raw, "client_host", ""),
+    )
+
+
+def _topic_id(entry: Mapping) -> str | None:
+    """A topic id as Kafka prints one (Uuid.toString: 22 characters of URL-safe base64), not the zero Uuid,
+    which Kafka reserves for "no id"."""
+    text = _opt_str(entry, "topic_id")
+    if text is None:
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)) if len(text) == 22 else b""
+    except (binascii.Error, ValueError):
+        raw = b""
+    if len(raw) != 16 or base64.urlsafe_b64encode(raw).rstrip(b"=").decode() != text:
+        raise EventError(f"field 'topics.topic_id' must be a Kafka topic id (22 characters of URL-safe base64, "
+                         f"e.g. 'Xq6LK8SnRkGxz7Da8ZvqLA'), got {text!r}")
+    if not any(raw):
+        raise EventError("field 'topics.topic_id' is the zero Uuid, which Kafka reserves for no topic id")
+    return text
+
+
 def _client_directive(etype: str, raw: Mapping, header: dict) -> Event:
     if not header["client_id"] and etype != "TOPIC_METADATA":
         raise EventError(f"{etype} needs a non-empty 'client_id' (it names the synthetic client)")
@@ -817,11 +893,14 @@ def _client_directive(etype: str, raw: Mapping, header: dict) -> Event:
     if etype == "SUBSCRIBE":
         return Subscribe(**header, topics=_topic_names(raw, "topics"))
     if etype == "TOPIC_METADATA":
-        topics, rates = [], {}
+        topics, rates, topic_ids = [], {}, {}
         for entry in _list(raw, "topics"):
             entry = _obj(entry, "topics")
             topic = _topic_name(entry, "topic")
             topics.append((topic, _int(entry, "partitions", lo=0, hi=INT32_MAX)))
+            topic_id = _topic_id(entry)
+            if topic_id is not None:
+                topic_ids[topic] = topic_id
             rate = entry.get("records_per_second")
             if rate is not None:
                 if isinstance(rate, bool) or not isinstance(rate, (int, float)) or rate < 0 or rate != rate:
@@ -829,5 +908,7 @@ def _client_directive(etype: str, raw: Mapping, header: dict) -> Event:
                 rates[topic] = float(rate)
         if len({t for t, _ in topics}) != len(topics):
             raise EventError("field 'topics' lists a topic more than once")
-        return TopicMetadata(**header, topics=tuple(topics), records_per_second=rates)
+        if len(set(topic_ids.values())) != len(topic_ids):
+            raise EventError("field 'topics' gives two topics the same topic_id")
+        return TopicMetadata(**header, topics=tuple(topics), records_per_second=rates, topic_ids=topic_ids)
     return CLIENT_DIRECTIVE_CLASSES[etype](**header)

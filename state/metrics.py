@@ -152,7 +152,7 @@ class MetricsHandlers:
 
     def metrics_row(self) -> dict:
         m = self.metrics
-        group = self.group
+        group = self.group if self.group is not None else self.consumer_group  # either has a state and members
         # Gaps still open count up to the end of the run.
         gaps = m.gaps_ms + Counter(self.now - since for since in m.unconsumed_since.values() if self.now > since)
         client_side = m.synthetic

@@ -103,7 +103,7 @@ class OffsetHandlers:
     # -- OffsetFetch ---------------------------------------------------------------------------------------
     def handle_offset_fetch(self, req: OffsetFetch) -> None:
         group = self.group
-        known = group is not None and not group.is_in(GroupState.DEAD)
+        known = (group is not None and not group.is_in(GroupState.DEAD)) or self.consumer_group is not None
         results = []
         if req.partitions is None:
             if known:
@@ -190,7 +190,7 @@ class OffsetHandlers:
         if record.value is None:
             self.offsets.pop((record.topic, record.partition), None)
         else:
-            if self.group is None:
+            if self.group is None and self.consumer_group is None:
                 self._create_simple_group()
             self.offsets[(record.topic, record.partition)] = record.value
         self.offsets_version += 1

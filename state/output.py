@@ -106,6 +106,7 @@ class Output:
             "coordinator_id": self.coordinator_id,
             "repeat_count": 1,
             "repeat_interval_ms": None,
+            "heartbeat_interval_ms": None,
         }
         width = len(row)
         row.update(fields)
@@ -126,14 +127,20 @@ class Output:
 
     def state_change(self, now: int, previous: GroupState | None, target: GroupState, group: ClassicGroup,
                      cause: str) -> None:
+        self.group_state(now, None if previous is None else previous.value, target.value, group.generation_id,
+                         group.leader_id, len(group.members), cause)
+
+    def group_state(self, now: int, from_state: str | None, to_state: str, generation_id: int,
+                    leader_id: str | None, member_count: int, cause: str) -> None:
+        """A `group_states` row, for a group of either protocol (states by Kafka's names)."""
         self._add("group_states", {
             "group_id": self.group_id,
             "ts": now,
-            "from_state": None if previous is None else previous.value,
-            "to_state": target.value,
-            "generation_id": group.generation_id,
-            "leader_id": group.leader_id,
-            "member_count": len(group.members),
+            "from_state": from_state,
+            "to_state": to_state,
+            "generation_id": generation_id,
+            "leader_id": leader_id,
+            "member_count": member_count,
             "cause": cause,
             "coordinator_partition": self.coordinator_partition,
             "coordinator_id": self.coordinator_id,
@@ -141,13 +148,19 @@ class Output:
 
     def member_change(self, now: int, change: str, member: ClassicGroupMember, cause: str, generation_id: int,
                       member_count: int) -> None:
+        self.member(now, change, member.member_id, member.group_instance_id, member.client_id, member.client_host,
+                    cause, generation_id, member_count)
+
+    def member(self, now: int, change: str, member_id: str, group_instance_id: str | None, client_id: str,
+               client_host: str, cause: str, generation_id: int, member_count: int) -> None:
+        """A `members` row, for a member of either protocol."""
         self._add("members", {
             "group_id": self.group_id,
             "ts": now,
-            "member_id": member.member_id,
-            "group_instance_id": member.group_instance_id,
-            "client_id": member.client_id,
-            "client_host": member.client_host,
+            "member_id": member_id,
+            "group_instance_id": group_instance_id,
+            "client_id": client_id,
+            "client_host": client_host,
             "change": change,
             "cause": cause,
             "generation_id": generation_id,
@@ -178,6 +191,11 @@ class Output:
             row.update(record)
             row["members"] = [dict(m) for m in record["members"]]
         self._add("group_metadata", row)
+
+    def consumer_group_record(self, row: dict) -> None:
+        self._add("consumer_group_records", dict(row, group_id=self.group_id,
+                                                 coordinator_partition=self.coordinator_partition,
+                                                 coordinator_id=self.coordinator_id))
 
     def reject(self, event: Event, reason: str) -> None:
         self.rejects.append({"raw": event_json(event), "reason": reason, "source": event.source, "line": event.line})

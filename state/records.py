@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from state.consumer_group import records as cg
 from state.events import Protocol
 from state.group import ClassicGroup, ClassicGroupMember, decode_assignment_partitions, subscription_topics
 from state.group_state import GroupState
@@ -50,7 +51,7 @@ class GroupMetadataRecord:
     key = ("group_metadata",)
 
 
-Record = OffsetCommitRecord | GroupMetadataRecord
+Record = OffsetCommitRecord | GroupMetadataRecord  # a consumer group's: state.consumer_group.records
 
 
 class GroupLog:
@@ -74,6 +75,11 @@ class GroupLog:
 
     def committed(self, topic: str, partition: int) -> dict | None:
         return self.values.get(("offset", topic, partition))
+
+    def consumer_group_records(self) -> list[cg.ConsumerGroupRecord]:
+        """A consumer group's records as compaction keeps them, each key's last value. Replaying them in any
+        order gives the same group: no tombstone is kept, and each key's value is the latest."""
+        return [cg.record_of(key, value) for key, value in self.values.items() if cg.is_consumer_group_key(key)]
 
 
 def group_metadata_value(group: ClassicGroup, assignment: dict[str, bytes] | None,

@@ -16,6 +16,7 @@ state, so both engines replay a capture alike.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import heapq
 import uuid
@@ -27,6 +28,10 @@ from state.captured_ids import IdMap
 from state.cluster import NO_LEADER
 from state.config import CoordinatorConfig
 from state.consumer import ConsumerFleet
+from state.consumer_group.group import ConsumerGroup
+from state.consumer_group.topic_id import TopicId
+from state.consumer_group_handlers import (CLASSIC_MEMBERSHIP_REQUESTS, CONSUMER_GROUP_TIMER,
+                                           ConsumerGroupHandlers)
 from state.events import (CLIENT_DIRECTIVE_CLASSES, CoordinatorFault, EndOfRun, Event, TopicMetadata,
                           expand_repeats)
 from state.group import ClassicGroup
@@ -51,12 +56,16 @@ NO_CONTEXT = {"log_end_offset": None, "generation_id": None, "member_id": None}
 SWEEP_TIMER = ("sweep",)
 
 
-class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, PeriodicHandlers, LookupHandlers):
+class GroupRuntime(MembershipHandlers, ConsumerGroupHandlers, OffsetHandlers, MetricsHandlers, PeriodicHandlers,
+                   LookupHandlers):
     def __init__(self, group_id: str, config: CoordinatorConfig) -> None:
         self.group_id = group_id
         self.config = config
         self.coordinator_partition = coordinator_partition(group_id, config.offsets_topic_num_partitions)
+        # The group the id names: a classic group, or a KIP-848 consumer group (state/consumer_group_handlers.py).
         self.group: ClassicGroup | None = None
+        self.consumer_group: ConsumerGroup | None = None
+        self.consumer_generation: dict | None = None  # the consumer group's epoch whose row is still to write
         self.offsets: dict[tuple[str, int], dict] = {}
         # The coordinator's timers (sessions, rebalance and sync deadlines, the offsets sweep, the load); the
         # client side keeps its own (polls, heartbeats, answers on their way back) in the fleet, so a
@@ -85,6 +94,7 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
         self._last_key: tuple | None = None  # the sort key of the last event applied
         self.last_event_ts = -1
         self.cluster_topics: dict[str, int] = {}
+        self.topic_ids: dict[str, TopicId] = {}
         self.production: dict[str, tuple[int, float, int]] = {}  # topic -> (since_ts, records/s, base offset)
         self.requests_in_flight: dict[str, tuple[dict, int | None]] = {}  # request id -> (row, sent to)
         self.runs: dict = {}    # open quiet runs by chain
@@ -196,6 +206,7 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
         self.fold_lookups(self.now + 1)
         self.close_all_runs()
         self._flush_generation(stable_ts=None)
+        self.flush_consumer_generation(stable_ts=None)
         self.out.metrics(self.metrics_row())
 
     def take_output(self) -> Output:
@@ -262,6 +273,7 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
                 self.out.request(raw)
         if isinstance(event, TopicMetadata):
             # The cluster's topics as clients see them, and what is produced to them.
+            self.note_topic_ids(event)
             self.cluster_topics.update(dict(event.topics))
             self._update_production(event)
             return
@@ -304,7 +316,12 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
             # a heartbeat is blindly acknowledged so members are not kicked out by the move.
             self.respond_generic_error(event, "NONE" if event.type == "HEARTBEAT" else "COORDINATOR_LOAD_IN_PROGRESS")
             return
-        _REQUEST_HANDLERS[event.type](self, event)
+        if self.consumer_group is not None and event.type in CLASSIC_MEMBERSHIP_REQUESTS:
+            self.answer_classic_request_to_consumer_group(event)
+        elif self.consumer_group is not None and event.type == "OFFSET_COMMIT":
+            self.handle_consumer_group_offset_commit(event)
+        else:
+            _REQUEST_HANDLERS[event.type](self, event)
 
     def _fire(self, timer: Timer) -> None:
         kind = timer.kind
@@ -321,6 +338,8 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
             self.sweep_expired_offsets()
         elif kind == "load":
             self._load_group()
+        elif kind == CONSUMER_GROUP_TIMER:
+            self.fire_consumer_group_timer(*timer.args)
         elif kind == "client":
             self.fleet.fire_client_timer(*timer.args)
         elif kind == "deliver":
@@ -332,9 +351,16 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
     def new_member_id(self, prefix: str) -> str:
         """clientId (or group.instance.id) + "-" + a UUID, as Kafka does, but derived from the group id and a
         counter so runs are reproducible."""
+        return f"{prefix}-{uuid.UUID(bytes=self._next_id_digest(), version=4)}"
+
+    def new_uuid(self) -> str:
+        """A Kafka Uuid's text (Uuid.randomUuid().toString(): URL-safe base64), from the same counter."""
+        raw = uuid.UUID(bytes=self._next_id_digest(), version=4).bytes
+        return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+    def _next_id_digest(self) -> bytes:
         self.member_id_counter += 1
-        digest = hashlib.sha256(f"{self.group_id}\x00{self.member_id_counter}".encode()).digest()[:16]
-        return f"{prefix}-{uuid.UUID(bytes=digest, version=4)}"
+        return hashlib.sha256(f"{self.group_id}\x00{self.member_id_counter}".encode()).digest()[:16]
 
     def respond(self, request: Event, error: str, **fields) -> None:
         row = self.out.response(request, self.now, error, **fields)
@@ -478,6 +504,7 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
         self.timers.cancel_all()
         self.offsets = {}
         self.offsets_version += 1
+        self.unload_consumer_group()
         if group is None:
             return
         for member in group.all_members():
@@ -502,6 +529,8 @@ class GroupRuntime(MembershipHandlers, OffsetHandlers, MetricsHandlers, Periodic
         self.group = None
         self.offsets = self.log.offsets()
         self.offsets_version += 1
+        if self.load_consumer_group():
+            return
         value = self.log.group_metadata()
         if value is None:
             if self.offsets:
@@ -579,6 +608,7 @@ _REQUEST_HANDLERS = {
     "LEAVE_GROUP": GroupRuntime.handle_leave_group,
     "OFFSET_COMMIT": GroupRuntime.handle_offset_commit,
     "OFFSET_FETCH": GroupRuntime.handle_offset_fetch,
+    "CONSUMER_GROUP_HEARTBEAT": GroupRuntime.handle_consumer_group_heartbeat,
 }
 
 

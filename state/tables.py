@@ -49,6 +49,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("coordinator_id", "int32"),
         ("repeat_count", "int32"),
         ("repeat_interval_ms", "int64"),
+        ("heartbeat_interval_ms", "int32"),
         ("out_seq", "int64"),
     ],
     "generations": [
@@ -110,6 +111,18 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("leader_id", "string"),
         ("current_state_ts", "int64"),
         ("members", f"list<{METADATA_MEMBER}>"),
+        ("coordinator_partition", "int32"),
+        ("coordinator_id", "int32"),
+        ("out_seq", "int64"),
+    ],
+    "consumer_group_records": [
+        ("group_id", "string"),
+        ("write_ts", "int64"),
+        ("record_type", "string"),
+        ("member_id", "string"),
+        ("tombstone", "bool"),
+        ("value", "string"),
+        ("batch_bytes", "int64"),
         ("coordinator_partition", "int32"),
         ("coordinator_id", "int32"),
         ("out_seq", "int64"),
@@ -242,8 +255,8 @@ COMPARISON: list[tuple[str, str]] = [
 
 # Tables the coordinator produces (rejects come from input validation, before any group sees the row;
 # lag_status is derived from the offsets table once the run has ended).
-GROUP_TABLES = ("responses", "generations", "assignments", "offsets", "group_metadata", "group_states", "members",
-                "requests", "metrics", "log_end_offsets")
+GROUP_TABLES = ("responses", "generations", "assignments", "offsets", "group_metadata", "consumer_group_records",
+                "group_states", "members", "requests", "metrics", "log_end_offsets")
 
 # Order in which each table is sorted when written, so outputs are byte-identical run to run.
 SORT_KEYS: dict[str, tuple[str, ...]] = {name: ("group_id", "out_seq") for name in GROUP_TABLES}

@@ -6,7 +6,9 @@ calls `coordinator_load` again when asked for another window.
 Rows are long: (broker_id, window_start_ts, window_ms, measure, name, value), one per nonzero value. A
 window is [window_start_ts, window_start_ts + window_ms), its start a multiple of window_ms since the epoch.
 - Counts of things that happen in a window: `requests` by API (at `request_ts`), `responses` by error (at
-  `response_ts`), `records` and `bytes` appended to `__consumer_offsets` by record type (at `write_ts`).
+  `response_ts`), `records` and `bytes` appended to `__consumer_offsets` by record type (at `write_ts`):
+  OffsetCommit and GroupMetadata from the `offsets` and `group_metadata` rows, a consumer group's records
+  (ConsumerGroupMetadata, ...) from `consumer_group_records`, whose rows carry their bytes in their batch.
 - Levels at the window's end e (after everything at e): `groups` hosted, in each state and rebalancing,
   `members` of the hosted groups, JoinGroups `parked` (request_ts <= e < response_ts).
 
@@ -66,21 +68,23 @@ FIND_COORDINATOR = "FindCoordinator"
 OFFSET_COMMIT, GROUP_METADATA = "OffsetCommit", "GroupMetadata"
 METADATA_MEMBERS = "group_metadata.members"
 STRINGS = ("group_id", "api", "error", "topic", "metadata", "member_id", "protocol_type", "protocol_name",
-           "leader_id", "to_state")
-REBALANCING = ("PreparingRebalance", "CompletingRebalance")
+           "leader_id", "to_state", "record_type")
+# A classic group rebalancing; a consumer group whose target assignment is not computed or not reached yet.
+REBALANCING = ("PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling")
 # A GroupMetadata member's variable-length fields (the others are two int32 timeouts).
 MEMBER_FIELDS = ("member_id", "group_instance_id", "client_id", "client_host", "subscription", "assignment")
 DEAD = "Dead"
 
 # The time each table's rows are placed by; the earliest is where the windows start.
 TIME_COLUMNS = {"responses": "request_ts", "offsets": "write_ts", "group_metadata": "write_ts",
-                "group_states": "ts", "members": "ts"}
+                "consumer_group_records": "write_ts", "group_states": "ts", "members": "ts"}
 INPUT_COLUMNS = {
     "responses": ("request_ts", "response_ts", "api", "error", "coordinator_id", COUNT, INTERVAL),
     "offsets": ("group_id", "topic", "partition", "offset", "metadata", "leader_epoch", "commit_ts",
                 "expire_ts", "write_ts", "member_id", "coordinator_id", COUNT, INTERVAL, "out_seq"),
     "group_metadata": ("group_id", "write_ts", "tombstone", "protocol_type", "generation_id", "protocol_name",
                        "leader_id", "current_state_ts", "members", "coordinator_id", "out_seq"),
+    "consumer_group_records": ("group_id", "write_ts", "record_type", "batch_bytes", "coordinator_id", "out_seq"),
     "group_states": ("group_id", "ts", "to_state", "member_count", "coordinator_id", "out_seq"),
     "members": ("group_id", "ts", "member_count", "coordinator_id", "out_seq"),
 }
@@ -265,6 +269,7 @@ def coordinator_load(chunks: Iterable[Mapping[str, pd.DataFrame]], start: int | 
         parked = responses[(responses["api"] == "JoinGroup") & (responses["response_ts"] > responses["request_ts"])]
         load.levels(_brokers(parked), "parked", "JoinGroup", parked["request_ts"], parked["response_ts"])
         _records(load, tables["offsets"], tables["group_metadata"], tables[METADATA_MEMBERS])
+        _consumer_group_records(load, tables["consumer_group_records"])
         _groups(load, tables["group_states"], tables["members"])
     return load.table()
 
@@ -317,6 +322,15 @@ def _records(load: "_Load", offsets: pd.DataFrame, metadata: pd.DataFrame, membe
     types = pd.Categorical.from_codes(rows["kind"], [OFFSET_COMMIT, GROUP_METADATA])
     for measure, weight in (("records", None), ("bytes", sizes)):
         load.events(rows["broker"], measure, types, rows["write_ts"], rows["count"], rows["interval"], weight)
+
+
+def _consumer_group_records(load: "_Load", records: pd.DataFrame) -> None:
+    """A consumer group's records by type: each row is one record, with its bytes in its batch (the batch
+    header counted with the batch's first record) measured when it was written."""
+    once, lone = np.ones(len(records), "int64"), np.zeros(len(records), "int64")
+    brokers, times = _brokers(records), records["write_ts"].to_numpy("int64")
+    for measure, weight in (("records", None), ("bytes", _ints(records["batch_bytes"], 0))):
+        load.events(brokers, measure, records["record_type"], times, once, lone, weight)
 
 
 def _offset_sizes(offsets: pd.DataFrame, rows: np.ndarray, deltas: np.ndarray) -> np.ndarray:

@@ -10,7 +10,8 @@ Facts carried over from Kafka's ConsumerGroupCommand (tools module, Kafka 3.7+ /
   partition's log-end offset at TS and LAG = LOG-END-OFFSET - CURRENT-OFFSET, as the tool computes it;
 - `--offsets` lists the partitions of members that own some (members with the most partitions first), then
   every partition with a committed offset and no owner, with CONSUMER-ID, HOST and CLIENT-ID "-". Only a
-  Stable group has owners: DescribeGroups sends no assignments in other states. A member's partitions come
+  Stable classic group has owners: DescribeGroups sends no assignments in other states (a KIP-848 consumer
+  group's members hold partitions in every state, as ConsumerGroupDescribe answers). A member's partitions come
   in the tool's own order: sorted by partition number, then collected into a java.util.HashMap, whose
   iteration order (TopicPartition.hashCode buckets) is what the tool prints;
 - `--members` shows GROUP-INSTANCE-ID only when some member has one, and ends each row with a space;
@@ -19,7 +20,8 @@ Facts carried over from Kafka's ConsumerGroupCommand (tools module, Kafka 3.7+ /
   TopicPartition notation with the partition number as its id: `__consumer_offsets-31  (31)`;
 - a group that does not exist (not yet created, or Dead) prints "Error: Consumer group 'G' does not
   exist." on stdout; an Empty group gets "Consumer group 'G' has no active members." and a rebalancing one
-  "Warning: Consumer group 'G' is rebalancing." on stderr, before the table.
+  (PreparingRebalance, CompletingRebalance; a consumer group Assigning or Reconciling) "Warning: Consumer
+  group 'G' is rebalancing." on stderr, before the table.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import os
 from dataclasses import dataclass
 from typing import Iterable
 
-from simulations.views.history import COMPLETING, EMPTY, PREPARING, GroupAt, Member, group_at
+from simulations.views.history import ASSIGNING, COMPLETING, EMPTY, PREPARING, RECONCILING, GroupAt, Member, group_at
 from simulations.views.run_tables import RunError, RunTables, load_run
 from state.java_compat import JavaHashMap, java_string_length, topic_partition_hash_code
 
@@ -82,7 +84,7 @@ def _status(view: GroupAt) -> tuple[str, str]:
         return f"\nError: Consumer group '{view.group_id}' does not exist.\n", ""
     if view.state == EMPTY:
         return "", f"\nConsumer group '{view.group_id}' has no active members.\n"
-    if view.state in (PREPARING, COMPLETING):
+    if view.state in (PREPARING, COMPLETING, ASSIGNING, RECONCILING):
         return "", f"\nWarning: Consumer group '{view.group_id}' is rebalancing.\n"
     return "", ""
 
@@ -114,7 +116,7 @@ def _hash_set_capacity(size: int) -> int:
 
 def _offsets(view: GroupAt) -> Described:
     rows = []
-    owners = [m for m in view.members if m.partitions]  # only a Stable group has partitions
+    owners = [m for m in view.members if m.partitions]  # a classic group has partitions only while Stable
     for member in sorted(owners, key=lambda m: -len(m.partitions)):
         owner = (member.member_id, member.client_host or MISSING, member.client_id or MISSING)
         rows += [_offset_row(view, tp, owner) for tp in tool_order(member.partitions)]
@@ -183,7 +185,7 @@ def _state(view: GroupAt) -> Described:
         return Described(out, err)
     coordinator = coordinator_label(view.coordinator_partition, view.coordinator_id)
     widths = (max(25, java_string_length(coordinator)), 25, 20, 15)
-    strategy = view.protocol_name or ""  # only a Stable group reports its protocol
+    strategy = view.protocol_name or ""  # a classic group reports its protocol only while Stable
     header = ("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS")
     row = (view.group_id, coordinator, strategy, view.state, str(len(view.members)))
     return Described(out + "\n" + _line(header, widths) + "\n" + _line(row, widths) + "\n", err)

@@ -7,11 +7,19 @@
   CompletingRebalance: the members of the generation just created;
   Empty, Dead: none;
   PreparingRebalance: the `members` table replayed up to TS (members join and leave within this state).
+
+A consumer group (KIP-848: it has `consumer_group_records` rows) is described as ConsumerGroupDescribe
+answers, in every state: its members from the `members` table replayed up to TS, each with the partitions it
+holds (its last `assignments` rows at its member epoch then, none when its last CurrentMemberAssignment
+record holds nothing), and the assignor of its last target assignment. The members come in java.util.HashMap
+order; Kafka keeps them in a TimelineHashMap, whose order this does not model.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+import json
 
 import pandas as pd
 
@@ -22,6 +30,7 @@ from state.java_compat import JavaHashMap
 from state.production import rule_offset
 
 EMPTY, PREPARING, COMPLETING, STABLE, DEAD = "Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"
+ASSIGNING, RECONCILING = "Assigning", "Reconciling"  # a consumer group's (KIP-848) other states
 
 
 @dataclass(frozen=True)
@@ -77,6 +86,11 @@ def group_at(run: RunTables, group_id: str, ts: int) -> GroupAt:
     view.coordinator_id = None if pd.isna(last["coordinator_id"]) else int(last["coordinator_id"])
     view.state = last["to_state"]
     view.generation_id = int(last["generation_id"])
+    records = run.group("consumer_group_records", group_id)
+    if len(records):
+        if view.exists:
+            _describe_consumer_group(run, view, records[records["write_ts"] <= ts], states)
+        return view
     if view.state == STABLE:
         record = _last_record(run, group_id, ts)
         view.protocol_name = record["protocol_name"]
@@ -153,3 +167,30 @@ def _preparing_members(run: RunTables, group_id: str, ts: int, states: pd.DataFr
         else:
             del members[row.member_id]
     return members.values()
+
+
+def _describe_consumer_group(run: RunTables, view: GroupAt, records: pd.DataFrame, states: pd.DataFrame) -> None:
+    group_id, ts = view.group_id, view.ts
+    generations = run.group("generations", group_id)
+    assignors = generations.loc[(generations["join_complete_ts"] <= ts), "protocol_name"].dropna()
+    view.protocol_name = assignors.iloc[-1] if len(assignors) else None
+    current = records[records["record_type"] == "ConsumerGroupCurrentMemberAssignment"]
+    latest = current.drop_duplicates("member_id", keep="last").set_index("member_id")["value"]
+    assignments = run.group("assignments", group_id)
+    assignments = assignments[assignments["assign_ts"] <= ts]
+    view.members = [Member(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                           _held(assignments, m.member_id, latest.get(m.member_id)))
+                    for m in _preparing_members(run, group_id, ts, states)]
+
+
+def _held(assignments: pd.DataFrame, member_id: str, value: str | None) -> tuple[tuple[str, int], ...]:
+    """The partitions a consumer group member holds: its last `assignments` rows (one write's, at one member
+    epoch), unless its last CurrentMemberAssignment record holds none."""
+    if value is None or pd.isna(value) or not json.loads(value)["assigned_partitions"]:
+        return ()
+    rows = assignments[assignments["member_id"] == member_id]
+    if rows.empty:
+        return ()
+    last = rows.iloc[-1]
+    rows = rows[(rows["assign_ts"] == last["assign_ts"]) & (rows["generation_id"] == last["generation_id"])]
+    return tuple((row.topic, int(row.partition)) for row in rows.itertuples(index=False))

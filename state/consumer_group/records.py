@@ -125,3 +125,24 @@ def member_tombstones(member_id: str) -> list[ConsumerGroupRecord]:
     return [ConsumerGroupCurrentMemberAssignment(member_id, None),
             ConsumerGroupTargetAssignmentMember(member_id, None),
             ConsumerGroupMemberMetadata(member_id, None)]
+
+
+_BY_TYPE = {
+    CONSUMER_GROUP_METADATA: ConsumerGroupMetadata,
+    CONSUMER_GROUP_PARTITION_METADATA: ConsumerGroupPartitionMetadata,
+    CONSUMER_GROUP_MEMBER_METADATA: ConsumerGroupMemberMetadata,
+    CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA: ConsumerGroupTargetAssignmentMetadata,
+    CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER: ConsumerGroupTargetAssignmentMember,
+    CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT: ConsumerGroupCurrentMemberAssignment,
+}
+
+
+def is_consumer_group_key(key: tuple) -> bool:
+    """Whether a record key (`record.key`) is a consumer group record's: its type id is one of these."""
+    return key[0] in _BY_TYPE
+
+
+def record_of(key: tuple, value) -> ConsumerGroupRecord:
+    """The record with this key and value (what a compacted log keeps of it)."""
+    record_type, *member_id = key
+    return _BY_TYPE[record_type](*member_id, value)

@@ -4,12 +4,15 @@ This module owns the three Java behaviours of a topic id that change the server-
 its text form (URL-safe base64 without padding, as `Uuid.toString` / `Uuid.fromString`), `hashCode` (it
 places the id in a java.util.HashMap / HashSet bucket, and the uniform assignor iterates such sets) and
 `compareTo` (signed most significant half, then signed least significant half: the uniform assignor's last
-tie-break between topics). The natural tuple order of a TopicId is `compareTo`'s order.
+tie-break between topics). The natural tuple order of a TopicId is `compareTo`'s order. It also owns the id
+coordsim derives for a topic whose input gives none (`derived_topic_id`).
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
+import itertools
 from typing import NamedTuple
 
 from state.java_compat import to_int32
@@ -36,3 +39,21 @@ class TopicId(NamedTuple):
         """Uuid.hashCode: the two 32-bit halves of (msb XOR lsb), XORed."""
         mixed = self.msb ^ self.lsb
         return to_int32((mixed >> 32) ^ mixed)
+
+
+# Kafka's Uuid.ZERO_UUID ("no id") and METADATA_TOPIC_ID (AAAAAAAAAAAAAAAAAAAAAQ), which randomUuid never returns.
+_RESERVED = (TopicId(0, 0), TopicId(0, 1))
+
+
+def derived_topic_id(name: str) -> TopicId:
+    """The id coordsim gives a topic whose TOPIC_METADATA row names none. Kafka draws a random Uuid when it
+    creates a topic (Uuid.randomUuid: a version 4 UUID, drawn again when it is reserved or its text starts
+    with '-'); here the draws are SHA-256 of "coordsim-topic-id", the name and the draw's number, so a topic
+    has the same id in every run and on every engine."""
+    for draw in itertools.count():
+        digest = bytearray(hashlib.sha256(f"coordsim-topic-id\0{name}\0{draw}".encode()).digest()[:16])
+        digest[6] = digest[6] & 0x0F | 0x40  # version 4
+        digest[8] = digest[8] & 0x3F | 0x80  # IETF variant, as java.util.UUID.randomUUID sets them
+        topic_id = TopicId(int.from_bytes(digest[:8], "big", signed=True), int.from_bytes(digest[8:], "big", signed=True))
+        if topic_id not in _RESERVED and not str(topic_id).startswith("-"):
+            return topic_id

@@ -61,3 +61,47 @@ def test_a_topic_kafka_could_not_have_created_is_rejected_with_topic_validates_r
     assert str(raised.value) == reason
     assert parse_event({"ts": 0, "group_id": "g", "type": "CLIENT_START", "client_id": "c", "topics": ["t" * 249]},
                        "test", 2).topics == ("t" * 249,)
+
+
+HEARTBEAT = {"ts": 0, "group_id": "g", "type": "CONSUMER_GROUP_HEARTBEAT", "member_id": "m", "member_epoch": 0}
+
+
+def test_a_consumer_group_heartbeat_reads_kafkas_fields_with_partitions_by_topic_name():
+    event = parse_event({**HEARTBEAT, "instance_id": "i", "rebalance_timeout_ms": 30_000,
+                         "subscribed_topic_names": ["foo"], "server_assignor": "range",
+                         "topic_partitions": [{"topic": "foo", "partitions": [1, 0]}]}, "test", 1)
+    assert (event.member_epoch, event.group_instance_id, event.subscribed_topic_names, event.api_version) == (
+        0, "i", ("foo",), 1)
+    assert event.topic_partitions == (events.PartitionList("foo", (1, 0)),)
+    # null is "unchanged since my last heartbeat", not an empty list.
+    assert parse_event(HEARTBEAT, "test", 1).subscribed_topic_names is None
+    # v0 has no regex field: it is not read.
+    assert parse_event({**HEARTBEAT, "api_version": 0, "subscribed_topic_regex": "f.*"}).subscribed_topic_regex is None
+
+
+@pytest.mark.parametrize("row, reason", [
+    ({"member_epoch": None}, "missing required field 'member_epoch'"),
+    ({"member_epoch": "one"}, "field 'member_epoch' must be an integer, got str 'one'"),
+    ({"member_epoch": 2**31}, "field 'member_epoch' = 2147483648 is out of range [-2147483648, 2147483647]"),
+    ({"subscribed_topic_names": "foo"}, "field 'subscribed_topic_names' must be a list, got str"),
+    ({"topic_partitions": [{"topic": "foo", "partitions": [-1]}]},
+     "field 'topic_partitions.partitions' = -1 is out of range [0, 2147483647]"),
+    ({"api_version": 2}, "field 'api_version' = 2 is out of range [0, 1]"),
+])
+def test_a_bad_consumer_group_heartbeat_is_rejected_naming_the_field(row, reason):
+    with pytest.raises(EventError) as raised:
+        parse_event({**HEARTBEAT, **row}, "test", 1)
+    assert str(raised.value) == reason
+
+
+@pytest.mark.parametrize("topic_id, reason", [
+    ("xyz", "field 'topics.topic_id' must be a Kafka topic id (22 characters of URL-safe base64, "
+            "e.g. 'Xq6LK8SnRkGxz7Da8ZvqLA'), got 'xyz'"),
+    ("AAAAAAAAAAAAAAAAAAAAAA", "field 'topics.topic_id' is the zero Uuid, which Kafka reserves for no topic id"),
+])
+def test_a_topic_metadata_topic_id_must_be_a_kafka_uuid(topic_id, reason):
+    row = {"ts": 0, "group_id": "g", "type": "TOPIC_METADATA",
+           "topics": [{"topic": "foo", "partitions": 1, "topic_id": topic_id}]}
+    with pytest.raises(EventError) as raised:
+        parse_event(row, "test", 1)
+    assert str(raised.value) == reason

@@ -4,15 +4,18 @@ partitions, keying or arrival order within the allowed lateness."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 
+import pyarrow.parquet as pq
 import pytest
 
 from state.config import CoordinatorConfig
 from state.tables import GROUP_TABLES
 from streaming.engine import run_spark
 from tests.streaming import histories
-from tests.streaming.conftest import assert_same_counts, assert_same_tables, local_run
+from tableio.parquet import PART_FILE
+from tests.streaming.conftest import REPO, assert_same_counts, assert_same_tables, local_run
 from tests.streaming.inputs import DELAY_MS, write_layouts
 
 pytestmark = pytest.mark.spark
@@ -86,3 +89,34 @@ def test_spark_tables_equal_local_tables(spark, layouts, inputs_root, oracle, tm
     assert result.late_rows_unknown_batches == []
     if settings.get("streaming.files.per.trigger") == 1:
         assert result.batches > 5  # one per file, plus the drain
+
+
+CONSUMER_GROUP_SAMPLE = REPO / "simulations" / "samples" / "consumer-group-heartbeats.jsonl"
+# Read after the sample, as the next micro-batch: rows the contract rejects, then the members' next heartbeats,
+# which the Spark engine answers from the consumer group it stored between the two batches.
+CONSUMER_GROUP_FOLLOW_UP = [
+    {"ts": 1772442034000, "group_id": "orders-cg", "type": "CONSUMER_GROUP_HEARTBEAT", "member_id": "x"},
+    {"ts": 1772442034000, "group_id": "orders-cg", "type": "CONSUMER_GROUP_HEARTBEAT", "member_id": "x",
+     "member_epoch": 0, "api_version": 2},
+    {"ts": 1772442034000, "group_id": "orders-cg", "type": "TOPIC_METADATA",
+     "topics": [{"topic": "orders", "partitions": 6, "topic_id": "not-a-uuid"}]},
+    {"ts": 1772442037000, "group_id": "orders-cg", "type": "CONSUMER_GROUP_HEARTBEAT", "request_id": "b-next",
+     "member_id": "Rr0bP2hXS1Gq5c8Wm7Lx4A", "member_epoch": 5,
+     "topic_partitions": [{"topic": "orders", "partitions": [2, 3, 4, 5]}]},
+    {"ts": 1772442038000, "group_id": "orders-cg", "type": "CONSUMER_GROUP_HEARTBEAT", "request_id": "c-next",
+     "member_id": "Tz7Qm1Lp8Ra2Wc4Xk6Nd0g", "member_epoch": 5, "instance_id": "orders-3",
+     "topic_partitions": [{"topic": "orders", "partitions": [0, 1]}, {"topic": "payments", "partitions": [0, 1]}]},
+]
+
+
+def test_consumer_group_heartbeats_on_spark_equal_local(spark, tmp_path):
+    follow_up = tmp_path / "follow-up.jsonl"
+    follow_up.write_text("".join(json.dumps(row) + "\n" for row in CONSUMER_GROUP_FOLLOW_UP))
+    paths = [str(CONSUMER_GROUP_SAMPLE), str(follow_up)]
+    expected_dir, expected = local_run(paths, tmp_path / "local", CONFIG)
+    assert len(pq.read_table(expected_dir / "rejects" / PART_FILE)) == 3
+    assert len(pq.read_table(expected_dir / "consumer_group_records" / PART_FILE)) > 0
+    settings = dict(PER_FILE, **{"streaming.watermark.delay.ms": DELAY_MS})
+    result = run_spark(paths, tmp_path / "spark", CONFIG, None, settings, progress=False)
+    assert_same_tables(expected_dir, tmp_path / "spark")
+    assert_same_counts(result, expected)

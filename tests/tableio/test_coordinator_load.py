@@ -72,6 +72,13 @@ TABLES = input_frames({
         {"group_id": A, "write_ts": 3200, "tombstone": False, **METADATA, "coordinator_id": 1, "out_seq": 9},
         {"group_id": B, "write_ts": 40_000, "tombstone": True, "coordinator_id": 1, "out_seq": 31},
     ]),
+    # A consumer group's heartbeat at 6200 on broker 2: one batch of two records, bytes as measured.
+    "consumer_group_records": frame("consumer_group_records", [
+        {"group_id": "cg", "write_ts": 6200, "record_type": "ConsumerGroupMemberMetadata", "batch_bytes": 168,
+         "coordinator_id": 2, "out_seq": 1},
+        {"group_id": "cg", "write_ts": 6200, "record_type": "ConsumerGroupMetadata", "batch_bytes": 36,
+         "coordinator_id": 2, "out_seq": 2},
+    ]),
     "group_states": frame("group_states", [
         state(A, 10, "Empty", 0, 1, 0), state(A, 100, "PreparingRebalance", 1, 1, 1),
         state(A, 3100, "CompletingRebalance", 2, 1, 5), state(A, 3200, "Stable", 2, 1, 8),
@@ -145,6 +152,12 @@ def test_bytes_of_each_record_kind(load):
     assert series(load, 1, "bytes", "GroupMetadata") == {3: metadata, 40: 21}
     assert series(load, 1, "records", "OffsetCommit") == {3: 2, 5: 2, 10: 2, 15: 2, 20: 2, 40: 1}
     assert series(load, 1, "records", "GroupMetadata") == {3: 1, 40: 1}
+
+
+def test_consumer_group_records_count_by_type_with_the_bytes_they_carry(load):
+    assert series(load, 2, "records", "ConsumerGroupMemberMetadata") == {6: 1}
+    assert series(load, 2, "bytes", "ConsumerGroupMemberMetadata") == {6: 168}
+    assert series(load, 2, "bytes", "ConsumerGroupMetadata") == {6: 36}
 
 
 def test_other_windows_and_an_impossible_one():

@@ -4,6 +4,7 @@ kafka-consumer-groups.sh and OffsetsMessageFormatter print (trailing spaces incl
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -189,3 +190,31 @@ def test_members_while_preparing_a_rebalance_come_from_the_members_table(tmp_pat
     )  # the coordinator's HashMap order (b's bucket comes first), as DescribeGroups lists them
     assert describe(run, "g", T0 + 16_099, "state").out.split()[-1] == "3"  # a is still a member
     assert describe(run, "g", T0 + 18_000, "state").out.split()[-2:] == ["PreparingRebalance", "2"]
+
+
+CG_SAMPLE = Path(__file__).resolve().parents[3] / "simulations" / "samples" / "consumer-group-heartbeats.jsonl"
+CG_T0 = 1772442000000
+CG_A, CG_B, CG_C = "k3P5YfTqQ3aTzq1oQJ0C9w", "Rr0bP2hXS1Gq5c8Wm7Lx4A", "9sDf3Jk2TQy8pV1nZc5BeQ"
+
+
+@pytest.fixture(scope="module")
+def consumer_group_run(tmp_path_factory):
+    return replay(CG_SAMPLE, tmp_path_factory.mktemp("consumer-group") / "run")
+
+
+def test_a_reconciling_consumer_group_lists_what_each_member_holds(consumer_group_run):
+    # At +21 s the static member left with epoch -2 (keeping its partitions): the group is Reconciling.
+    described = describe(consumer_group_run, "orders-cg", CG_T0 + 21_000, "members")
+    assert described.err == "\nWarning: Consumer group 'orders-cg' is rebalancing.\n"
+    assert described.out == (
+        "\n"
+        "GROUP           CONSUMER-ID            GROUP-INSTANCE-ID HOST            CLIENT-ID         #PARTITIONS     \n"
+        f"orders-cg       {CG_A}                   -               consumer-orders-1 3               \n"
+        f"orders-cg       {CG_C} orders-3          -               consumer-orders-3 2               \n"
+        f"orders-cg       {CG_B}                   -               consumer-orders-2 3               \n"
+    )
+    state = describe(consumer_group_run, "orders-cg", CG_T0 + 21_000, "state")
+    assert state.out.splitlines()[-1].split() == [
+        "orders-cg", "__consumer_offsets-42", "(42)", "uniform", "Reconciling", "3"]
+    owners = describe(consumer_group_run, "orders-cg", CG_T0 + 21_000, "offsets").out.splitlines()
+    assert [line.split()[1:4] for line in owners[2:4]] == [["orders", "0", "1200"], ["orders", "1", "-"]]

@@ -1,0 +1,410 @@
+"""The runtime's consumer-group handlers (KIP-848, `group.protocol=consumer`): a mixin of `GroupRuntime`, as
+the classic group's are in state/membership.py.
+
+A group id hosts a classic group (`GroupRuntime.group`) or a consumer group (`consumer_group`), never both.
+The broker-side logic is state.consumer_group's pure functions: a ConsumerGroupHeartbeat, or a session or
+rebalance timeout firing, gives records, a response and timer changes. Here the records are appended to the
+group's log in one write (one batch), replayed into the ConsumerGroup and written as rows; the timer changes
+go into the coordinator's TimerQueue; the response is written once the records are. A failed write answers
+the append's error and changes nothing, timers included, as Kafka's CoordinatorRuntime rolls back.
+
+Rows (docs/tables.md says how each column reads for a consumer group): every record in
+`consumer_group_records`; the derived group state's changes in `group_states`; members added and removed
+(MemberMetadata records and their tombstones) in `members`; one `generations` row per group epoch, written
+once the group is Stable at it, or when the next epoch or the end of the run supersedes it; and in
+`assignments`, a member's partitions each time its current assignment moves to another member epoch or
+other partitions.
+
+Classic requests naming a consumer group get what Kafka's GroupMetadataManager answers at trunk when a
+classic member may not join a consumer group (group.consumer.migration.policy=disabled; classic members of a
+consumer group are not modelled, whatever the setting): JoinGroup INCONSISTENT_GROUP_PROTOCOL; SyncGroup and
+Heartbeat UNKNOWN_MEMBER_ID (or FENCED_INSTANCE_ID for an instance id held by another member id), since no
+member uses the classic protocol; LeaveGroup removes the consumer members it names (an admin's removal).
+A joining ConsumerGroupHeartbeat replaces an empty classic group (its GroupMetadata tombstone opens the
+heartbeat's append); one naming a non-empty classic group gets GROUP_ID_NOT_FOUND (online upgrade is not
+modelled), as does any other heartbeat naming a classic group (state.consumer_group.heartbeat).
+Not modelled: a JoinGroup replacing an empty consumer group (Kafka deletes it and creates a classic group;
+here it is answered as a non-empty one), offset expiry in a consumer group (the sweep leaves its offsets
+alone), and OffsetFetch's member epoch check (the input contract's OffsetFetch has no member fields).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from state.consumer_group.group import ConsumerGroup, ConsumerGroupMember, ConsumerGroupState
+from state.consumer_group.heartbeat import (
+    CoordinatorResult,
+    HeartbeatContext,
+    TimerChange,
+    consumer_group_heartbeat,
+    fence_members,
+    on_loaded,
+    on_rebalance_timeout,
+    on_session_timeout,
+)
+from state.consumer_group.messages import JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH, HeartbeatRequest, TopicPartitions
+from state.consumer_group.offset_commit import validate_offset_commit
+from state.consumer_group.records import (
+    ConsumerGroupCurrentMemberAssignment,
+    ConsumerGroupMemberMetadata,
+    ConsumerGroupMetadata,
+    ConsumerGroupRecord,
+    ConsumerGroupTargetAssignmentMetadata,
+)
+from state.consumer_group.topic_id import TopicId, derived_topic_id
+from state.consumer_group.topics import TopicsImage
+from state.errors import append_error_to_response_error
+from state.events import ConsumerGroupHeartbeat, Event, LeaveGroup, OffsetCommit, PartitionList, TopicMetadata
+from state.group_state import GroupState
+from state.record_bytes import RECORD_BATCH_OVERHEAD, record_size
+from state.records import GroupMetadataRecord
+
+# The kind (and the first element of the key) of the coordinator timers the consumer group arms.
+CONSUMER_GROUP_TIMER = "consumer_group"
+_TIMER_CAUSES = {"on_session_timeout": "session_timeout", "on_rebalance_timeout": "rebalance_timeout"}
+CLASSIC_MEMBERSHIP_REQUESTS = ("JOIN_GROUP", "SYNC_GROUP", "HEARTBEAT", "LEAVE_GROUP")
+
+
+class ConsumerGroupHandlers:
+    consumer_group: ConsumerGroup | None
+    consumer_generation: dict | None
+    topic_ids: dict[str, TopicId]
+
+    # -- topics ---------------------------------------------------------------------------------------------
+    def note_topic_ids(self, event: TopicMetadata) -> None:
+        """The ids of the topics a TOPIC_METADATA row declares: the row's, else the one the topic already has,
+        else the one derived from its name. A change to a subscribed topic makes the consumer group recompute
+        its metadata hash at its next heartbeat (Kafka: the metadata image changed)."""
+        for topic, partitions in event.topics:
+            given = event.topic_ids.get(topic)
+            topic_id = TopicId.from_string(given) if given else self.topic_ids.get(topic) or derived_topic_id(topic)
+            changed = self.topic_ids.get(topic) != topic_id or self.cluster_topics.get(topic) != partitions
+            self.topic_ids[topic] = topic_id
+            if changed and self.consumer_group is not None and topic in self.consumer_group.subscribed_topic_names:
+                self.consumer_group.metadata_expired = True
+
+    def topic_id(self, topic: str) -> TopicId:
+        """A topic's id; a topic the coordinator was never told of gets the id derived from its name."""
+        return self.topic_ids.get(topic) or derived_topic_id(topic)
+
+    def heartbeat_context(self) -> HeartbeatContext:
+        image = TopicsImage({topic: (self.topic_id(topic), partitions)
+                             for topic, partitions in self.cluster_topics.items()})
+        return HeartbeatContext.from_config(self.config, image)
+
+    def _by_topic_id(self, partitions: tuple[PartitionList, ...] | None) -> TopicPartitions | None:
+        if partitions is None:
+            return None
+        merged: dict[TopicId, set[int]] = {}
+        for plist in partitions:
+            merged.setdefault(self.topic_id(plist.topic), set()).update(plist.partitions)
+        return tuple((topic_id, tuple(sorted(ps))) for topic_id, ps in sorted(merged.items()))
+
+    def _by_topic_name(self, partitions) -> list[dict]:
+        """(topic id, partitions) as the tables' partition lists, by name, in name order. An id no topic has any
+        more (a TOPIC_METADATA row gave the topic another) is written as itself."""
+        names = {topic_id: topic for topic, topic_id in self.topic_ids.items()}
+        named = sorted((names.get(topic_id, str(topic_id)), sorted(ps)) for topic_id, ps in partitions)
+        return [{"topic": topic, "partitions": ps} for topic, ps in named]
+
+    # -- ConsumerGroupHeartbeat -----------------------------------------------------------------------------
+    def handle_consumer_group_heartbeat(self, event: ConsumerGroupHeartbeat) -> None:
+        request = HeartbeatRequest(
+            group_id=event.group_id, member_id=event.member_id, member_epoch=event.member_epoch,
+            instance_id=event.instance_id, rack_id=event.rack_id, rebalance_timeout_ms=event.rebalance_timeout_ms,
+            subscribed_topic_names=event.subscribed_topic_names, subscribed_topic_regex=event.subscribed_topic_regex,
+            server_assignor=event.server_assignor, topic_partitions=self._by_topic_id(event.topic_partitions),
+            api_version=event.api_version)
+        # v0: the coordinator gives a joining member its id (Uuid.randomUuid().toString()).
+        v0_join = event.api_version == 0 and event.member_id == "" and event.member_epoch == JOIN_EPOCH
+        generated = self.new_uuid() if v0_join else None
+        group = self.group if self.group is not None else self.consumer_group
+        # maybeDeleteEmptyClassicGroup: a join replaces an empty classic group (a simple one too), whatever
+        # the migration policy; a non-empty one is refused (heartbeat.py).
+        replaces_classic = (self.group is not None and self.group.is_in(GroupState.EMPTY)
+                            and event.member_epoch == JOIN_EPOCH)
+        if replaces_classic:
+            group = None
+        known = self.consumer_group is not None and event.member_id in self.consumer_group.members
+        result = consumer_group_heartbeat(group, request, self.now, self.heartbeat_context(), event.client_id,
+                                          event.client_host, generated)
+        response = result.response
+        if response.error != "NONE":
+            self.respond(event, response.error)
+            return
+        if event.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+            cause = "member_leave"
+        else:
+            cause = "member_metadata_update" if known else "member_join"
+        error = self.apply_consumer_group_result(result, cause, replaces_classic)
+        if error is not None:
+            self.respond(event, append_error_to_response_error(error))
+            return
+        self.respond(event, "NONE", member_id=response.member_id, generation_id=response.member_epoch,
+                     heartbeat_interval_ms=response.heartbeat_interval_ms,
+                     assignment=None if response.assignment is None else self._by_topic_name(response.assignment))
+
+    def fire_consumer_group_timer(self, kind: str, *args) -> None:
+        """A member's session or rebalance timeout: fence it (Kafka only logs a failed write of the fencing)."""
+        handler = on_session_timeout if kind == "on_session_timeout" else on_rebalance_timeout
+        self.apply_consumer_group_result(handler(self.consumer_group, *args, self.heartbeat_context()),
+                                         _TIMER_CAUSES[kind])
+
+    # -- classic requests naming a consumer group -----------------------------------------------------------
+    def answer_classic_request_to_consumer_group(self, event: Event) -> None:
+        if event.type == "JOIN_GROUP":
+            self.respond_generic_error(event, "INCONSISTENT_GROUP_PROTOCOL")
+        elif event.type == "LEAVE_GROUP":
+            self._leave_consumer_group(event)
+        elif event.type == "SYNC_GROUP" and not self.consumer_group.members:
+            self.respond_generic_error(event, "UNKNOWN_MEMBER_ID")
+        else:  # SyncGroup, Heartbeat: validateConsumerGroupMember, then no member uses the classic protocol
+            error = self._classic_member_error(event.member_id, event.group_instance_id)
+            self.respond_generic_error(event, error or "UNKNOWN_MEMBER_ID")
+
+    def _classic_member_error(self, member_id: str, instance_id: str | None) -> str | None:
+        """validateConsumerGroupMember's error for a classic request's member (None: the member exists)."""
+        group = self.consumer_group
+        if instance_id is None:
+            return None if member_id in group.members else "UNKNOWN_MEMBER_ID"
+        member = group.static_member(instance_id)
+        if member is None:
+            return "UNKNOWN_MEMBER_ID"
+        return None if member.member_id == member_id else "FENCED_INSTANCE_ID"
+
+    def _leave_consumer_group(self, req: LeaveGroup) -> None:
+        """classicGroupLeaveToConsumerGroup: each member named (by member id, or by instance id with an empty
+        member id) leaves; the valid ones are fenced in one write (Kafka iterates them in a HashSet; here in
+        request order)."""
+        group, results, leaving = self.consumer_group, [], {}
+        for identity in req.members:
+            if identity.group_instance_id is None:
+                member = group.members.get(identity.member_id)
+                error = None if member is not None else "UNKNOWN_MEMBER_ID"
+            else:
+                member = group.static_member(identity.group_instance_id)
+                error = "UNKNOWN_MEMBER_ID" if member is None else (
+                    "FENCED_INSTANCE_ID" if identity.member_id not in ("", member.member_id) else None)
+            if error is None:
+                leaving[member.member_id] = member
+            results.append({"member_id": identity.member_id, "group_instance_id": identity.group_instance_id,
+                            "topic": None, "partition": None, "error": error or "NONE", "offset": None,
+                            "leader_epoch": None, "metadata": None})
+        if leaving:
+            error = self.apply_consumer_group_result(
+                fence_members(group, leaving.values(), None, self.heartbeat_context()), "member_leave")
+            if error is not None:
+                self.respond(req, append_error_to_response_error(error), results=[])
+                return
+        single = req.api_version < 3
+        self.respond(req, results[0]["error"] if single else "NONE", results=results,
+                     member_id=req.members[0].member_id if single else None)
+
+    # -- offsets --------------------------------------------------------------------------------------------
+    def handle_consumer_group_offset_commit(self, req: OffsetCommit) -> None:
+        """An OffsetCommit to a consumer group: the commit's generation_id is the member epoch (OffsetCommit
+        v9+), checked by ConsumerGroup.validateOffsetCommit; the offsets are then written as for a classic
+        group. Commits do not keep a consumer member's session alive: only its heartbeats do."""
+        partitions = [(self.topic_id(p.topic), p.partition) for p in req.offsets]
+        error = validate_offset_commit(self.consumer_group, req.member_id, req.group_instance_id, req.generation_id,
+                                       partitions, api_version=req.api_version)
+        if error != "NONE":
+            self.fail_offset_commit(req, error)
+            return
+        results, records = self.commit_records(req, self.now)
+        if records and self.append(records) is not None:
+            self.fail_offset_commit(req, append_error_to_response_error(self.last_write_error))
+            return
+        self.respond(req, "NONE", results=results)
+
+    # -- records, rows and timers ---------------------------------------------------------------------------
+    def apply_consumer_group_result(self, result: CoordinatorResult, cause: str,
+                                    replaces_classic: bool = False) -> str | None:
+        """Write the result's records in one append and replay them, then apply its timer changes; returns the
+        append's error (nothing is applied then), None otherwise. `replaces_classic`: the append starts with
+        the tombstone of the empty classic group the consumer group replaces."""
+        if result.records:
+            error = self.write()
+            if error is not None:
+                return error
+            if replaces_classic:
+                self._delete_empty_classic_group()
+            self._replay_written(list(result.records), cause, first_delta=int(replaces_classic))
+        self._apply_timers(result.timers)
+        if result.metadata_refreshed:
+            self.consumer_group.metadata_expired = False
+        return None
+
+    def _apply_timers(self, changes: tuple[TimerChange, ...]) -> None:
+        for change in changes:
+            key = (CONSUMER_GROUP_TIMER, *change.key)
+            if change.deadline is None:
+                self.timers.cancel(key)
+            else:
+                self.timers.schedule(key, change.deadline, CONSUMER_GROUP_TIMER, change.kind, *change.args)
+
+    def _delete_empty_classic_group(self) -> None:
+        """The empty classic group's GroupMetadata tombstone (ClassicGroup.createGroupTombstoneRecords): the
+        group goes Dead; its committed offsets stay, the consumer group's now."""
+        self.appended([GroupMetadataRecord(None)])
+        self.transition(GroupState.DEAD, "group_converted")
+        self.group = None
+
+    def _replay_written(self, records: list[ConsumerGroupRecord], cause: str, first_delta: int = 0) -> None:
+        group = self.consumer_group
+        if group is None:
+            group = self.consumer_group = ConsumerGroup(self.group_id)
+            self._consumer_state_row(None, group, "group_created")
+        before_state, before_members, before_epoch = group.state, dict(group.members), group.group_epoch
+        changes: list[tuple[str, ConsumerGroupMember]] = []
+        target_computed = False
+        for delta, record in enumerate(records, first_delta):
+            self.log.append(record)
+            group.replay(record)
+            self._record_row(record, delta)
+            if isinstance(record, ConsumerGroupMemberMetadata):
+                if record.value is None and record.member_id in before_members:
+                    changes.append(("removed", before_members[record.member_id]))
+                elif record.value is not None and record.member_id not in before_members:
+                    changes.append(("added", group.members[record.member_id]))
+            elif isinstance(record, ConsumerGroupMetadata) and record.value.epoch > before_epoch:
+                self._start_consumer_generation(record.value.epoch, cause)
+            elif isinstance(record, ConsumerGroupTargetAssignmentMetadata):
+                target_computed = True
+        self._member_rows(changes, len(before_members), group, cause)
+        self._assignment_rows(records, before_members, group)
+        if target_computed:
+            self._target_computed(group)
+        if group.state is not before_state:
+            self._consumer_state_row(before_state, group, cause)
+        self._maybe_stable(group)
+
+    def _record_row(self, record: ConsumerGroupRecord, delta: int) -> None:
+        """A `consumer_group_records` row: the record, its value as JSON, and its bytes at its offset delta in
+        the append's batch (the batch header counted with the first record)."""
+        header = RECORD_BATCH_OVERHEAD if delta == 0 else 0
+        self.out.consumer_group_record({
+            "write_ts": self.now, "record_type": type(record).__name__,
+            "member_id": getattr(record, "member_id", None), "tombstone": record.value is None,
+            "value": None if record.value is None else json.dumps(_json_value(record.value), sort_keys=True),
+            "batch_bytes": header + record_size(record, self.group_id, offset_delta=delta)})
+
+    def _member_rows(self, changes, count: int, group: ConsumerGroup, cause: str) -> None:
+        for change, member in changes:
+            count += 1 if change == "added" else -1
+            self.out.member(self.now, change, member.member_id, member.instance_id, member.client_id,
+                            member.client_host, cause, group.group_epoch, count)
+
+    def _assignment_rows(self, records, before: dict[str, ConsumerGroupMember], group: ConsumerGroup) -> None:
+        """A member's partitions, when the batch moved it to another member epoch or other partitions (the
+        transient epochs below 1 of a leaving or replaced static member are not reconciliation)."""
+        moved = dict.fromkeys(r.member_id for r in records
+                              if isinstance(r, ConsumerGroupCurrentMemberAssignment) and r.value is not None)
+        for member_id in moved:
+            member, old = group.members.get(member_id), before.get(member_id)
+            if member is None or member.member_epoch < 1:
+                continue
+            if old is not None and (old.member_epoch, _held(old)) == (member.member_epoch, _held(member)):
+                continue
+            for plist in self._by_topic_name(_held(member)):
+                for partition in plist["partitions"]:
+                    self.out.assignment({"generation_id": member.member_epoch, "member_id": member_id,
+                                         "group_instance_id": member.instance_id, "client_id": member.client_id,
+                                         "topic": plist["topic"], "partition": partition, "assign_ts": self.now})
+
+    def _consumer_state_row(self, previous: ConsumerGroupState | None, group: ConsumerGroup, cause: str,
+                            target: ConsumerGroupState | None = None) -> None:
+        target = target or group.state
+        self.out.group_state(self.now, None if previous is None else previous.value, target.value,
+                             group.group_epoch, None, len(group.members), cause)
+        if target is ConsumerGroupState.STABLE and self.metrics.first_stable_ts is None:
+            self.metrics.first_stable_ts = self.now
+
+    # -- generations: one per group epoch -------------------------------------------------------------------
+    def _start_consumer_generation(self, epoch: int, cause: str) -> None:
+        self.flush_consumer_generation(stable_ts=None)
+        self.consumer_generation = {"generation_id": epoch, "rebalance_start_ts": self.now, "cause": cause,
+                                    "join_complete_ts": None, "protocol_name": None, "members": []}
+        self.metrics.rebalances += 1
+        self.metrics.causes[cause] = self.metrics.causes.get(cause, 0) + 1
+
+    def _target_computed(self, group: ConsumerGroup) -> None:
+        """The target assignment of the pending epoch was computed (or, the group being Empty, set without
+        one): the epoch's members and assignor are known."""
+        pending = self.consumer_generation
+        if pending is None or pending["generation_id"] != group.assignment_epoch:
+            return
+        pending["join_complete_ts"] = self.now
+        if group.members:
+            pending["protocol_name"] = group.preferred_server_assignor() or self.heartbeat_context().default_assignor
+            pending["members"] = [{"member_id": m.member_id, "group_instance_id": m.instance_id,
+                                   "client_id": m.client_id, "client_host": m.client_host}
+                                  for m in group.members.values()]
+
+    def _maybe_stable(self, group: ConsumerGroup) -> None:
+        pending = self.consumer_generation
+        if pending is None or pending["generation_id"] != group.group_epoch:
+            return
+        if group.state is ConsumerGroupState.STABLE:
+            self.flush_consumer_generation(stable_ts=self.now)
+        elif group.state is ConsumerGroupState.EMPTY and pending["join_complete_ts"] is not None:
+            self.flush_consumer_generation(stable_ts=None)
+
+    def flush_consumer_generation(self, stable_ts: int | None) -> None:
+        """Write the pending epoch's `generations` row: Stable, superseded, Empty, unloaded or end of run."""
+        pending, self.consumer_generation = self.consumer_generation, None
+        if pending is None:
+            return
+        self.record_generation(pending["rebalance_start_ts"], stable_ts)
+        members = pending["members"]
+        self.out.generation({
+            "generation_id": pending["generation_id"], "protocol_type": "consumer",
+            "protocol_name": pending["protocol_name"], "leader_id": None, "members": members,
+            "member_count": len(members), "rebalance_start_ts": pending["rebalance_start_ts"],
+            "join_complete_ts": pending["join_complete_ts"], "stable_ts": stable_ts, "cause": pending["cause"]})
+
+    # -- coordinator moves ----------------------------------------------------------------------------------
+    def load_consumer_group(self) -> bool:
+        """Replay the consumer group's records, if the log holds any, and arm the timers Kafka's onLoaded
+        arms (a fresh session for every member, the rebalance timeout of every member still revoking)."""
+        records = self.log.consumer_group_records()
+        if not records:
+            return False
+        group = self.consumer_group = ConsumerGroup(self.group_id)
+        for record in records:
+            group.replay(record)
+        self._consumer_state_row(None, group, "coordinator_load")
+        self._member_rows([("added", m) for m in group.members.values()], 0, group, "coordinator_load")
+        self._apply_timers(on_loaded(group, self.now, self.heartbeat_context()))
+        return True
+
+    def unload_consumer_group(self) -> None:
+        """The coordinator lost the group: it goes Dead with its members (the log keeps its records)."""
+        group = self.consumer_group
+        if group is None:
+            return
+        self.flush_consumer_generation(stable_ts=None)
+        self._consumer_state_row(group.state, group, "coordinator_unload", ConsumerGroupState.DEAD)
+        members = list(group.members.values())
+        self._member_rows([("removed", m) for m in members], len(members), group, "coordinator_unload")
+        self.consumer_group = None
+
+
+def _held(member: ConsumerGroupMember) -> TopicPartitions:
+    return tuple((topic_id, tuple(sorted(ps))) for topic_id, ps in sorted(member.assigned_partitions.items()))
+
+
+def _json_value(value):
+    """A record value as JSON: dataclasses as objects of Kafka's field names (snake case), topic ids in their
+    base64 form (MemberState, an IntEnum, is its byte)."""
+    if dataclasses.is_dataclass(value):
+        return {f.name: _json_value(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, TopicId):
+        return str(value)
+    if isinstance(value, dict):
+        return {str(k) if isinstance(k, TopicId) else k: _json_value(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return [_json_value(v) for v in value]
+    return value
