@@ -334,13 +334,13 @@ def build() -> list[dict]:
 
 
 def bad_rows(rows: list[dict]) -> dict[int, str]:
-    """Two rows a real capture could contain: a line cut short by a crashed writer, and a request of the new
-    consumer protocol (KIP-848), which the classic coordinator does not model. Keyed by insertion index."""
+    """Two rows a real capture could contain: a line cut short by a crashed writer, and a share group's
+    heartbeat (KIP-932), a request coordsim does not model. Keyed by insertion index."""
     cut = json.dumps(rows[120])[:61]
-    kip848 = json.dumps({"ts": rows[400]["ts"], "group_id": "orders-processing", "type": "CONSUMER_GROUP_HEARTBEAT",
+    kip932 = json.dumps({"ts": rows[400]["ts"], "group_id": "orders-processing", "type": "SHARE_GROUP_HEARTBEAT",
                          "request_id": "consumer-orders-processing-9-1", "client_id": "consumer-orders-processing-9",
                          "member_epoch": 0, "rebalance_timeout_ms": 300000, "subscribed_topic_names": ["orders"]})
-    return {121: cut, 401: kip848}
+    return {121: cut, 401: kip932}
 
 
 def render() -> str:
