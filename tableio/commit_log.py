@@ -13,7 +13,7 @@ from typing import Mapping
 from tableio.quiet_run import Run
 
 
-def _value(row: Mapping, name: str):
+def cell(row: Mapping, name: str):
     value = row.get(name)
     return None if value is None or value != value else value  # NaN: a null read back by pandas
 
@@ -34,7 +34,7 @@ class CommitLog:
     def add(self, row: Mapping, stored: bool) -> None:
         run = Run.of(row)
         self._entries.append((row["out_seq"], row["write_ts"], row["commit_ts"], row["offset"], run))
-        log_end = _value(row, "log_end_offset")
+        log_end = cell(row, "log_end_offset")
         if log_end is not None:
             self.samples.append((row["write_ts"], log_end))
             if run.count > 1:

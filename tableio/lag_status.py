@@ -46,7 +46,8 @@ from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
 from state.periodic import OFFSETS_RUN_COLUMNS
 from state.production import rule_offset
-from tableio.commit_log import CommitLog
+from tableio.commit_log import CommitLog, cell
+from tableio.quiet_run import Run
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -220,38 +221,60 @@ INPUT_COLUMNS = {"offsets": COMMIT_COLUMNS, "log_end_offsets": PRODUCTION_COLUMN
 class LagHistory:
     """Every group's commits, to evaluate at any time. `commits`: offsets rows (dicts with COMMIT_COLUMNS;
     tombstones are skipped); `deletions`: (group_id, write_ts, out_seq) of the group tombstones; `production`:
-    `log_end_offsets` rows (PRODUCTION_COLUMNS), without which log-end offsets come from the commits alone."""
+    `log_end_offsets` rows (PRODUCTION_COLUMNS), without which log-end offsets come from the commits alone.
+    `until`: the history is evaluated at that time only (a run's end), so a partition's commits no window can
+    hold then are not read (`_needed`)."""
 
     def __init__(self, commits: Iterable[Mapping], deletions: Iterable[tuple[str, int, int]] = (),
-                 settings: Settings = Settings(), production: Iterable[Mapping] = ()):
+                 settings: Settings = Settings(), production: Iterable[Mapping] = (), until: int | None = None):
         self.settings = settings
-        self._groups: dict[str, dict[tuple[str, int], _Partition]] = {}
-        rows = sorted((r for r in commits if r["offset"] is not None), key=itemgetter("group_id", "out_seq"))
-        for r in rows:
-            group = self._groups.get(r["group_id"])
-            if group is None:
-                group = self._groups[r["group_id"]] = {}
-            part = group.get((r["topic"], r["partition"]))
-            if part is None:
-                part = group[(r["topic"], r["partition"])] = _Partition()
-            # Too old a commit is dropped (a run's commits all share its commit_ts - write_ts).
-            part.commits.add(r, stored=r["commit_ts"] >= r["write_ts"] - settings.expire_group_ms)
         models: dict[tuple[str, str], list[tuple[int, float, int]]] = {}
         for r in sorted(production, key=itemgetter("group_id", "ts")):
             models.setdefault((r["group_id"], r["topic"]), []).append(
                 (r["ts"], r["records_per_second"], r["base_offset"]))
-        for group_id, group in self._groups.items():
-            for (topic, _), part in group.items():
-                part.model = models.get((group_id, topic))
+        by_partition: dict[tuple[str, str, int], list[Mapping]] = {}
+        for r in sorted((r for r in commits if r["offset"] is not None), key=itemgetter("group_id", "out_seq")):
+            key = (r["group_id"], r["topic"], r["partition"])
+            rows = by_partition.get(key)
+            if rows is None:
+                rows = by_partition[key] = []
+            rows.append(r)
+        self._groups: dict[str, dict[tuple[str, int], _Partition]] = {}
+        for (group_id, topic, partition), rows in by_partition.items():
+            part = _Partition(model=models.get((group_id, topic)))
+            self._groups.setdefault(group_id, {})[(topic, partition)] = part
+            if until is not None and part.model and settings.min_distance_ms == 0:
+                rows = self._needed(rows, until)
+            for r in rows:
+                part.commits.add(r, stored=self._stored(r))
         self._deletions: dict[str, list[tuple[int, int]]] = {}
         for group_id, ts, order in deletions:
             self._deletions.setdefault(group_id, []).append((ts, order))
 
+    def _stored(self, row: Mapping) -> bool:
+        # Too old a commit is dropped (a run's commits all share its commit_ts - write_ts).
+        return row["commit_ts"] >= row["write_ts"] - self.settings.expire_group_ms
+
+    def _needed(self, rows: list[Mapping], at: int) -> list[Mapping]:
+        """The last of a partition's rows (write order) that hold its last `intervals` stored commits written
+        by `at`: without min-distance merging, a window at `at` holds no earlier commit, the partition's
+        log-end offsets come from its production model rather than from its commits, and the rows kept still
+        say which commit arrived last (a group deletion's place among them is found by out_seq)."""
+        wanted, first = self.settings.intervals, len(rows)
+        while first and wanted > 0:
+            first -= 1
+            row = rows[first]
+            if cell(row, "log_end_offset") is not None and self._stored(row) and row["write_ts"] <= at:
+                run = Run.of(row)
+                wanted -= run.count if not run.interval else min(run.count, (at - row["write_ts"]) // run.interval + 1)
+        return rows[first:]
+
     @classmethod
-    def from_tables(cls, tables: Mapping[str, list[dict]], settings: Settings = Settings()) -> "LagHistory":
+    def from_tables(cls, tables: Mapping[str, list[dict]], settings: Settings = Settings(),
+                    until: int | None = None) -> "LagHistory":
         """From a run's rows, as the engines hold them at the end of a run."""
         deletions = [(r["group_id"], r["write_ts"], r["out_seq"]) for r in tables["group_metadata"] if r["tombstone"]]
-        return cls(tables["offsets"], deletions, settings, tables.get("log_end_offsets", ()))
+        return cls(tables["offsets"], deletions, settings, tables.get("log_end_offsets", ()), until)
 
     @classmethod
     def from_run(cls, run: Mapping[str, "pd.DataFrame"], settings: Settings = Settings()) -> "LagHistory":
@@ -368,7 +391,7 @@ def log_end_at(samples: list[tuple[int, int]], t: int) -> int | None:
 
 def lag_status_rows(tables: Mapping[str, list[dict]], at: int | None) -> list[dict]:
     """The `lag_status` table of a run's rows at its final time `at` (none for a run without events)."""
-    return [] if at is None else lag_status(LagHistory.from_tables(tables), at)
+    return [] if at is None else lag_status(LagHistory.from_tables(tables, until=at), at)
 
 
 def lag_status_arrow_rows(tables: Mapping[str, "pa.Table"], at: int | None) -> list[dict]:

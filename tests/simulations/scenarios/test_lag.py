@@ -3,7 +3,9 @@ partitions are consumed again, and the group is ERR meanwhile."""
 
 from __future__ import annotations
 
-from tableio.lag_status import LagHistory, Settings
+import pytest
+
+from tableio.lag_status import LagHistory, Settings, lag_status
 
 from .helpers import run, shipped_small
 
@@ -116,3 +118,17 @@ def test_a_consumer_slower_than_production_falls_behind_and_one_faster_catches_u
         assert behind[:caught_up] == sorted(behind[:caught_up], reverse=True)
         assert all(240 <= a - b <= 260 for a, b in zip(behind, behind[1:caught_up])), behind  # 50/s x 5 s
     assert moved >= 2
+
+
+@pytest.mark.parametrize("name, sets", [
+    ("crash", {"*": {"groups": 2}}),
+    ("lagging-consumer", {"*": {"groups": 1}}),
+])
+def test_a_history_read_for_one_time_judges_that_time_as_the_whole_history(name, sets):
+    """The engines read only the commits a window can hold at the run's end (`until`); at any time, that
+    reading and the whole history give the same status rows, quiet runs and moved partitions included."""
+    result = run(shipped_small(name, sets))
+    tables, whole = result.result.tables, LagHistory.from_tables(result.result.tables)
+    start, end = result.scenario.start_ms, result.result.final_ts
+    for at in [start + (end - start) * k // 40 for k in range(41)]:
+        assert lag_status(LagHistory.from_tables(tables, until=at), at) == lag_status(whole, at), at
