@@ -6,8 +6,9 @@ broker crashing, the partition going to another broker or to none), and failed `
 After every step:
 
 * every running client has something ahead of it: a timer of its own, a request or answer on the wire, or
-  its periodic requests computed in closed form; the coordinator's unload never takes that away (clients
-  learn of a move only from error codes);
+  its periodic requests or its coordinator lookup loop computed in closed form (state/periodic.py,
+  state/lookup.py); the coordinator's unload never takes that away (clients learn of a move only from error
+  codes);
 * once the history is left alone for a while with a live coordinator, every running, unpaused client has had
   a successful answer recently: it found the coordinator again and carries on.
 """
@@ -111,7 +112,8 @@ class FleetMachine(RuleBasedStateMachine):
         queued = {t.args[0] for t in runtime.fleet.timers.pending()}
         for client in self.running():
             assert (client.client_id in queued or client.in_flight or client.awaiting
-                    or client.client_id in runtime.elided), f"{client.client_id} has nothing ahead of it"
+                    or client.client_id in runtime.elided or client.client_id in runtime.lookups), (
+                f"{client.client_id} has nothing ahead of it")
 
 
 FleetMachine.TestCase.settings = settings(max_examples=60, stateful_step_count=40, deadline=None,
