@@ -91,6 +91,7 @@ class ConsumerGroupClients:
         if not client.closing:
             membership.poll(now)
             self._run_callbacks(client)
+            self._sync_owned(client)
             self._fetch_positions(client)
             if config.commits_periodically and client.owned and now >= client.next_auto_commit:
                 client.next_auto_commit = now + config.commit_interval_ms
@@ -119,12 +120,20 @@ class ConsumerGroupClients:
             if isinstance(action, actions.OnPartitionsAssigned):
                 self._apply_assignment(client, self._by_name(action.assigned))
             else:  # onPartitionsRevoked / onPartitionsLost: the partitions are no longer processed
-                gone = set(self._by_name(action.partitions))
-                self._release(client, gone)
-                client.owned = tuple(tp for tp in client.owned if tp not in gone)
-                client.unpositioned = tuple(tp for tp in client.unpositioned if tp not in gone)
+                self._give_up(client, set(self._by_name(action.partitions)))
             membership.action_done(self.now, action)
             self._take_actions(client)
+
+    def _give_up(self, client, partitions: set[TopicPartition]) -> None:
+        self._release(client, partitions)
+        client.owned = tuple(tp for tp in client.owned if tp not in partitions)
+        client.unpositioned = tuple(tp for tp in client.unpositioned if tp not in partitions)
+
+    def _sync_owned(self, client) -> None:
+        """Partitions the membership released without a callback to run (no rebalance listener: a fencing,
+        an expired poll timer) are no longer part of consumer.assignment(): they stop being processed."""
+        kept = set(self._by_name(client.membership.owned_partitions))
+        self._give_up(client, {tp for tp in client.owned if tp not in kept})
 
     def _apply_assignment(self, client, assigned: tuple[TopicPartition, ...]) -> None:
         """SubscriptionState.assignFromSubscribed: kept partitions go on from where the client is; added
@@ -157,6 +166,7 @@ class ConsumerGroupClients:
                 break
         if not client.alive:
             return
+        self._sync_owned(client)
         if not membership.coordinator_known:
             self._find_coordinator(client)
         if client.closing and not membership.leave_in_progress and not membership.pending_actions():

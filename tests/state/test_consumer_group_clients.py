@@ -150,3 +150,20 @@ def test_settings_the_consumer_protocol_refuses_are_an_error_naming_them(setting
         ClientConfig.from_kafka(dict(CONSUMER, **{setting: value}))
     with pytest.raises(ConfigError, match=r"^group.remote.assignor cannot be set when group.protocol=CLASSIC$"):
         ClientConfig.from_kafka({"group.remote.assignor": "range"})
+
+
+def test_a_stalled_poll_loop_leaves_at_max_poll_interval_and_rejoins_at_epoch_zero():
+    ctx = GroupContext()
+    start(ctx, 2, {"max.poll.interval.ms": 20_000})
+    ctx.sleep(20_000)
+    ctx.send("CLIENT_PAUSE", client_id="c1", duration_ms=40_000, scope="poll")
+    ctx.sleep(60_000)
+    c1 = [(r["ts"], json.loads(r["raw"])) for r in ctx.rows("requests") if r["client_id"] == "c1" and r["ts"] > 20_000]
+    heartbeats = [(ts, raw["member_epoch"]) for ts, raw in c1 if raw["type"] == "CONSUMER_GROUP_HEARTBEAT"]
+    leave = next(ts for ts, epoch in heartbeats if epoch == -1)
+    assert 40_000 <= leave < 41_000
+    assert next(ts for ts, epoch in heartbeats if epoch == 0) >= 60_000  # back at its first poll after the stall
+    # Between the two it neither heartbeats nor commits: it gave its partitions up with the leave.
+    assert not [ts for ts, _ in c1 if leave < ts < 60_000]
+    assert {r["error"] for r in ctx.rows("responses") if r["client_id"] == "c1"} == {"NONE"}
+    assert sorted(len(c.owned) for c in ctx.runtime.fleet.clients.values()) == [3, 3]
