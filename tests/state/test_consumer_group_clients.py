@@ -53,7 +53,7 @@ def test_three_consumers_form_a_stable_group_with_consumer_group_heartbeats():
     ctx = formed()
     apis = {r["api"] for r in ctx.rows("responses")}
     assert apis == {"ConsumerGroupHeartbeat", "OffsetCommit", "OffsetFetch"}
-    assert all(r["error"] == "NONE" for r in ctx.rows("responses"))
+    assert all(r["error"] == "NONE" for r in ctx.rows("responses")) and ctx.runtime.metrics.failed_commits == 0
     # Each partition owned by exactly one client, two each.
     assert sorted(owners(ctx)) == list(range(6)) and all(len(o) == 1 for o in owners(ctx).values())
     assert sorted(len(c.owned) for c in ctx.runtime.fleet.clients.values()) == [2, 2, 2]

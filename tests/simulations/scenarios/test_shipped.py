@@ -36,11 +36,12 @@ def test_consumer_protocol_rolling_restart_moves_only_the_restarted_members_part
     for group_id in r.group_ids():
         assert {row["api"] for row in r.rows("responses", group_id)} == {"ConsumerGroupHeartbeat", "OffsetCommit",
                                                                        "OffsetFetch"}
-        epochs = [row["cause"] for row in r.rows("group_states", group_id) if row["to_state"] == "Assigning"]
-        # Formation (the first member's epoch, then the others'), then a leave and a join per restarted member.
-        assert epochs[-8:] == ["member_leave", "member_join"] * 4, (group_id, epochs)
-        last = r.rows("group_states", group_id)[-1]
-        assert last["to_state"] == "Stable" and last["member_count"] == 4
+        # After the formation, one group epoch for each leave and each join of a restarted member (a join
+        # that moves partitions from members who keep running: Stable -> Reconciling, no Assigning).
+        causes = [row["cause"] for row in r.rows("generations", group_id)]
+        assert causes[-8:] == ["member_leave", "member_join"] * 4, (group_id, causes)
+        metrics = r.metrics(group_id)
+        assert metrics["end_state"] == "Stable" and metrics["end_members"] == 4 and metrics["failed_commits"] == 0
         leaves = [json.loads(row["raw"]) for row in r.rows("requests", group_id)
                   if row["type"] == "CONSUMER_GROUP_HEARTBEAT" and json.loads(row["raw"])["member_epoch"] == -1]
         assert len(leaves) == 4
