@@ -24,6 +24,9 @@ in onPartitionsRevoked: before an eager rejoin, after a cooperative SyncGroup fo
 close), graceful close (commit, then LeaveGroup unless static), crash, process and poll pauses with the
 max.poll.interval.ms proactive leave, restarts with the same group.instance.id, subscription changes, and a
 leader noticing partition-count changes at its metadata refresh.
+
+A client started with group.protocol=consumer shares the fleet's timers, requests, consumption and
+directives, but its membership is KIP-848's: `ConsumerGroupClients` (state/consumer_group_client.py) runs it.
 """
 
 from __future__ import annotations
