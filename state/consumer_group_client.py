@@ -29,13 +29,12 @@ their state has no stored form (state/encoding.py), so they run on the local eng
 
 from __future__ import annotations
 
-import random
-
 from state.client_config import CLOSE_TIMEOUT_MS
 from state.consumer_group.client import member_actions as actions
 from state.consumer_group.client.member import Membership
 from state.consumer_group.client.member_config import MemberConfig
 from state.consumer_group.client.member_state import MemberState
+from state.consumer_group.client.seeded_random import SeededRandom
 from state.consumer_group.messages import HeartbeatRequest, HeartbeatResponse
 from state.consumer_protocol import TopicPartition
 from state.events import PartitionList
@@ -57,7 +56,7 @@ class ConsumerGroupClients:
             max_poll_interval_ms=config.max_poll_interval_ms, retry_backoff_ms=config.retry_backoff_ms,
             retry_backoff_max_ms=config.retry_backoff_max_ms, enable_auto_commit=config.enable_auto_commit)
         # The member id and the backoff jitter are drawn from the client's incarnation: runs repeat.
-        membership = Membership(member_config, random.Random(client.origin), self.now)
+        membership = Membership(member_config, SeededRandom(client.origin), self.now)
         client.membership = membership
         membership.subscribe(self.now, set(client.topics))
         if client.coordinator is not None:
