@@ -295,17 +295,6 @@ def run_options(command):
                         help="Folder for the output tables (Parquet) and the run's scenario and events.")(command)
 
 
-def _check_engine(loaded, engine: str) -> None:
-    """Consumer-protocol clients' state has no stored form yet (state/consumer_group_client.py), so Spark,
-    which stores every group's state between micro-batches, cannot run them: refuse before any work."""
-    if engine != "spark":
-        return
-    for group_set in loaded.group_sets:
-        if str(group_set.config.get("group.protocol", "classic")).lower() == "consumer":
-            raise ConfigError(f"group set {group_set.name!r}: group.protocol=consumer runs on the local engine "
-                              "only for now (--engine local)")
-
-
 @main.command()
 @click.argument("scenario", metavar="SCENARIO")
 @run_options
@@ -344,7 +333,6 @@ def run(scenario: str, out_dir: str, engine: str, conf_file: str | None, overrid
     started = time.monotonic()
     try:
         path, loaded = _load_scenario(scenario)
-        _check_engine(loaded, engine)
         config = load_config(conf_file, overrides, loaded.broker)
         spark = _engine_settings(engine, spark_sets, profile, master, slice_text, speed_text)
         generated = scenarios.generate(loaded)

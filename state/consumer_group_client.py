@@ -23,8 +23,9 @@ stops once the leave is sent and nothing is pending, or after KafkaConsumer.clos
 Simplified: a commit before revocation is not retried (Kafka retries it until the rebalance timeout), and
 the application's own commits (enable.auto.commit=false) are sent as commits from the poll loop without
 blocking it. Not covered: periodic elision (state/periodic.py, state/lookup.py) only takes over classic
-clients (they need Phase.STABLE, which these never have), so every heartbeat of these clients is a step; and
-their state has no stored form (state/encoding.py), so they run on the local engine only.
+clients (they need Phase.STABLE, which these never have), so every heartbeat of these clients is a step.
+The membership is plain data (its continuations and random draws included), stored with the rest of the
+group's state (state/encoding.py), so these clients run on both engines.
 """
 
 from __future__ import annotations
