@@ -7,8 +7,9 @@ then acknowledge. It also owns fencing (onPartitionsLost, rejoin at epoch 0), fa
 
 What the application thread (or the commit manager) would run is emitted as `member_actions` and goes on
 when the runtime reports it done (`action_done`): where Kafka chains a CompletableFuture, the continuation
-waits in `actions` (a `PendingActions`) as data, a `Step` and its arguments, and `resume` runs it. Topic ids are taken as always resolvable (the client's metadata is not modelled), so
-Kafka's partial reconciliation of unresolved topics never happens here.
+waits in `actions` (a `PendingActions`) as data, a `Step` and its arguments, and `resume` runs it. Topic ids
+are taken as always resolvable (the client's metadata is not modelled), so Kafka's partial reconciliation
+of unresolved topics never happens here.
 """
 
 from __future__ import annotations
