@@ -112,6 +112,10 @@ class SyntheticConsumer:
     # -> the heartbeat, or the commit action).
     membership: Membership | None = None
     member_requests: dict = field(default_factory=dict)
+    # A commit before revocation that failed with a retriable error: (the membership's commit action, its
+    # error, when its backoff ends), and the failures in a row so far (the backoff's attempt count).
+    commit_retry: tuple | None = None
+    commit_retries: int = 0
     # Consumption: a consuming client keeps up with production (or, with coordsim.consume.records.per.second,
     # reads at that rate from where it started: `started`, (ts, position) per partition); a stopped one stays
     # where it stopped (`frozen`).

@@ -10,7 +10,10 @@ AsyncKafkaConsumer's two threads do:
   ("client", id, "heartbeat") timer; FindCoordinator goes through the fleet's lookup, then
   `coordinator_found`;
 * the commits the membership asks for (before a revocation, on close) go out as OffsetCommit requests
-  carrying the member epoch as the generation, and are reported done with their answer's error;
+  carrying the member epoch as the generation, and are reported done with their answer's error; a commit
+  before revocation that fails with an error Kafka retries goes out again, with the offsets and epoch of
+  then, after retry.backoff.ms (doubling per failure, as Kafka's RequestState) once the coordinator is known,
+  until its deadline (CommitRequestManager.maybeAutoCommitSyncBeforeRebalance);
 * the application thread: poll() (`Membership.poll`) at the fleet's poll times, the rebalance callbacks
   and the assignment run there in the order emitted (no time of their own: the classic clients' callbacks
   take none either, beyond the commits they wait for), the assignment followed by OffsetFetch of the added
@@ -20,12 +23,11 @@ AsyncKafkaConsumer's two threads do:
 During close() the callbacks run at once (close runs them on the application thread itself), and the client
 stops once the leave is sent and nothing is pending, or after KafkaConsumer.close()'s default 30 s.
 
-Simplified: a commit before revocation is not retried (Kafka retries it until the rebalance timeout), and
-the application's own commits (enable.auto.commit=false) are sent as commits from the poll loop without
-blocking it. Not covered: periodic elision (state/periodic.py, state/lookup.py) only takes over classic
-clients (they need Phase.STABLE, which these never have), so every heartbeat of these clients is a step.
-The membership is plain data (its continuations and random draws included), stored with the rest of the
-group's state (state/encoding.py), so these clients run on both engines.
+Simplified: the application's own commits (enable.auto.commit=false) are sent as commits from the poll loop
+without blocking it. Not covered: periodic elision (state/periodic.py, state/lookup.py) only takes over
+classic clients (they need Phase.STABLE, which these never have), so every heartbeat of these clients is a
+step. The membership is plain data (its continuations and random draws included), stored with the rest of
+the group's state (state/encoding.py), so these clients run on both engines.
 """
 
 from __future__ import annotations
@@ -43,6 +45,12 @@ from state.output import partitions_column
 
 # What a failed connection (NETWORK_EXCEPTION, state/runtime.py's _disconnect) is to the Java client.
 DISCONNECTED = "DisconnectException"
+# OffsetCommit errors after which CommitRequestManager retries a commit before revocation: those it turns
+# into RetriableExceptions (a failed connection, NETWORK_EXCEPTION, is one too), but UNKNOWN_TOPIC_OR_PARTITION,
+# which a deleted topic would keep failing until the deadline. STALE_MEMBER_EPOCH is retried too while the
+# member has an epoch (the retry carries it).
+RETRIED_BEFORE_REVOCATION = frozenset({"COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "REQUEST_TIMED_OUT",
+                                       "COORDINATOR_LOAD_IN_PROGRESS", "UNKNOWN_TOPIC_ID", "NETWORK_EXCEPTION"})
 
 
 class ConsumerGroupClients:
@@ -76,6 +84,9 @@ class ConsumerGroupClients:
         if kind == "poll":
             self._member_poll(client)
         elif kind == "heartbeat":
+            self._pump(client)
+        elif kind == "commit":
+            self._retry_commit(client)
             self._pump(client)
         elif kind == "resume":
             if self.now >= max(client.paused_until, client.poll_stalled_until) and not client.closing:
@@ -244,7 +255,7 @@ class ConsumerGroupClients:
             if errors:
                 self.host.failed_commit()
             if request is not None:
-                membership.action_done(self.now, request, errors[0] if errors else None)
+                self._commit_answered(client, request, errors)
         elif r["api"] == "FindCoordinator":
             if error != "NONE":
                 backoff = client.config.retry_backoff(client.retry_attempts, client.jitter_seed(self.now))
@@ -254,9 +265,42 @@ class ConsumerGroupClients:
             client.retry_attempts = 0
             client.coordinator = r["coordinator"]
             membership.coordinator_found()
+            if client.commit_retry is not None:
+                self._retry_commit(client)
         elif r["api"] == "OffsetFetch":
             self._on_offset_fetch_response(client, r)
         self._pump(client)
+
+    def _commit_answered(self, client, action: actions.Action, errors: list[str]) -> None:
+        """The membership's commit was answered: done, unless it is a commit before revocation that failed
+        with errors Kafka retries before its deadline; then it waits for its backoff."""
+        retried = RETRIED_BEFORE_REVOCATION | ({"STALE_MEMBER_EPOCH"} if client.membership.member_epoch > 0 else set())
+        if (isinstance(action, actions.CommitBeforeRebalance) and errors and set(errors) <= retried
+                and self.now < action.deadline_ms):
+            backoff = client.config.retry_backoff(client.commit_retries, client.jitter_seed(self.now))
+            client.commit_retries += 1
+            client.commit_retry = (action, errors[0], self.now + backoff)
+            self.client_timer(client, "commit", min(self.now + backoff, action.deadline_ms))
+            return
+        client.commit_retries = 0
+        client.membership.action_done(self.now, action, errors[0] if errors else None)
+
+    def _retry_commit(self, client) -> None:
+        """A commit before revocation waiting to be retried: given up at its deadline (Kafka's TimeoutException,
+        which the reconciliation goes on after), sent again once its backoff is over and the coordinator known
+        (looked up first if a commit's error lost it)."""
+        action, error, due = client.commit_retry
+        if self.now >= action.deadline_ms:
+            client.commit_retry, client.commit_retries = None, 0
+            client.membership.action_done(self.now, action, error)
+        elif self.now >= due and client.coordinator is None:
+            # Sent once FindCoordinator answers; looked up again after retry.backoff.ms if it fails.
+            self._find_coordinator(client)
+            self.client_timer(client, "commit", min(self.now + client.config.retry_backoff_ms, action.deadline_ms))
+        elif self.now >= due:
+            client.commit_retry = None
+            self.timers.cancel(("client", client.client_id, "commit"))
+            self._send_commit(client, None, action)
 
     # -- topic ids ----------------------------------------------------------------------------------------
     def _topic_name(self, topic_id) -> str:

@@ -167,3 +167,35 @@ def test_a_stalled_poll_loop_leaves_at_max_poll_interval_and_rejoins_at_epoch_ze
     assert not [ts for ts, _ in c1 if leave < ts < 60_000]
     assert {r["error"] for r in ctx.rows("responses") if r["client_id"] == "c1"} == {"NONE"}
     assert sorted(len(c.owned) for c in ctx.runtime.fleet.clients.values()) == [3, 3]
+
+
+def test_a_commit_before_revocation_is_retried_on_retriable_errors_until_its_deadline():
+    # CommitRequestManager.maybeAutoCommitSyncBeforeRebalance: c1 commits before revoking a partition for the
+    # newcomer just as the coordinator moves. NOT_COORDINATOR: it looks the coordinator up, then retries;
+    # COORDINATOR_LOAD_IN_PROGRESS: it retries with the offsets of then after retry.backoff.ms, doubling up to
+    # retry.backoff.max.ms; at the deadline (max.poll.interval.ms after the first attempt) it gives up and the
+    # reconciliation goes on.
+    ctx, config = GroupContext(), {"max.poll.interval.ms": 3_000}
+    start(ctx, 2, config)
+    ctx.sleep(20_000)
+    ctx.send("CLIENT_START", client_id="c2", topics=["orders"], config=dict(CONSUMER, **config))
+    ctx.sleep(250)
+    ctx.fault(fault="move", load_delay_ms=10_000)
+    ctx.sleep(5_000)
+    c1 = [r for r in ctx.rows("requests") if r["client_id"] == "c1" and r["ts"] > 20_250]
+    first = c1[0]["ts"]
+    retrying = [r for r in c1 if r["ts"] < first + 3_000]
+    answers = {r["request_id"]: r["error"] for r in ctx.rows("responses")}
+    assert [(r["type"], answers[r["request_id"]]) for r in retrying] == [
+        ("OFFSET_COMMIT", "NOT_COORDINATOR"), ("FIND_COORDINATOR", "NONE")] + [
+        ("OFFSET_COMMIT", "COORDINATOR_LOAD_IN_PROGRESS")] * 5
+    commits = [r["ts"] for r in retrying if r["type"] == "OFFSET_COMMIT"]
+    waits = [b - a - 2 for a, b in zip(commits[1:], commits[2:])]  # less the round trip (1 ms each way)
+    assert len(waits) == 4 and all(0.8 * backoff <= wait <= 1.2 * backoff
+                                   for wait, backoff in zip(waits, (200, 400, 800, 1_000)))
+    offsets = [json.loads(r["raw"])["offsets"][0]["offset"] for r in retrying if r["type"] == "OFFSET_COMMIT"]
+    assert offsets == sorted(offsets) and offsets[0] < offsets[-1]
+    # Given up at the deadline: the next request is the heartbeat acknowledging the reconciled assignment.
+    ack = json.loads(c1[len(retrying)]["raw"])
+    assert c1[len(retrying)]["ts"] == first + 3_000 and ack["type"] == "CONSUMER_GROUP_HEARTBEAT"
+    assert ack["topic_partitions"] == [{"topic": "orders", "partitions": [3, 4]}]
