@@ -9,6 +9,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
 from state.config import ConfigError
+from state.consumer_group.client.member_config import unsupported_config_error
 
 # Kafka's assignor class names, as users write them in partition.assignment.strategy.
 ASSIGNOR_CLASSES = {
@@ -19,6 +20,10 @@ ASSIGNOR_CLASSES = {
 }
 ASSIGNOR_NAMES = ("range", "roundrobin", "sticky", "cooperative-sticky")
 MANUAL_COMMIT_MODES = ("sync", "async", "none")
+GROUP_PROTOCOLS = ("classic", "consumer")
+# KafkaConsumer.close()'s default timeout: how long a close keeps looking for the coordinator to commit and
+# leave before it gives up.
+CLOSE_TIMEOUT_MS = 30_000
 # CommonClientConfigs.RETRY_BACKOFF_JITTER: a backoff is scaled by a factor drawn from [1 - jitter, 1 + jitter].
 RETRY_BACKOFF_JITTER = 0.2
 
@@ -36,6 +41,11 @@ class ClientConfig:
     metadata_max_age_ms: int = 300_000
     internal_leave_group_on_close: bool = True
     auto_offset_reset: str = "latest"
+    # classic: JoinGroup/SyncGroup/Heartbeat (state/consumer.py); consumer: KIP-848's ConsumerGroupHeartbeat
+    # (state/consumer_group_client.py), the assignment made by the coordinator's group.remote.assignor
+    # ("": the coordinator's first configured one).
+    group_protocol: str = "classic"
+    group_remote_assignor: str = ""
     # Simulation knobs. Half of the round trip is spent on the way to the coordinator, half on the way back.
     coordsim_network_rtt_ms: int = 2
     # Time the leader's assignor takes between the JoinGroup response and its SyncGroup.
@@ -60,6 +70,11 @@ class ClientConfig:
 
     @classmethod
     def from_kafka(cls, settings: Mapping[str, Any] | None) -> "ClientConfig":
+        # ConsumerConfig refuses, naming them, the settings the chosen protocol does not use, even at their
+        # defaults: checked on the settings as given.
+        refused = unsupported_config_error(settings or {})
+        if refused is not None:
+            raise ConfigError(refused)
         by_name = {cls.kafka_name(f.name): f for f in fields(cls)}
         values: dict[str, Any] = {}
         for key, value in (settings or {}).items():
@@ -67,6 +82,8 @@ class ClientConfig:
             if f is None:
                 raise ConfigError(f"unknown consumer setting {key!r}; known: {', '.join(sorted(by_name))}")
             values[f.name] = _convert(key, f.type, value)
+        if "group_protocol" in values:  # Kafka reads group.protocol case-insensitively
+            values["group_protocol"] = values["group_protocol"].lower()
         config = cls(**values)
         config.validate()
         return config
@@ -85,6 +102,8 @@ class ClientConfig:
                 raise ConfigError(f"{self.kafka_name(name)} must be >= 0")
         if self.auto_offset_reset not in ("earliest", "latest"):
             raise ConfigError("auto.offset.reset must be earliest or latest")
+        if self.group_protocol not in GROUP_PROTOCOLS:
+            raise ConfigError(f"group.protocol must be one of {', '.join(GROUP_PROTOCOLS)}, got {self.group_protocol!r}")
         if self.coordsim_manual_commit not in MANUAL_COMMIT_MODES:
             raise ConfigError(f"coordsim.manual.commit must be one of {', '.join(MANUAL_COMMIT_MODES)}, "
                               f"got {self.coordsim_manual_commit!r}")

@@ -24,6 +24,9 @@ in onPartitionsRevoked: before an eager rejoin, after a cooperative SyncGroup fo
 close), graceful close (commit, then LeaveGroup unless static), crash, process and poll pauses with the
 max.poll.interval.ms proactive leave, restarts with the same group.instance.id, subscription changes, and a
 leader noticing partition-count changes at its metadata refresh.
+
+A client started with group.protocol=consumer shares the fleet's timers, requests, consumption and
+directives, but its membership is KIP-848's: `ConsumerGroupClients` (state/consumer_group_client.py) runs it.
 """
 
 from __future__ import annotations
@@ -35,7 +38,9 @@ from typing import Protocol
 
 from state import assignors, consumer_protocol
 from state.assignors import AssignorError, MemberSubscription, RebalanceProtocol, TopicPartition
-from state.client_config import ClientConfig
+from state.client_config import CLOSE_TIMEOUT_MS, ClientConfig
+from state.consumer_group.client.member import Membership
+from state.consumer_group_client import ConsumerGroupClients
 from state.events import (EVENT_CLASSES, NEWEST_API_VERSION, ClientCrash, ClientPause, ClientStart, ClientStop,
                           CommitPartition, Event, LeaveIdentity, PartitionList, Subscribe, group_partitions,
                           member_assignment, subscription_protocol)
@@ -51,9 +56,6 @@ RETRIABLE = ("COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_C
 # again with FindCoordinator before its next request to it. NETWORK_EXCEPTION stands for a failed connection
 # to the coordinator (a DisconnectException: the broker is down), which no broker answers.
 COORDINATOR_UNKNOWN = ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "NETWORK_EXCEPTION")
-# KafkaConsumer.close()'s default timeout: how long a close keeps looking for the coordinator to commit and
-# leave before it gives up.
-CLOSE_TIMEOUT_MS = 30_000
 # A request that had to go out while the client knew no coordinator: no broker takes it as its coordinator.
 NO_COORDINATOR = -1
 # The `source` of the clients' requests: with (ts, seq, line) it places them among the group's events.
@@ -105,6 +107,15 @@ class SyntheticConsumer:
     # commit of the batch in hand fails locally (CommitFailedException) when its poll loop resumes.
     kicked_out: bool = False
     metadata_snapshot: dict[str, int] | None = None  # leader: partition counts its assignment was made with
+    # group.protocol=consumer: the membership the client runs instead of the classic join loop
+    # (state/consumer_group_client.py), and its requests in flight that the membership waits for (request id
+    # -> the heartbeat, or the commit action).
+    membership: Membership | None = None
+    member_requests: dict = field(default_factory=dict)
+    # A commit before revocation that failed with a retriable error: (the membership's commit action, its
+    # error, when its backoff ends), and the failures in a row so far (the backoff's attempt count).
+    commit_retry: tuple | None = None
+    commit_retries: int = 0
     # Consumption: a consuming client keeps up with production (or, with coordsim.consume.records.per.second,
     # reads at that rate from where it started: `started`, (ts, position) per partition); a stopped one stays
     # where it stopped (`frozen`).
@@ -143,6 +154,9 @@ class ClientHost(Protocol):
     now: int
     discoverable_coordinator: int | None  # what a starting client's first lookup finds (None: no coordinator)
     cluster_topics: dict[str, int]
+    topic_ids: dict  # topic name -> TopicId, as the cluster's metadata gives them
+
+    def topic_id(self, topic: str): ...
 
     def log_end_offset(self, tp, at: int | None = None) -> int: ...
     def transmit(self, event: Event, raw: dict, sent_to: int | None) -> None: ...
@@ -154,7 +168,7 @@ class ClientHost(Protocol):
     def consumption_ended(self) -> None: ...
 
 
-class ConsumerFleet:
+class ConsumerFleet(ConsumerGroupClients):
     """The group's synthetic consumers and their timers."""
 
     def __init__(self, group_id: str) -> None:
@@ -185,7 +199,10 @@ class ConsumerFleet:
                                        coordinator=self.host.discoverable_coordinator,
                                        next_auto_commit=self.now + event.config.commit_interval_ms)
             self.clients[event.client_id] = client
-            self._schedule_poll(client, self.now)
+            if event.config.group_protocol == "consumer":
+                self.start_membership(client)
+            else:
+                self._schedule_poll(client, self.now)
             return
         if client is None or not client.alive:
             self.host.reject(event, f"client {event.client_id!r} is not running")
@@ -201,11 +218,17 @@ class ConsumerFleet:
                 client.paused_until = max(client.paused_until, until)
             else:
                 client.poll_stalled_until = max(client.poll_stalled_until, until)
-                # The heartbeat thread notices a stalled poll loop once max.poll.interval.ms has passed.
-                self.client_timer(client, "poll_timeout", self.now + client.config.max_poll_interval_ms)
+                if client.membership is None:
+                    # The heartbeat thread notices a stalled poll loop once max.poll.interval.ms has passed
+                    # (a membership keeps its own poll timer).
+                    self.client_timer(client, "poll_timeout", self.now + client.config.max_poll_interval_ms)
             self.client_timer(client, "resume", until)
         elif isinstance(event, Subscribe):
-            if set(event.topics) != set(client.topics):
+            if client.membership is not None:
+                client.topics = event.topics
+                client.membership.subscribe(self.now, set(event.topics))
+                self._schedule_poll(client, self.now)
+            elif set(event.topics) != set(client.topics):
                 client.topics = event.topics
                 client.rejoin_needed = True
                 self._schedule_poll(client, self.now)
@@ -219,6 +242,9 @@ class ConsumerFleet:
             self.timers.cancel(key)
 
     def _close(self, client: SyntheticConsumer) -> None:
+        if client.membership is not None:
+            self.close_membership(client)
+            return
         if not client.closing:
             client.closing, client.closing_since = True, self.now
         self._freeze(client)
@@ -340,6 +366,9 @@ class ConsumerFleet:
             # A paused process runs nothing; whatever was due happens when it resumes.
             self.client_timer(client, kind, client.paused_until, *args)
             return
+        if client.membership is not None:
+            self.fire_member_timer(client, kind)
+            return
         if kind == "poll":
             self._poll(client)
         elif kind == "heartbeat":
@@ -374,6 +403,9 @@ class ConsumerFleet:
         for slot, request_id in list(client.in_flight.items()):
             if request_id == response["request_id"]:
                 del client.in_flight[slot]
+        if client.membership is not None:
+            self.on_member_response(client, response)
+            return
         handler = _RESPONSE_HANDLERS.get(response["api"])
         if handler is not None:
             handler(self, client, response)

@@ -25,6 +25,8 @@ from typing import Any, Callable
 
 from state import events as events_module
 from state.consumer import Phase
+from state.consumer_group.client.member_state import MemberState as ClientMemberState
+from state.consumer_group.client.membership_manager import GroupMembershipOperation, Step
 from state.consumer_group.reconciliation import MemberState
 from state.consumer_group.topic_id import TopicId
 from state.consumer_protocol import TopicPartition
@@ -68,6 +70,35 @@ STORED: dict[str, tuple[str, ...]] = {
     "state.consumer_group.records.GroupEpoch": (),
     "state.consumer_group.records.MemberSubscription": (),
     "state.consumer_group.records.AssignmentMetadata": (),
+    # A consumer-protocol client's membership (state.consumer_group.client), with its requests in flight.
+    "state.consumer_group.client.member.Membership": ("config", "_manager", "_heartbeat"),
+    "state.consumer_group.client.member_config.MemberConfig": (),
+    "state.consumer_group.client.membership_manager.MembershipManager": (
+        "config", "member_id", "member_epoch", "state", "subscription", "has_rebalance_listener", "owned",
+        "current_assignment", "target_assignment", "leave_group_operation", "leave_in_progress",
+        "_reconciliation_in_progress", "_rejoined_while_reconciliation_in_progress", "_subscription_updated",
+        "_is_poll_timer_expired", "_stale_assignment_released", "_rejoin_when_stale_assignment_released",
+        "actions"),
+    "state.consumer_group.client.local_assignment.LocalAssignment": (),
+    "state.consumer_group.client.member_actions.PendingActions": ("_outbox", "_waiting", "_next_seq"),
+    "state.consumer_group.client.member_actions.Then": (),
+    "state.consumer_group.client.member_actions.CommitBeforeRebalance": (),
+    "state.consumer_group.client.member_actions.CommitOnClose": (),
+    "state.consumer_group.client.member_actions.OnPartitionsRevoked": (),
+    "state.consumer_group.client.member_actions.OnPartitionsLost": (),
+    "state.consumer_group.client.member_actions.OnPartitionsAssigned": (),
+    "state.consumer_group.client.member_actions.ErrorEvent": (),
+    "state.consumer_group.client.heartbeat_manager.HeartbeatRequestManager": (
+        "membership", "request_state", "heartbeat_state", "coordinator_known", "poll_deadline_ms", "in_flight"),
+    "state.consumer_group.client.heartbeat_manager.HeartbeatState": ("_group_id", "_membership", "sent"),
+    "state.consumer_group.client.heartbeat_manager.SentFields": (),
+    "state.consumer_group.client.heartbeat_timing.HeartbeatRequestState": (
+        "heartbeat_interval_ms", "_backoff", "_timer_deadline_ms", "request_in_flight", "last_received_ms",
+        "num_attempts", "backoff_ms"),
+    "state.consumer_group.client.heartbeat_timing.ExponentialBackoff": (
+        "initial_ms", "multiplier", "max_ms", "jitter", "_rng", "_exp_max"),
+    "state.consumer_group.client.seeded_random.SeededRandom": ("seed", "drawn"),
+    "state.consumer_group.messages.HeartbeatRequest": (),
 }
 TRANSIENT: dict[str, tuple[str, ...]] = {
     "state.runtime.GroupRuntime": ("config", "out", "_sweep_inputs_seen"),
@@ -75,7 +106,7 @@ TRANSIENT: dict[str, tuple[str, ...]] = {
 }
 # Classes of `state` stored the way pickle writes them; their shape is part of the schema id all the same.
 NAMED_TUPLES = (Timer, TopicPartition, TopicId)
-ENUMS = (GroupState, Phase, MemberState)
+ENUMS = (GroupState, Phase, MemberState, ClientMemberState, GroupMembershipOperation, Step)
 
 
 def _dataclass_fields(name: str) -> tuple[str, ...]:

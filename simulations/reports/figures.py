@@ -110,6 +110,8 @@ def state_segments(run: RunTables, group_id: str, end: int) -> dict:
     times = states["ts"].astype("int64").tolist()
     segments = [(t0, t1, state) for t0, t1, state in zip(times, times[1:] + [end], states["to_state"]) if t1 > t0]
     generations = run.group("generations", group_id)
+    # A consumer group's epoch superseded before its members reconciled never completed: no tick.
+    generations = generations[generations["join_complete_ts"].notna()]
     ticks = list(zip(generations["join_complete_ts"].astype("int64"), generations["generation_id"].astype(int)))
     return {"label": group_id, "segments": segments, "ticks": ticks}
 

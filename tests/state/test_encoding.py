@@ -9,6 +9,7 @@ import pickle
 import pytest
 
 from state.config import CoordinatorConfig
+from state.consumer_group.client.member_state import MemberState as ClientMemberState
 from state.events import parse_event
 from state.pickling import ValuesPickler, dumps
 from state import encoding
@@ -117,18 +118,20 @@ def test_an_object_of_a_class_outside_the_schema_is_refused() -> None:
         runtime.encode()
 
 
-def test_a_rolling_restart_goes_through_the_schema_at_every_stop() -> None:
-    # Every class a running group holds (clients, quiet runs, elided chains, the log, parked joins) is listed,
+@pytest.mark.parametrize("scenario", ["rolling-restart-cooperative", "rolling-restart-consumer-protocol"])
+def test_a_rolling_restart_goes_through_the_schema_at_every_stop(scenario: str) -> None:
+    # Every class a running group holds (clients, quiet runs, elided chains, the log, parked joins; with the
+    # consumer protocol the clients' memberships, mid-reconciliation with continuations pending) is listed,
     # and the decoded group carries on as the uninterrupted one.
     from simulations import scenarios
     from tableio.coordinator_settings import load_config
 
-    loaded = scenarios.load_scenario(scenarios.resolve("rolling-restart-cooperative"))
+    loaded = scenarios.load_scenario(scenarios.resolve(scenario))
     generated = scenarios.generate(loaded)
     group = generated.rows[0]["group_id"]
     rows = [parse_event(row, "scenario", line) for line, row in enumerate(generated.rows) if row["group_id"] == group]
     config = load_config(scenario=loaded.broker)
-    tables = []
+    tables, stored = [], set()  # (membership state, pending action's class) seen at the stops
     for stops in ([], list(range(rows[0].ts, generated.until_ms, 7_001))):
         runtime, found = GroupRuntime(group, config), {}
         runtime.offer(rows)
@@ -136,9 +139,14 @@ def test_a_rolling_restart_goes_through_the_schema_at_every_stop() -> None:
             runtime.advance_to(stop)
             for name, out in runtime.take_output().tables.items():
                 found.setdefault(name, []).extend(out)
+            stored |= {(c.membership.state, type(a).__name__) for c in runtime.fleet.clients.values()
+                       if c.membership for a in [None, *c.membership.pending_actions()]}
             runtime = GroupRuntime.decode(runtime.encode(), config)
         tables.append(found)
     assert tables[0] == tables[1] and tables[0]["assignments"]
+    if scenario == "rolling-restart-consumer-protocol":
+        assert {(ClientMemberState.RECONCILING, "OnPartitionsAssigned"),
+                (ClientMemberState.JOINING, "NoneType")} <= stored
 
 
 def test_events_pickle_as_their_constructor_call() -> None:

@@ -1,16 +1,19 @@
 """A sweep on the Spark engine: its tables (variant column, per-variant settings, keys apart) byte for byte
-those of the local engine's sweep, sliced as `coordsim sweep` runs it by default."""
+those of the local engine's sweep, sliced as `coordsim sweep` runs it by default. Its group sets are classic
+and consumer-protocol (KIP-848) synthetic clients, whose memberships the Spark engine stores between slices."""
 
 from __future__ import annotations
 
 import json
 
+import pyarrow.parquet as pq
 import pytest
 
 from simulations.engines.local import run_local_to
 from simulations.scenarios import generate, load_sweep, to_jsonl
 from tableio.coordinator_settings import load_config
 from tableio.inputs import read_events
+from tableio.parquet import PART_FILE
 
 from .conftest import assert_same_counts, assert_same_tables
 
@@ -26,6 +29,11 @@ group_sets:
     groups: 2
     members: 2
     topics: [{name: orders, partitions: 4, records_per_second: 20}]
+  - name: cg
+    groups: 1
+    members: 2
+    topics: [{name: payments, partitions: 4, records_per_second: 20}]
+    config: {group.protocol: consumer, group.remote.assignor: range}
 timeline:
   - {at: 20s, action: crash, members: 1, restart_after: 15s}
 sweep:
@@ -55,4 +63,9 @@ def test_a_sliced_spark_sweep_writes_the_local_sweeps_tables(spark, tmp_path):
                             inputs.rejects, variants=configs)
     assert_same_tables(tmp_path / "local", tmp_path / "spark")
     assert_same_counts(result, expected)
-    assert result.groups == 8  # two groups in each of four variants
+    assert result.groups == 12  # three groups in each of four variants
+    # The consumer-protocol groups went through the crash and the restart (an epoch each: two joins, the
+    # restarted member's join, the crashed one's removal), across slices.
+    heartbeats = [r for r in pq.read_table(tmp_path / "local" / "responses" / PART_FILE).to_pylist()
+                  if r["api"] == "ConsumerGroupHeartbeat"]
+    assert len({r["generation_id"] for r in heartbeats}) >= 4

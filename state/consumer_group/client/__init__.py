@@ -11,5 +11,6 @@ rebalance callbacks) as actions.
   and the reaction to every error; `heartbeat_timing`: the heartbeat timer and the exponential backoff.
 * `local_assignment`: the assignment the member holds, with its local epoch.
 * `member_actions`: the application-side steps the runtime runs and reports done.
+* `seeded_random`: the member id's and the jitter's random draws, with a stored form.
 * `member_config`: the client settings of the consumer protocol and the ones the Java client refuses with it.
 """

@@ -3,13 +3,16 @@
 HeartbeatIntervalMs, restarted whenever a heartbeat is sent, zeroed by a failure) and the retry backoff
 (measured from the last response; after a success it is the minimal backoff, after the n-th failure in a
 row retry.backoff.ms * 2^n, capped at retry.backoff.max.ms, each draw scaled by a jitter factor).
-Time is given in ms by the caller; the jitter comes from the random.Random passed in.
+Time is given in ms by the caller; the jitter comes from the generator passed in (a `SeededRandom` or a
+random.Random).
 """
 
 from __future__ import annotations
 
 import math
 import random
+
+from state.consumer_group.client.seeded_random import SeededRandom
 
 # RequestState.RETRY_BACKOFF_EXP_BASE / RETRY_BACKOFF_JITTER
 RETRY_BACKOFF_EXP_BASE = 2
@@ -19,7 +22,8 @@ RETRY_BACKOFF_JITTER = 0.2
 class ExponentialBackoff:
     """backoff(attempts) = uniform(1 - jitter, 1 + jitter) * initial * multiplier^attempts, never above max."""
 
-    def __init__(self, initial_ms: int, multiplier: int, max_ms: int, jitter: float, rng: random.Random):
+    def __init__(self, initial_ms: int, multiplier: int, max_ms: int, jitter: float,
+                 rng: SeededRandom | random.Random):
         if not 0 <= jitter <= 1:
             raise ValueError(f"jitter must be between 0 and 1, but got {jitter}")
         self.initial_ms = min(max_ms, initial_ms)

@@ -1,7 +1,8 @@
 """One KIP-848 consumer (Kafka's AsyncKafkaConsumer, `group.protocol=consumer`) as its group membership sees
 it: the surface a runtime drives. It wires the membership (`membership_manager`) to the heartbeat loop
 (`heartbeat_manager`) the way the consumer's two threads do, and does nothing on its own: time is passed in,
-randomness (the member id and the backoff jitter) comes from the random.Random given, and no I/O happens.
+randomness (the member id and the backoff jitter) comes from the generator given (a `SeededRandom`, whose
+state is stored with the rest, or a random.Random), and no I/O happens.
 
 A runtime:
 * calls `subscribe`, `poll` (the application's poll()), `unsubscribe` and `close` as the application does;
@@ -29,11 +30,12 @@ from state.consumer_group.client.member_actions import Partition
 from state.consumer_group.client.member_config import MemberConfig
 from state.consumer_group.client.member_state import MemberState
 from state.consumer_group.client.membership_manager import GroupMembershipOperation, MembershipManager
+from state.consumer_group.client.seeded_random import SeededRandom
 from state.consumer_group.messages import HeartbeatRequest, HeartbeatResponse
 from state.consumer_group.topic_id import TopicId
 
 
-def generate_member_id(rng: random.Random) -> str:
+def generate_member_id(rng: SeededRandom | random.Random) -> str:
     """Uuid.randomUuid().toString(): a random version-4 UUID in Kafka's text form, drawn again while that
     text contains a '-', as Kafka does. Kafka's other exclusions (the ids 0 and 1) are not version-4 UUIDs,
     so they cannot come up."""
@@ -46,7 +48,7 @@ def generate_member_id(rng: random.Random) -> str:
 
 
 class Membership:
-    def __init__(self, config: MemberConfig, rng: random.Random, now: int):
+    def __init__(self, config: MemberConfig, rng: SeededRandom | random.Random, now: int):
         self.config = config
         self._manager = MembershipManager(config, generate_member_id(rng))
         backoff = ExponentialBackoff(config.retry_backoff_ms, RETRY_BACKOFF_EXP_BASE, config.retry_backoff_max_ms,
@@ -116,7 +118,7 @@ class Membership:
         return self._manager.actions.take()
 
     def action_done(self, now: int, action: actions.Action, error: str | None = None) -> None:
-        self._manager.actions.done(now, action, error)
+        self._manager.action_done(now, action, error)
 
     # -- the network --------------------------------------------------------------------------------------
 

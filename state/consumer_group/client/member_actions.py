@@ -6,20 +6,29 @@ errors it hands over to be thrown from the next poll() (ErrorEvent).
 Every action but `ErrorEvent` is pending until the runtime reports it done (`Membership.action_done`), with
 or without an error; that is where a runtime gives callbacks and commits their durations. Kafka runs the
 callbacks only inside the application's poll(), so a faithful runtime completes them at a poll. `seq`
-tells actions with the same content apart. `PendingActions` keeps them and what follows each.
+tells actions with the same content apart. `PendingActions` keeps them and what follows each (`Then`: data,
+not a closure, so that a member's state can be stored by state/encoding.py).
 
 Partitions are (topic id, partition) pairs, sorted.
 """
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
-from typing import Callable
 
 from state.consumer_group.topic_id import TopicId
 
 Partition = tuple[TopicId, int]
-Then = Callable[[int, "str | None"], None]  # (now, error): what follows an action once it is done
+
+
+@dataclass(frozen=True, slots=True)
+class Then:
+    """What follows an action once it is done (where Kafka chains a CompletableFuture): a step of the
+    membership manager (`membership_manager.Step`) and the arguments it runs with besides (now, error)."""
+
+    step: enum.Enum
+    args: tuple = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,19 +111,19 @@ class PendingActions:
     def emit_error(self, error: str, message: str | None) -> None:
         self._outbox.append(ErrorEvent(error, message))
 
-    def emit(self, make: Callable[[int], Action], then: Then) -> None:
-        action = make(self._next_seq)
+    def emit(self, then: Then, kind: type, *fields) -> None:
+        """A new action `kind(seq, *fields)`, followed by `then` once done."""
+        action = kind(self._next_seq, *fields)
         self._waiting[self._next_seq] = (action, then)
         self._next_seq += 1
         self._outbox.append(action)
 
-    def done(self, now: int, action: Action, error: str | None = None) -> None:
-        """The runtime ran `action`; `error` names the exception the callback or commit ended with."""
+    def complete(self, action: Action) -> Then:
+        """The runtime ran `action`: it is no longer pending; what follows it is returned."""
         if self._waiting.get(action.seq, (None,))[0] != action:
             raise ValueError(f"{action} is not pending")
         if not isinstance(action, COMMITS):
             first = min(seq for seq, (a, _) in self._waiting.items() if not isinstance(a, COMMITS))
             if first != action.seq:
                 raise ValueError(f"{action} completed before {self._waiting[first][0]}")
-        _, then = self._waiting.pop(action.seq)
-        then(now, error)
+        return self._waiting.pop(action.seq)[1]

@@ -6,9 +6,10 @@ then acknowledge. It also owns fencing (onPartitionsLost, rejoin at epoch 0), fa
 (unsubscribe, close, an expired poll timer) and the rejoin of a stale member.
 
 What the application thread (or the commit manager) would run is emitted as `member_actions` and goes on
-when the runtime reports it done: where Kafka chains a CompletableFuture, the continuation waits in
-`actions` (a `PendingActions`). Topic ids are taken as always resolvable (the client's metadata is not modelled), so
-Kafka's partial reconciliation of unresolved topics never happens here.
+when the runtime reports it done (`action_done`): where Kafka chains a CompletableFuture, the continuation
+waits in `actions` (a `PendingActions`) as data, a `Step` and its arguments, and `resume` runs it. Topic ids
+are taken as always resolvable (the client's metadata is not modelled), so Kafka's partial reconciliation
+of unresolved topics never happens here.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import enum
 
 from state.consumer_group.client import member_actions as actions
 from state.consumer_group.client.local_assignment import NONE, LocalAssignment, partitions_of
-from state.consumer_group.client.member_actions import PendingActions, Partition, Then
+from state.consumer_group.client.member_actions import Partition, PendingActions, Then
 from state.consumer_group.client.member_config import MemberConfig
 from state.consumer_group.client.member_state import MemberState, check_transition
 from state.consumer_group.messages import (
@@ -36,6 +37,21 @@ class GroupMembershipOperation(enum.Enum):
     DEFAULT = "DEFAULT"  # leave: -1 for a dynamic member, -2 for a static one
     LEAVE_GROUP = "LEAVE_GROUP"  # leave for good (-1), static members too
     REMAIN_IN_GROUP = "REMAIN_IN_GROUP"  # a static member still sends -2
+
+
+class Step(enum.Enum):
+    """What follows an action once it is done (`member_actions.Then`): the name of the MembershipManager
+    method that `resume` calls with (now, error, *the Then's arguments)."""
+
+    CLEAR_ASSIGNMENT = "_lost_on_fatal"
+    REJOIN_WHEN_FENCED = "_lost_on_fenced"
+    REJOIN_WHEN_STALE = "_lost_on_stale"
+    LEAVE = "_released_before_leave"
+    CLOSE_RELEASE = "_committed_on_close"
+    CLOSE_LEAVE = "_released_on_close"
+    REVOKE = "_committed_before_revocation"
+    ASSIGN = "_revocation_done"
+    ACKNOWLEDGE = "_assignment_applied"
 
 
 class MembershipManager:
@@ -62,9 +78,16 @@ class MembershipManager:
     def _invoke_callback(self, kind: type, partitions: frozenset[Partition], then: Then, now: int) -> None:
         """A ConsumerRebalanceListener method, only for a registered listener and a non-empty set."""
         if partitions and self.has_rebalance_listener:
-            self.actions.emit(lambda seq: kind(seq, tuple(sorted(partitions))), then)
+            self.actions.emit(then, kind, tuple(sorted(partitions)))
         else:
-            then(now, None)
+            self.resume(now, then, None)
+
+    def action_done(self, now: int, action: actions.Action, error: str | None = None) -> None:
+        """The runtime ran `action`; `error` names the exception the callback or commit ended with."""
+        self.resume(now, self.actions.complete(action), error)
+
+    def resume(self, now: int, then: Then, error: str | None) -> None:
+        getattr(self, then.step.value)(now, error, *then.args)
 
     # -- state -----------------------------------------------------------------------------------------
 
@@ -198,14 +221,13 @@ class MembershipManager:
             return
         self.transition_to(MemberState.FENCED)
         self.member_epoch = JOIN_EPOCH
+        self._invoke_callback(actions.OnPartitionsLost, self.owned, Then(Step.REJOIN_WHEN_FENCED), now)
 
-        def released(_now: int, _error: str | None) -> None:
-            # A failed onPartitionsLost does not stop the rejoin.
-            self._clear_assignment()
-            if self.state is MemberState.FENCED:
-                self.transition_to_joining()
-
-        self._invoke_callback(actions.OnPartitionsLost, self.owned, released, now)
+    def _lost_on_fenced(self, _now: int, _error: str | None) -> None:
+        # A failed onPartitionsLost does not stop the rejoin.
+        self._clear_assignment()
+        if self.state is MemberState.FENCED:
+            self.transition_to_joining()
 
     def transition_to_fatal(self, now: int) -> None:
         previous = self.state
@@ -215,7 +237,10 @@ class MembershipManager:
         if previous in (MemberState.LEAVING, MemberState.PREPARE_LEAVING):
             self._maybe_complete_leave_in_progress()
             return
-        self._invoke_callback(actions.OnPartitionsLost, self.owned, lambda _n, _e: self._clear_assignment(), now)
+        self._invoke_callback(actions.OnPartitionsLost, self.owned, Then(Step.CLEAR_ASSIGNMENT), now)
+
+    def _lost_on_fatal(self, _now: int, _error: str | None) -> None:
+        self._clear_assignment()
 
     # -- leaving -------------------------------------------------------------------------------------
 
@@ -232,40 +257,43 @@ class MembershipManager:
         self.transition_to(MemberState.PREPARE_LEAVING)
         self.leave_in_progress = True
         if run_callbacks:
-            # Whether the callback fails or not, the member goes on to leave.
-            self._release_assignment(now, lambda _n, _e: self._clear_assignment_and_leave_group())
+            self._release_assignment(now, Then(Step.LEAVE))
         else:
             self._clear_assignment_and_leave_group()
+
+    def _released_before_leave(self, _now: int, _error: str | None) -> None:
+        # Whether the callback fails or not, the member goes on to leave.
+        self._clear_assignment_and_leave_group()
 
     def close(self, now: int, operation: GroupMembershipOperation) -> None:
         """AsyncKafkaConsumer.close on the application thread: auto-commit, then onPartitionsRevoked (in the
         group) or onPartitionsLost (out of it) for what it owns, then the leave (leaveGroupOnClose)."""
-
-        def leave(_now: int, _error: str | None) -> None:
-            self.leave_group_operation = operation
-            self.leave_group(_now, run_callbacks=False)
-
-        def release(_now: int, _error: str | None) -> None:
-            kind = actions.OnPartitionsRevoked if self.member_epoch > 0 else actions.OnPartitionsLost
-            self._invoke_callback(kind, self.owned, leave, _now)
-
         self.skip_assignment_events(now)
+        then = Then(Step.CLOSE_RELEASE, (operation,))
         if self.config.enable_auto_commit:
-            self.actions.emit(actions.CommitOnClose, release)
+            self.actions.emit(then, actions.CommitOnClose)
         else:
-            release(now, None)
+            self.resume(now, then, None)
+
+    def _committed_on_close(self, now: int, _error: str | None, operation: GroupMembershipOperation) -> None:
+        kind = actions.OnPartitionsRevoked if self.member_epoch > 0 else actions.OnPartitionsLost
+        self._invoke_callback(kind, self.owned, Then(Step.CLOSE_LEAVE, (operation,)), now)
+
+    def _released_on_close(self, now: int, _error: str | None, operation: GroupMembershipOperation) -> None:
+        self.leave_group_operation = operation
+        self.leave_group(now, run_callbacks=False)
 
     def skip_assignment_events(self, now: int) -> None:
         """unsubscribe() and close() never apply an assignment still waiting for the application thread
         (Kafka skips or reaps those events): the reconciliation it ends fails, with no ack."""
         for action in self.actions.pending():
             if isinstance(action, actions.OnPartitionsAssigned):
-                self.actions.done(now, action, ASSIGNMENT_EVENT_SKIPPED)
+                self.action_done(now, action, ASSIGNMENT_EVENT_SKIPPED)
 
     def _release_assignment(self, now: int, then: Then) -> None:
         """onPartitionsRevoked if still in the group (epoch > 0), else onPartitionsLost."""
         if not self.owned:
-            then(now, None)
+            self.resume(now, then, None)
         elif self.member_epoch > 0:
             self._revoke_partitions(now, self.owned, then)
         else:
@@ -291,14 +319,13 @@ class MembershipManager:
         self.transition_to(MemberState.STALE)
         self._stale_assignment_released = False
         self._rejoin_when_stale_assignment_released = False
+        self._invoke_callback(actions.OnPartitionsLost, self.owned, Then(Step.REJOIN_WHEN_STALE), now)
 
-        def released(_now: int, _error: str | None) -> None:
-            self._clear_assignment()
-            self._stale_assignment_released = True
-            if self._rejoin_when_stale_assignment_released:
-                self.transition_to_joining()
-
-        self._invoke_callback(actions.OnPartitionsLost, self.owned, released, now)
+    def _lost_on_stale(self, _now: int, _error: str | None) -> None:
+        self._clear_assignment()
+        self._stale_assignment_released = True
+        if self._rejoin_when_stale_assignment_released:
+            self.transition_to_joining()
 
     def maybe_rejoin_stale_member(self) -> None:
         """The poll timer was found expired at a poll: a stale member rejoins once its partitions are lost."""
@@ -330,53 +357,46 @@ class MembershipManager:
             return
         self._reconciliation_in_progress = True
         self._rejoined_while_reconciliation_in_progress = False
-
-        def committed(_now: int, _error: str | None) -> None:
-            # A failed commit does not stop the reconciliation.
-            if not self._maybe_abort_reconciliation():
-                self._revoke_and_assign(_now, resolved, revoked, added)
-
+        then = Then(Step.REVOKE, (resolved, revoked, added))
         if self.config.enable_auto_commit:
-            deadline = now + self.config.max_poll_interval_ms
-            self.actions.emit(lambda seq: actions.CommitBeforeRebalance(seq, deadline), committed)
+            self.actions.emit(then, actions.CommitBeforeRebalance, now + self.config.max_poll_interval_ms)
         else:
-            committed(now, None)
+            self.resume(now, then, None)
 
-    def _revoke_and_assign(self, now: int, resolved: LocalAssignment, revoked: frozenset[Partition],
-                           added: frozenset[Partition]) -> None:
-        def assigned(_now: int, error: str | None) -> None:
-            if error is not None:
-                # No ack: the member stays RECONCILING and retries; the coordinator may fence it meanwhile.
-                self._mark_reconciliation_completed()
-            elif self._reconciliation_in_progress and not self._maybe_abort_reconciliation():
-                self.current_assignment = resolved
-                self.transition_to(MemberState.ACKNOWLEDGING)
-                self._mark_reconciliation_completed()
-
-        def revocation_done(_now: int, error: str | None) -> None:
-            if error is not None:
-                self._mark_reconciliation_completed()
-            elif not self._maybe_abort_reconciliation():
-                self._assign_partitions(resolved.partitions, added, assigned)
-
+    def _committed_before_revocation(self, now: int, _error: str | None, resolved: LocalAssignment,
+                                     revoked: frozenset[Partition], added: frozenset[Partition]) -> None:
+        # A failed commit does not stop the reconciliation.
+        if self._maybe_abort_reconciliation():
+            return
+        then = Then(Step.ASSIGN, (resolved, added))
         if revoked:
-            self._revoke_partitions(now, revoked, revocation_done)
+            self._revoke_partitions(now, revoked, then)
         else:
-            revocation_done(now, None)
+            self.resume(now, then, None)
+
+    def _revocation_done(self, _now: int, error: str | None, resolved: LocalAssignment,
+                         added: frozenset[Partition]) -> None:
+        if error is not None:
+            self._mark_reconciliation_completed()
+        elif not self._maybe_abort_reconciliation():
+            self.actions.emit(Then(Step.ACKNOWLEDGE, (resolved,)), actions.OnPartitionsAssigned,
+                              tuple(sorted(resolved.partitions)), tuple(sorted(added)), self.has_rebalance_listener)
+
+    def _assignment_applied(self, _now: int, error: str | None, resolved: LocalAssignment) -> None:
+        # The application thread makes the assignment effective before it runs the callback, unless it
+        # skipped the event altogether.
+        if error != ASSIGNMENT_EVENT_SKIPPED:
+            self.owned = resolved.partitions
+        if error is not None:
+            # No ack: the member stays RECONCILING and retries; the coordinator may fence it meanwhile.
+            self._mark_reconciliation_completed()
+        elif self._reconciliation_in_progress and not self._maybe_abort_reconciliation():
+            self.current_assignment = resolved
+            self.transition_to(MemberState.ACKNOWLEDGING)
+            self._mark_reconciliation_completed()
 
     def _revoke_partitions(self, now: int, partitions: frozenset[Partition], then: Then) -> None:
         self._invoke_callback(actions.OnPartitionsRevoked, partitions & self.owned, then, now)
-
-    def _assign_partitions(self, assigned: frozenset[Partition], added: frozenset[Partition], then: Then) -> None:
-        def applied(_now: int, error: str | None) -> None:
-            # The application thread makes the assignment effective before it runs the callback, unless it
-            # skipped the event altogether.
-            if error != ASSIGNMENT_EVENT_SKIPPED:
-                self.owned = assigned
-            then(_now, error)
-
-        event = (tuple(sorted(assigned)), tuple(sorted(added)), self.has_rebalance_listener)
-        self.actions.emit(lambda seq: actions.OnPartitionsAssigned(seq, *event), applied)
 
     def _maybe_abort_reconciliation(self) -> bool:
         """A reconciliation that outlived its purpose (the member left RECONCILING or rejoined) stops."""

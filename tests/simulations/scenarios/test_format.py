@@ -86,7 +86,7 @@ def test_shares_round_up_and_never_exceed_the_whole():
 def test_every_shipped_scenario_loads_and_generates_without_notes():
     assert {"default", "rolling-restart-dynamic-eager", "rolling-restart-static", "rolling-restart-cooperative",
             "crash", "gc-pause", "slow-consumer", "flapping", "scale-out", "partition-increase",
-            "offsets-expiry"} <= set(scenarios.shipped())
+            "offsets-expiry", "rolling-restart-consumer-protocol"} <= set(scenarios.shipped())
     for name, path in scenarios.shipped().items():
         generated = scenarios.generate(scenarios.load_scenario(path))
         assert generated.rows and generated.notes == [], name
@@ -130,6 +130,8 @@ def test_yaml_anchors_and_merge_keys_work():
     (MINIMAL + "    members: 4\n", "s.yaml:7: group_sets[0]: duplicate key 'members'"),
     (MINIMAL + "    config:\n      session.timeout.ms: 10000\n      heartbeat.interval.ms: 20000\n",
      "s.yaml:7: group_sets[0].config: heartbeat.interval.ms must be > 0 and lower than session.timeout.ms"),
+    (MINIMAL + "    config:\n      group.protocol: consumer\n      session.timeout.ms: 10000\n",
+     "s.yaml:7: group_sets[0].config: session.timeout.ms cannot be set when group.protocol=CONSUMER"),
     (MINIMAL + "    config:\n      coordsim.consume.records.per.second: -5\n",
      "s.yaml:8: group_sets[0].config.coordsim.consume.records.per.second: coordsim.consume.records.per.second "
      "must be >= 0"),

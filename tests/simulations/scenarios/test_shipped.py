@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from .helpers import Run, run, shipped_small
 
 SESSION_MS, HEARTBEAT_MS = 45_000, 3_000  # the Java consumer's defaults
@@ -26,6 +28,24 @@ def test_default_and_dynamic_rolling_restarts_cost_two_rebalances_per_member():
             metrics = r.metrics(group_id)
             assert metrics["end_state"] == "Stable" and metrics["end_members"] == 4
             assert len(assigned_partitions(r, group_id)) == r.scenario.group_sets[0].topics[0].partitions
+
+
+def test_consumer_protocol_rolling_restart_moves_only_the_restarted_members_partitions():
+    r = run(shipped_small("rolling-restart-consumer-protocol", sets={"*": {"groups": 2, "members": 4}}))
+    partitions = r.scenario.group_sets[0].topics[0].partitions
+    for group_id in r.group_ids():
+        assert {row["api"] for row in r.rows("responses", group_id)} == {"ConsumerGroupHeartbeat", "OffsetCommit",
+                                                                       "OffsetFetch"}
+        # After the formation, one group epoch for each leave and each join of a restarted member (a join
+        # that moves partitions from members who keep running: Stable -> Reconciling, no Assigning).
+        causes = [row["cause"] for row in r.rows("generations", group_id)]
+        assert causes[-8:] == ["member_leave", "member_join"] * 4, (group_id, causes)
+        metrics = r.metrics(group_id)
+        assert metrics["end_state"] == "Stable" and metrics["end_members"] == 4 and metrics["failed_commits"] == 0
+        leaves = [json.loads(row["raw"]) for row in r.rows("requests", group_id)
+                  if row["type"] == "CONSUMER_GROUP_HEARTBEAT" and json.loads(row["raw"])["member_epoch"] == -1]
+        assert len(leaves) == 4
+        assert len(assigned_partitions(r, group_id)) == partitions
 
 
 def test_static_rolling_restart_within_the_session_timeout_never_rebalances():

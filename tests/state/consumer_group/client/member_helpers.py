@@ -60,7 +60,7 @@ def joining_manager(instance_id: str | None = None, auto_commit: bool = False, l
 
 def complete_next(mm: MembershipManager, now: int = 0) -> None:
     """The oldest pending action (a commit too) completes."""
-    mm.actions.done(now, min(mm.actions.pending(), key=lambda a: a.seq))
+    mm.action_done(now, min(mm.actions.pending(), key=lambda a: a.seq))
 
 
 def complete_all(mm: MembershipManager, now: int = 0) -> None:

@@ -7,7 +7,9 @@ import random
 
 from state.consumer_group.client import member_actions as actions
 from state.consumer_group.client.member import Membership, generate_member_id
+from state import encoding
 from state.consumer_group.client.member_state import MemberState
+from state.consumer_group.client.seeded_random import SeededRandom
 
 from tests.state.consumer_group.client.member_helpers import TOPIC_1, assignment, membership, response
 
@@ -17,6 +19,17 @@ def test_member_id_is_a_kafka_uuid_from_the_seeded_random():
     ids = [generate_member_id(random.Random(seed)) for seed in range(200)]
     assert ids[:5] == [generate_member_id(random.Random(seed)) for seed in range(5)]
     assert len(set(ids)) == 200 and all(len(i) == 22 and "-" not in i for i in ids)
+
+
+def test_seeded_random_goes_on_with_the_same_draws_once_stored():
+    # Its stored form is the seed and the words drawn: a decoded one replays them and draws on as
+    # random.Random(seed) does, member id and jitter alike.
+    seeded, plain = SeededRandom("c0#1"), random.Random("c0#1")
+    assert generate_member_id(seeded) == generate_member_id(plain)
+    assert [seeded.uniform(0.8, 1.2) for _ in range(3)] == [plain.uniform(0.8, 1.2) for _ in range(3)]
+    decoded = encoding.loads(encoding.dumps(seeded))
+    assert (decoded.seed, decoded.drawn) == ("c0#1", seeded.drawn)
+    assert [decoded.uniform(0.8, 1.2), decoded.getrandbits(40)] == [plain.uniform(0.8, 1.2), plain.getrandbits(40)]
 
 
 def joined(listener: bool, owned=(), auto_commit: bool = False) -> Membership:

@@ -44,7 +44,7 @@ def test_reconciling_when_receiving_assignment_found_in_metadata():
     mm.maybe_reconcile(0, can_commit=True)
     [assigned] = pending(mm, actions.OnPartitionsAssigned)
     assert assigned.assigned == (T1_0,) and assigned.added == (T1_0,)
-    mm.actions.done(0, assigned)
+    mm.action_done(0, assigned)
     assert mm.state is MemberState.ACKNOWLEDGING and mm.owned == {T1_0}
     mm.on_heartbeat_request_generated(0)
     assert mm.state is MemberState.STABLE
@@ -109,7 +109,7 @@ def test_fencing_when_state_is_stable_or_reconciling(reconciling):
     [lost] = mm.actions.take()
     assert isinstance(lost, actions.OnPartitionsLost) and lost.partitions == (T1_0,)
     assert mm.should_skip_heartbeat()
-    mm.actions.done(5, lost)
+    mm.action_done(5, lost)
     assert mm.state is MemberState.JOINING and mm.owned == frozenset() and mm.current_assignment.is_none()
 
 
@@ -118,7 +118,7 @@ def test_on_partitions_lost_error():
     mm = stable_manager(owned=assignment((TOPIC_1, [0])), listener=True)
     mm.transition_to_fenced(0)
     [lost] = mm.actions.take()
-    mm.actions.done(0, lost, error="KafkaException")
+    mm.action_done(0, lost, error="KafkaException")
     assert mm.state is MemberState.JOINING and mm.owned == frozenset()
 
 
@@ -139,7 +139,7 @@ def test_fencing_when_state_is_prepare_leaving():
     mm.transition_to_fenced(0)
     assert mm.state is MemberState.UNSUBSCRIBED and not mm.leave_in_progress
     assert mm.actions.take() == []  # no onPartitionsLost, no rejoin
-    mm.actions.done(0, revoked)
+    mm.action_done(0, revoked)
     assert mm.state is MemberState.UNSUBSCRIBED and mm.member_epoch == LEAVE_EPOCH
     assert mm.should_skip_heartbeat()
 
@@ -153,7 +153,7 @@ def test_new_assignment_ignored_when_state_is_prepare_leaving():
     assert mm.state is MemberState.PREPARE_LEAVING and mm.target_assignment.partitions == {T1_0}
     mm.maybe_reconcile(0, can_commit=True)
     assert mm.actions.take() == []
-    mm.actions.done(0, revoked)
+    mm.action_done(0, revoked)
     assert mm.state is MemberState.LEAVING
 
 
@@ -193,10 +193,10 @@ def test_close_runs_commit_and_revocation_before_leaving():
     mm.close(0, GroupMembershipOperation.DEFAULT)
     [commit] = mm.actions.take()
     assert isinstance(commit, actions.CommitOnClose) and mm.state is MemberState.STABLE
-    mm.actions.done(1, commit)
+    mm.action_done(1, commit)
     [revoked] = mm.actions.take()
     assert isinstance(revoked, actions.OnPartitionsRevoked) and revoked.partitions == (T1_0,)
-    mm.actions.done(2, revoked)
+    mm.action_done(2, revoked)
     assert mm.state is MemberState.LEAVING and mm.owned == frozenset()
 
 
@@ -209,7 +209,7 @@ def test_delayed_reconciliation_result_discarded_if_member_not_in_reconciling_st
     assert isinstance(commit, actions.CommitBeforeRebalance) and commit.deadline_ms == REBALANCE_TIMEOUT
     mm.transition_to_fatal(0)
     assert mm.owned == frozenset()
-    mm.actions.done(0, commit)
+    mm.action_done(0, commit)
     assert mm.actions.take() == [] and mm.state is MemberState.FATAL
 
 
@@ -226,15 +226,15 @@ def test_delayed_reconciliation_result_discarded_if_member_rejoins(stuck_on):
     lost = pending(mm, actions.OnPartitionsLost)
     for action in sorted(mm.actions.pending(), key=lambda a: a.seq):
         if action is not stuck and action not in lost:
-            mm.actions.done(0, action)
+            mm.action_done(0, action)
     if stuck_on is not actions.CommitBeforeRebalance:
-        mm.actions.done(0, stuck)  # the application thread takes it before the onPartitionsLost behind it
+        mm.action_done(0, stuck)  # the application thread takes it before the onPartitionsLost behind it
     for action in lost:
-        mm.actions.done(0, action)
+        mm.action_done(0, action)
     assert mm.state is MemberState.JOINING
     mm.on_heartbeat_success(response(epoch=2, assigned=assignment((TOPIC_1, [1]))))
     if stuck_on is actions.CommitBeforeRebalance:
-        mm.actions.done(0, stuck)
+        mm.action_done(0, stuck)
     # The stale reconciliation did not acknowledge anything; the new target reconciles from scratch.
     assert mm.state is MemberState.RECONCILING and mm.current_assignment.is_none()
     mm.actions.take()
@@ -346,7 +346,7 @@ def test_leave_group_when_member_owns_assignment():
     mm.leave_group(0)
     [revoked] = mm.actions.take()
     assert revoked.partitions == ((TOPIC_1, 0), (TOPIC_1, 1)) and mm.state is MemberState.PREPARE_LEAVING
-    mm.actions.done(0, revoked, error="KafkaException")  # a failed callback does not stop the leave
+    mm.action_done(0, revoked, error="KafkaException")  # a failed callback does not stop the leave
     assert mm.state is MemberState.LEAVING and mm.owned == frozenset()
 
 
@@ -375,7 +375,7 @@ def test_leave_group_when_member_fenced():
     [lost] = mm.actions.take()
     mm.leave_group(0)
     assert mm.state is MemberState.UNSUBSCRIBED and mm.owned == frozenset() and not mm.leave_in_progress
-    mm.actions.done(0, lost)
+    mm.action_done(0, lost)
     assert mm.state is MemberState.UNSUBSCRIBED
 
 
@@ -422,7 +422,7 @@ def test_fatal_failure_when_state_is_prepare_leaving():
     [revoked] = mm.actions.take()
     mm.transition_to_fatal(0)
     assert mm.state is MemberState.FATAL and not mm.leave_in_progress and mm.actions.take() == []
-    mm.actions.done(0, revoked)
+    mm.action_done(0, revoked)
     assert mm.state is MemberState.FATAL
 
 
@@ -467,7 +467,7 @@ def test_reconcile_new_partitions_assigned(owned, target, added):
     [assigned] = mm.actions.take()
     assert assigned.added == tuple((TOPIC_1, p) for p in added)
     assert assigned.assigned == tuple((TOPIC_1, p) for p in target)
-    mm.actions.done(0, assigned)
+    mm.action_done(0, assigned)
     assert mm.state is MemberState.ACKNOWLEDGING and mm.owned == {(TOPIC_1, p) for p in target}
 
 
@@ -490,7 +490,7 @@ def test_reconcile_partitions_revoked_no_auto_commit_no_callbacks():
     mm.maybe_reconcile(0, can_commit=True)
     [assigned] = mm.actions.take()  # no listener: no onPartitionsRevoked
     assert assigned.assigned == () and assigned.added == ()
-    mm.actions.done(0, assigned)
+    mm.action_done(0, assigned)
     assert mm.state is MemberState.ACKNOWLEDGING and mm.owned == frozenset()
 
 
@@ -504,7 +504,7 @@ def test_reconcile_partitions_revoked_with_auto_commit_no_callbacks(commit_error
     [commit] = mm.actions.take()
     assert commit.deadline_ms == 50 + REBALANCE_TIMEOUT
     assert mm.state is MemberState.RECONCILING and mm.owned == {T1_0}
-    mm.actions.done(60, commit, commit_error)
+    mm.action_done(60, commit, commit_error)
     complete_all(mm)
     assert mm.state is MemberState.ACKNOWLEDGING and mm.owned == frozenset()
 
@@ -517,10 +517,10 @@ def test_reconcile_new_partitions_assigned_and_revoked():
     mm.maybe_reconcile(0, can_commit=True)
     [revoked] = mm.actions.take()
     assert isinstance(revoked, actions.OnPartitionsRevoked) and revoked.partitions == (T1_0,)
-    mm.actions.done(0, revoked)
+    mm.action_done(0, revoked)
     [assigned] = mm.actions.take()
     assert assigned.added == ((TOPIC_1, 1), (TOPIC_1, 2)) == assigned.assigned
-    mm.actions.done(0, assigned)
+    mm.action_done(0, assigned)
     assert mm.state is MemberState.ACKNOWLEDGING and mm.owned == {(TOPIC_1, 1), (TOPIC_1, 2)}
 
 
@@ -531,7 +531,7 @@ def test_listener_callbacks_throws_error(failing):
     mm.on_heartbeat_success(response(assigned=assignment((TOPIC_1, [1]))))
     mm.maybe_reconcile(0, can_commit=True)
     action = complete_until(mm, failing)
-    mm.actions.done(0, action, error="KafkaException")
+    mm.action_done(0, action, error="KafkaException")
     assert mm.state is MemberState.RECONCILING and mm.actions.take() == []  # no ack
     mm.maybe_reconcile(0, can_commit=True)  # retried on a later poll
     assert mm.actions.take()
@@ -589,7 +589,7 @@ def test_stale_member_waits_for_callback_to_rejoin_when_timer_reset():
     assert isinstance(lost, actions.OnPartitionsLost) and mm.state is MemberState.STALE
     mm.maybe_rejoin_stale_member()
     assert mm.state is MemberState.STALE
-    mm.actions.done(0, lost)
+    mm.action_done(0, lost)
     assert mm.state is MemberState.JOINING and mm.owned == frozenset()
 
 
@@ -602,9 +602,9 @@ def test_application_thread_actions_complete_in_order():
     mm.transition_to_fenced(0)
     [lost] = mm.actions.take()
     with pytest.raises(ValueError):
-        mm.actions.done(0, lost)
-    mm.actions.done(0, assigned)
-    mm.actions.done(0, lost)
+        mm.action_done(0, lost)
+    mm.action_done(0, assigned)
+    mm.action_done(0, lost)
     assert mm.state is MemberState.JOINING and mm.owned == frozenset()
 
 
