@@ -11,6 +11,7 @@ from html import escape
 from simulations.reports import figures, svg
 from simulations.reports.capacity_panels import capacity_panels
 from simulations.reports.figures import Bins
+from simulations.reports.group_sets import METRICS_COLUMNS, group_sets_panel
 from simulations.reports.panel import Panel, note, span
 from simulations.views.lag_status import NO_LOG_END_OFFSET
 from tableio.lag_status import INPUT_COLUMNS as LAG_INPUT_COLUMNS
@@ -40,7 +41,7 @@ COLUMNS = {
     "group_metadata": ("group_id", "write_ts", "coordinator_partition"),
     "group_states": ("group_id", "ts", "from_state", "to_state", "cause", "generation_id", "coordinator_id"),
     "members": ("group_id", "ts"),  # only for the run's groups and time span (RunTables)
-    "metrics": ("group_id", "duplicate_records", "skipped_records", *figures.UNCONSUMED),
+    "metrics": tuple(dict.fromkeys((*METRICS_COLUMNS, *figures.UNCONSUMED))),
     "rejects": ("line",),
     "coordinator_load": ("broker_id", "window_start_ts", "measure", "value"),
 }
@@ -54,7 +55,9 @@ def build_panels(run: RunTables, group: str | None = None) -> list[Panel]:
     ranked = figures.rank_groups(run)
     bins = Bins.over(start, end)
     chosen = group if group in ranked else ranked[0]
+    sets = group_sets_panel(run)
     return [
+        *([] if sets is None else [sets]),
         _timeline(run, ranked[:TOP_GROUPS], bins, end),
         _rebalances(run, bins),
         _unconsumed(run),
