@@ -150,11 +150,8 @@ def print_summary(console: Console, result: RunResult, config: CoordinatorConfig
     """The figures come from the tables as written (either engine), read a few columns at a time."""
     errors = count_requests(read_columns(out_dir, "responses", ["error", "repeat_count"]).to_pandas(), by="error")
     by_count = sorted(errors.items(), key=lambda item: (-item[1], item[0]))
-    to_state = read_columns(out_dir, "group_states", ["to_state"])["to_state"]
-    rebalances = pc.sum(pc.equal(to_state, "PreparingRebalance")).as_py() or 0
-    # A consumer group rebalances each time its group epoch is bumped: one ConsumerGroupMetadata record each.
-    record_types = read_columns(out_dir, "consumer_group_records", ["record_type"])["record_type"]
-    rebalances += pc.sum(pc.equal(record_types, "ConsumerGroupMetadata")).as_py() or 0
+    # The metrics table's count, either protocol's (docs/tables.md#metrics), as every other summary shows it.
+    rebalances = pc.sum(read_columns(out_dir, "metrics", ["rebalances"])["rebalances"]).as_py() or 0
     rejects = _rejects(out_dir)
     # Events the coordinators were handed but rejected are counted once: as rejected.
     applied = str(result.events_applied - sum(1 for row in rejects if coordinator_reject(row) is not None))

@@ -67,7 +67,7 @@ def merged(distributions: Iterable[list[dict] | None]) -> Counter:
     """{duration: occurrences} over several rows' distributions (a set's figures from its groups' rows)."""
     total: Counter = Counter()
     for rows in distributions:
-        for entry in rows or ():
+        for entry in () if rows is None else rows:
             total[entry["ms"]] += entry["count"]
     return total
 

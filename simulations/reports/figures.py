@@ -4,18 +4,21 @@ Time is cut into `Bins` (at most `MAX_BINS` equal bins over the run) and groups 
 the output stay small for runs of any length and any number of groups.
 
 Definitions the panels rely on:
-- a rebalance is a transition to PreparingRebalance; its cause is that row's `cause`;
-- partition time in rebalance, the coordinator's view (computed here and only here): a partition of a Stable
-  generation's assignment is in rebalance from the start of a rebalance of the Stable group until the group
+- a rebalance is a classic group's transition to PreparingRebalance or a consumer group's group epoch bump,
+  with its cause (`simulations.views.rebalances`, the reading of the `metrics` table's `rebalances`);
+- partition time in rebalance, the coordinator's view (computed here and only here), of classic groups: a
+  partition of a Stable generation's assignment is in rebalance from the start of a rebalance of the Stable group until the group
   is next Stable (or Empty or Dead, when nobody is left to own it). Eager assignors revoke every partition of
   the generation that was Stable; cooperative-sticky revokes only the partitions that change owner in the
   next Stable generation. A static member restarting within its session timeout causes no rebalance, so its
   partitions are never in rebalance, though nobody consumes them while it is down;
 - unconsumed partition time, the consumers' view (nobody processing the partition), is the `metrics`
   table's, computed by the simulated consumers (state/metrics.py): read here, never recomputed;
-- a partition moved when its owner in a Stable generation differs from its owner in the group's previous
-  Stable generation (or it lost its owner). An owner is a member's group.instance.id when it has one, so a
-  static member that restarts under a new member id keeps its partitions;
+- a partition is reassigned when its owner in a Stable generation (a consumer group: a group epoch its
+  members all reconciled to) differs from its owner in the group's previous Stable generation (or it lost its
+  owner): the coordinator's view, apart from the `metrics` table's `partitions_moved`, the consumers' (a
+  client starting on a partition another client had). An owner is a member's group.instance.id when it has
+  one, so a static member that restarts under a new member id keeps its partitions;
 - ownership over time: a Stable generation's assignment holds from its `stable_ts` until the group leaves
   Stable;
 - lag status over time: Burrow's evaluation (`tableio.lag_status`) at the end of each bin.
@@ -31,6 +34,7 @@ import pandas as pd
 
 from tableio.lag_status import PARTITION_STATUSES, LagHistory
 from simulations.views.quiet_runs import count_requests, counts_per_window, repeat_times
+from simulations.views.rebalances import rebalance_starts
 from simulations.views.run_tables import RunTables
 from tableio.coordinator_load import NO_BROKER
 
@@ -89,8 +93,7 @@ class Bins:
 
 
 def rebalances(run: RunTables) -> pd.DataFrame:
-    states = run["group_states"]
-    return states[states["to_state"] == PREPARING]
+    return rebalance_starts(run["group_states"], run["generations"], run["consumer_group_records"])
 
 
 def rank_groups(run: RunTables) -> list[str]:
@@ -177,12 +180,15 @@ def partition_seconds_in_rebalance(run: RunTables, groups: list[str], bins: Bins
     return per_group
 
 
-def partitions_moved(run: RunTables, group_id: str) -> list[tuple[int, int, int]]:
-    """(generation, partitions moved since the previous Stable generation, partitions assigned) for each
+def partitions_reassigned(run: RunTables, group_id: str) -> list[tuple[int, int, int]]:
+    """(generation, partitions reassigned since the previous Stable generation, partitions assigned) for each
     Stable generation after the group's first."""
     owners = _owners(run, group_id)
+    generations = run.group("generations", group_id)
+    # A consumer group's members write assignments at every member epoch, reconciled or not.
+    stable = set(generations.loc[generations["stable_ts"].notna(), "generation_id"].astype(int))
     moved, previous = [], None
-    for generation in sorted(owners):
+    for generation in sorted(owners.keys() & stable):
         current = owners[generation]
         if previous is not None:
             moved.append((generation, sum(1 for tp, who in previous.items() if current.get(tp) != who), len(current)))

@@ -7,6 +7,7 @@ from collections import Counter
 from html import escape
 from pathlib import Path
 
+from simulations.reports.figures import rebalances
 from simulations.reports.panel import Panel
 from simulations.reports.svg import iso
 from simulations.views.quiet_runs import count_requests
@@ -74,7 +75,6 @@ setTimeout(poll, REFRESH_MS);
 
 def summary(run: RunTables) -> str:
     """The header's figures for the run."""
-    states = run["group_states"]
     responses = run["responses"]
     errors = Counter(count_requests(responses, by="error").to_dict())
     top_errors = ", ".join(f"{name} {count}" for name, count in errors.most_common(4)) or "none"
@@ -84,7 +84,7 @@ def summary(run: RunTables) -> str:
         ("simulated time", "-" if start is None else f"{iso(start)} → {iso(end)}"),
         ("groups", str(len(run.groups))),
         ("generations", str(len(run["generations"]))),
-        ("rebalances", str(int((states["to_state"] == "PreparingRebalance").sum()))),
+        ("rebalances", str(len(rebalances(run)))),
         ("responses", f"{sum(errors.values())} ({top_errors})"),
         ("rejected rows", str(len(run["rejects"]))),
     ]

@@ -11,6 +11,7 @@ from html import escape
 from simulations.reports import figures, svg
 from simulations.reports.capacity_panels import capacity_panels
 from simulations.reports.figures import Bins
+from simulations.reports.group_sets import METRICS_COLUMNS, group_sets_panel
 from simulations.reports.panel import Panel, note, span
 from simulations.views.lag_status import NO_LOG_END_OFFSET
 from tableio.lag_status import INPUT_COLUMNS as LAG_INPUT_COLUMNS
@@ -33,13 +34,14 @@ COLUMNS = {
     "responses": ("group_id", "request_ts", "response_ts", "api", "error", "repeat_count", "repeat_interval_ms",
                   "coordinator_partition"),
     "generations": ("group_id", "generation_id", "protocol_name", "rebalance_start_ts", "join_complete_ts",
-                    "stable_ts", "coordinator_partition"),
+                    "stable_ts", "cause", "coordinator_partition"),
+    "consumer_group_records": ("group_id", "write_ts"),
     "assignments": ("group_id", "generation_id", "member_id", "group_instance_id", "topic", "partition", "assign_ts"),
     "offsets": ("group_id", "write_ts", "repeat_count", "repeat_interval_ms", "coordinator_partition"),
     "group_metadata": ("group_id", "write_ts", "coordinator_partition"),
     "group_states": ("group_id", "ts", "from_state", "to_state", "cause", "generation_id", "coordinator_id"),
     "members": ("group_id", "ts"),  # only for the run's groups and time span (RunTables)
-    "metrics": ("group_id", "duplicate_records", "skipped_records", *figures.UNCONSUMED),
+    "metrics": tuple(dict.fromkeys((*METRICS_COLUMNS, *figures.UNCONSUMED))),
     "rejects": ("line",),
     "coordinator_load": ("broker_id", "window_start_ts", "measure", "value"),
 }
@@ -53,7 +55,9 @@ def build_panels(run: RunTables, group: str | None = None) -> list[Panel]:
     ranked = figures.rank_groups(run)
     bins = Bins.over(start, end)
     chosen = group if group in ranked else ranked[0]
+    sets = group_sets_panel(run)
     return [
+        *([] if sets is None else [sets]),
         _timeline(run, ranked[:TOP_GROUPS], bins, end),
         _rebalances(run, bins),
         _unconsumed(run),
@@ -116,10 +120,11 @@ def _unconsumed(run: RunTables) -> Panel:
 def _in_rebalance(run: RunTables, ranked: list[str], bins: Bins, end: int) -> Panel:
     per_group = figures.partition_seconds_in_rebalance(run, ranked, bins, end)
     title = "Partition time in rebalance over time"
-    guide = (f"The coordinator's view: partitions of a Stable generation's assignment held from a rebalance's "
-             f"start until the group is next Stable, in partition-seconds per {span(bins.width_ms)}, stacked by "
-             f"group. A static member's restart causes no rebalance: see Unconsumed partition time for the time "
-             f"nobody processed a partition.")
+    guide = (f"The coordinator's view, of classic groups: partitions of a Stable generation's assignment held "
+             f"from a rebalance's start until the group is next Stable, in partition-seconds per "
+             f"{span(bins.width_ms)}, stacked by group. A static member's restart causes no rebalance, and a "
+             f"consumer group's members keep what they keep through its epochs: see Unconsumed partition time "
+             f"for the time nobody processed a partition.")
     if not per_group:
         return Panel("in_rebalance", title, guide, note("No partition was held in a rebalance of a Stable group."))
     top = sorted(per_group, key=lambda g: -sum(per_group[g]))
@@ -134,17 +139,19 @@ def _in_rebalance(run: RunTables, ranked: list[str], bins: Bins, end: int) -> Pa
 def _moved(run: RunTables, groups: list[str]) -> Panel:
     charts = []
     for group in groups:
-        moved = figures.partitions_moved(run, group)[-MAX_GENERATIONS:]
+        moved = figures.partitions_reassigned(run, group)[-MAX_GENERATIONS:]
         if not moved:
             continue
         total = sum(m for _, m, _ in moved)
-        charts.append(f"<h3>{escape(group)} <small>{total} moved over {len(moved)} generations</small></h3>"
+        charts.append(f"<h3>{escape(group)} <small>{total} reassigned over {len(moved)} generations</small></h3>"
                       + svg.bars([str(g) for g, _, _ in moved], [m for _, m, _ in moved], svg.PALETTE[0],
                                  "partitions", height=90,
-                                 titles=[f"generation {g}: {m} of {n} partitions moved" for g, m, n in moved]))
-    guide = ("Per Stable generation (x: generation id), partitions whose owner changed since the group's previous "
-             "Stable generation; the groups with the most rebalances.")
-    return Panel("moved", "Partitions moved per generation", guide,
+                                 titles=[f"generation {g}: {m} of {n} partitions reassigned" for g, m, n in moved]))
+    guide = ("The coordinator's view: per Stable generation (x: generation id; a consumer group's group epoch once "
+             "every member reconciled to it), partitions whose owner changed since the group's previous Stable "
+             "generation; the groups with the most rebalances. The summary's partitions moved is the consumers' "
+             "view (a client starting on a partition another client had).")
+    return Panel("moved", "Partitions reassigned per Stable generation", guide,
                  "".join(charts) or note("No group had two Stable generations with assignments."))
 
 

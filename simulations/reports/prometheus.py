@@ -71,6 +71,8 @@ def families(figures: KafkaFigures) -> list[Metric]:
     for name, doc, count, rate in (
             ("group_completed_rebalance", "classic group completed rebalances", counts.completed_rebalances,
              figures.rebalance_rate),
+            ("consumer_group_rebalance", "consumer group rebalances (group epoch bumps)",
+             counts.consumer_group_rebalances, figures.consumer_group_rebalance_rate),
             ("offset_commit", "committed offsets", counts.offset_commits, figures.offset_commit_rate),
             ("offset_expiration", "expired offsets", counts.offset_expirations, figures.offset_expiration_rate)):
         gauge(GROUP_COORDINATOR + name + "_rate", f"{name.replace('_', '-')}-rate: {doc} per second.", rate)

@@ -155,11 +155,15 @@ def _name_coordinators(scenario: Scenario, cluster: ClusterTimeline, plans: list
                               fields))
 
 
-def _start_groups(scenario: Scenario, group_set: GroupSet) -> list[GroupPlan]:
+def group_ids(group_set: GroupSet) -> list[str]:
+    """The set's group ids, SET-0 ... SET-(N-1), zero-padded to one width so they sort in order."""
     width = len(str(group_set.groups - 1))
+    return [f"{group_set.name}-{index:0{width}d}" for index in range(group_set.groups)]
+
+
+def _start_groups(scenario: Scenario, group_set: GroupSet) -> list[GroupPlan]:
     plans = []
-    for index in range(group_set.groups):
-        group_id = f"{group_set.name}-{index:0{width}d}"
+    for group_id in group_ids(group_set):
         rng = random.Random(f"{scenario.seed}/{group_id}/start")
         plan = GroupPlan(group_set, group_id, rng.randrange(group_set.stagger_ms) if group_set.stagger_ms else 0)
         plan.emit(plan.offset, "TOPIC_METADATA", topics=[

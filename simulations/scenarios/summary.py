@@ -21,6 +21,7 @@ from rich.table import Table
 from simulations.scenarios.schema import Scenario
 from state.metrics import merged, nearest_rank
 
+CLASSIC = "classic"  # group.protocol's default
 CLIENT_FIGURES = ("unconsumed_partition_ms", "partitions_moved", "duplicate_records", "skipped_records",
                   "failed_commits")
 
@@ -62,6 +63,7 @@ class Figures:
 @dataclass
 class SetSummary(Figures):
     name: str = ""
+    protocol: str = CLASSIC
     groups: int = 0
     members: int = 0
 
@@ -69,7 +71,8 @@ class SetSummary(Figures):
 def summarize(scenario: Scenario, groups: Mapping[str, list[str]], tables: Mapping[str, list[dict]]
               ) -> list[SetSummary]:
     set_of = {group_id: name for name, ids in groups.items() for group_id in ids}
-    summaries = {s.name: SetSummary(name=s.name, groups=s.groups, members=s.members) for s in scenario.group_sets}
+    summaries = {s.name: SetSummary(name=s.name, protocol=str(s.config.get("group.protocol", CLASSIC)).lower(),
+                                    groups=s.groups, members=s.members) for s in scenario.group_sets}
     for row in tables["metrics"]:
         name = set_of.get(row["group_id"])
         if name is not None:
@@ -79,27 +82,32 @@ def summarize(scenario: Scenario, groups: Mapping[str, list[str]], tables: Mappi
 
 # ----------------------------------------------------------------------------------------------------------
 
+# The summary's lines, label and value per set: the console table's rows and the report's (simulations/
+# reports/group_sets.py) alike.
+LINES = [
+    ("group.protocol", lambda s: s.protocol),
+    ("groups × members", lambda s: f"{s.groups:,} × {s.members}"),
+    ("rebalances", lambda s: f"{s.rebalances:,}"),
+    ("  by cause", lambda s: "\n".join(f"{cause} {n:,}" for cause, n in sorted(
+        s.causes.items(), key=lambda item: (-item[1], item[0]))) or "-"),
+    ("to first Stable p50/p99/max", lambda s: _spread(s.time_to_stable_ms)),
+    ("later rebalance p50/p99/max", lambda s: _spread(s.rebalance_ms)),
+    ("unconsumed partition-seconds", lambda s: _count(s.unconsumed_partition_ms, scale=1000)),
+    ("unconsumed gap p50/p99/max", lambda s: _spread(s.unconsumed_gap_ms)),
+    ("partitions moved", lambda s: _count(s.partitions_moved)),
+    ("duplicate records", lambda s: _count(s.duplicate_records)),
+    ("skipped records", lambda s: _count(s.skipped_records)),
+    ("failed commits", lambda s: _count(s.failed_commits)),
+    ("end states", lambda s: "\n".join(f"{state} {n:,}" for state, n in sorted(s.end_states.items()))),
+]
+
+
 def render(console: Console, summaries: list[SetSummary]) -> None:
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     table.add_column("group set", style="bold")
     for summary in summaries:
         table.add_column(summary.name, justify="right")
-    lines = [
-        ("groups × members", lambda s: f"{s.groups:,} × {s.members}"),
-        ("rebalances", lambda s: f"{s.rebalances:,}"),
-        ("  by cause", lambda s: "\n".join(f"{cause} {n:,}" for cause, n in sorted(
-            s.causes.items(), key=lambda item: (-item[1], item[0]))) or "-"),
-        ("to first Stable p50/p99/max", lambda s: _spread(s.time_to_stable_ms)),
-        ("later rebalance p50/p99/max", lambda s: _spread(s.rebalance_ms)),
-        ("unconsumed partition-seconds", lambda s: _count(s.unconsumed_partition_ms, scale=1000)),
-        ("unconsumed gap p50/p99/max", lambda s: _spread(s.unconsumed_gap_ms)),
-        ("partitions moved", lambda s: _count(s.partitions_moved)),
-        ("duplicate records", lambda s: _count(s.duplicate_records)),
-        ("skipped records", lambda s: _count(s.skipped_records)),
-        ("failed commits", lambda s: _count(s.failed_commits)),
-        ("end states", lambda s: "\n".join(f"{state} {n:,}" for state, n in sorted(s.end_states.items()))),
-    ]
-    for label, value in lines:
+    for label, value in LINES:
         table.add_row(label, *(value(s) for s in summaries))
     console.print(table)
 

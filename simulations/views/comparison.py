@@ -60,8 +60,9 @@ def write_comparison(out_dir: str | Path, sweep: Sweep) -> pa.Table:
 
 
 def _rebalances(figures: Figures) -> dict:
-    """The summary's rebalance figures: every transition to PreparingRebalance (by cause), and the durations
-    of those after a group's formation (the metrics table's rebalance_ms_*)."""
+    """The summary's rebalance figures: every rebalance (a classic group's transition to PreparingRebalance, a
+    consumer group's group epoch bump) by cause, and the durations of those after a group's formation that
+    ended Stable (the metrics table's rebalance_ms_*)."""
     durations = figures.rebalance_ms
     return {"rebalances": figures.rebalances,
             "rebalance_causes": [{"cause": cause, "count": count} for cause, count in sorted(figures.causes.items())],

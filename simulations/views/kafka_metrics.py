@@ -10,6 +10,8 @@ What each figure counts, as Kafka counts it:
   deleted or unloaded and has not loaded or created again);
 - completed rebalances: transitions to Stable once the leader's assignment is stored (`leader_sync_stored`:
   where GroupMetadataManager records its CompletedRebalances sensor; a load after a move is not one);
+- consumer group rebalances: group epoch bumps (Kafka's ConsumerGroupRebalances sensor, recorded where the
+  epoch is bumped), the consumer groups' rows of `simulations.views.rebalances`;
 - offset commits: offsets written (one per partition of an OffsetCommit); expirations: tombstones the
   expiry sweep wrote; retained offsets: (group, topic, partition) whose last record is not a tombstone;
 - requests: responses sent, by API and version; errors: by API and error, `NONE` included, each partition's
@@ -28,6 +30,7 @@ import pandas as pd
 
 from simulations.views.history import COMPLETING, DEAD, EMPTY, PREPARING, STABLE
 from simulations.views.quiet_runs import last_repeat, repeat_counts, repeats_until
+from simulations.views.rebalances import CONSUMER, rebalance_starts
 from simulations.views.run_tables import RunTables
 
 STATES = (PREPARING, COMPLETING, STABLE, DEAD, EMPTY)  # ClassicGroupState's names
@@ -39,7 +42,8 @@ COMPLETED_REBALANCE_CAUSE = "leader_sync_stored"
 COLUMNS = {
     "responses": ("group_id", "request_ts", "response_ts", "api", "api_version", "error", "results",
                   "repeat_count", "repeat_interval_ms"),
-    "generations": ("group_id", "rebalance_start_ts", "join_complete_ts", "stable_ts"),
+    "generations": ("group_id", "rebalance_start_ts", "join_complete_ts", "stable_ts", "cause"),
+    "consumer_group_records": ("group_id", "write_ts"),
     "assignments": ("group_id", "assign_ts"),
     "offsets": ("group_id", "topic", "partition", "offset", "commit_ts", "write_ts", "out_seq", "repeat_count",
                 "repeat_interval_ms", "records_per_second", "rate_origin_ts"),
@@ -55,6 +59,7 @@ class Counts:
     """The coordinator's cumulative counters at a time."""
 
     completed_rebalances: int
+    consumer_group_rebalances: int
     offset_commits: int
     offset_expirations: int
     requests: dict[tuple[str, int], int]  # (api, version) -> responses sent
@@ -77,8 +82,10 @@ class KafkaFigures:
     groups_by_state: dict[str, int]  # every state of STATES
     offsets: int
     counts: Counts
-    # Events per second over the RATE_WINDOW_MS before `at`: completed rebalances, commits, expirations.
+    # Events per second over the RATE_WINDOW_MS before `at`: completed rebalances, consumer group
+    # rebalances, commits, expirations.
     rebalance_rate: float
+    consumer_group_rebalance_rate: float
     offset_commit_rate: float
     offset_expiration_rate: float
     members: dict[str, int]  # group -> members, for every group that exists (not Dead) at `at`
@@ -96,6 +103,7 @@ def figures_at(run: RunTables, at: int) -> KafkaFigures:
     return KafkaFigures(
         at, {state: by_state.get(state, 0) for state in STATES}, len(partitions), counts,
         _rate(counts.completed_rebalances, before.completed_rebalances),
+        _rate(counts.consumer_group_rebalances, before.consumer_group_rebalances),
         _rate(counts.offset_commits, before.offset_commits),
         _rate(counts.offset_expirations, before.offset_expirations),
         {group: int(members.get(group, 0)) for group in existing}, partitions)
@@ -109,13 +117,15 @@ def counts_at(run: RunTables, at: int) -> Counts:
     """The cumulative counters at `at`: events at or before it."""
     states = run["group_states"]
     stable = (states["ts"] <= at) & (states["to_state"] == STABLE) & (states["cause"] == COMPLETED_REBALANCE_CAUSE)
+    started = rebalance_starts(states, run["generations"], run["consumer_group_records"])
+    bumps = (started["ts"] <= at) & (started["protocol"] == CONSUMER)
     offsets = run["offsets"]
     tombstone = offsets["offset"].isna()
     commits = repeats_until(offsets[~tombstone], "write_ts", at)
     responses = run["responses"]
     answered = repeats_until(responses, "response_ts", at)
     requests = answered.groupby([responses["api"], responses["api_version"]]).sum()
-    return Counts(int(stable.sum()), int(commits.sum()), int((tombstone & (offsets["write_ts"] <= at)).sum()),
+    return Counts(int(stable.sum()), int(bumps.sum()), int(commits.sum()), int((tombstone & (offsets["write_ts"] <= at)).sum()),
                   {(api, int(version)): int(n) for (api, version), n in requests.items() if n},
                   _errors(responses, answered))
 

@@ -29,7 +29,7 @@ PANELS = {
     "rebalances": "Rebalances over time by cause",
     "unconsumed": "Unconsumed partition time",
     "in_rebalance": "Partition time in rebalance over time",
-    "moved": "Partitions moved per generation",
+    "moved": "Partitions reassigned per Stable generation",
     "heatmap": "Partition ownership over time",
     "consumption": "Duplicate and skipped records",
     "commits": "Commit rate",
@@ -106,9 +106,9 @@ def test_an_eager_restart_leaves_partitions_unconsumed_and_in_rebalance(tmp_path
     assert "<svg" in panels["unconsumed"].body and "<svg" in panels["in_rebalance"].body
 
 
-def test_partitions_moved_count_owner_changes(tiny_run):
+def test_partitions_reassigned_count_owner_changes(tiny_run):
     # Generation 2 gave c1 the static member's orders-2 and orders-3.
-    assert figures.partitions_moved(load_run(tiny_run), "orders") == [(2, 2, 4)]
+    assert figures.partitions_reassigned(load_run(tiny_run), "orders") == [(2, 2, 4)]
 
 
 def test_ownership_cells_follow_the_assignments(tiny_run):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -70,7 +71,13 @@ def test_run_writes_every_table_and_summarizes_each_group_set(scenario_file, tmp
     assert (tmp_path / "out" / "scenario" / "scenario.yaml").read_text() == SCENARIO
     assert len(read_table(tmp_path / "out", "metrics")) == 3
     # the run ends with its report and a passing validation
-    assert "<svg" in (tmp_path / "out" / "report.html").read_text()
+    report = (tmp_path / "out" / "report.html").read_text()
+    assert "<svg" in report
+    # The report puts the summary's group sets side by side, and its header's rebalances are the metrics table's.
+    sets = re.search(r'<section id="group_sets">.*?</section>', report, re.S).group(0)
+    assert "<th>orders</th><th>audit</th>" in sets and "member_leave 6" in sets
+    rebalances = int(read_table(tmp_path / "out", "metrics")["rebalances"].sum())
+    assert f"<dt>rebalances</dt><dd>{rebalances}</dd>" in report
     assert "PASSED" in result.output
     for text in ("tiny (", "groups     3 in 2 group set(s)", "settings   group.initial.rebalance.delay.ms=1000",
                  "orders", "audit", "rebalances", "member_leave 6", "member_join 2",

@@ -86,7 +86,8 @@ def test_shares_round_up_and_never_exceed_the_whole():
 def test_every_shipped_scenario_loads_and_generates_without_notes():
     assert {"default", "rolling-restart-dynamic-eager", "rolling-restart-static", "rolling-restart-cooperative",
             "crash", "gc-pause", "slow-consumer", "flapping", "scale-out", "partition-increase",
-            "offsets-expiry", "rolling-restart-consumer-protocol"} <= set(scenarios.shipped())
+            "offsets-expiry", "rolling-restart-consumer-protocol",
+            "protocol-comparison"} <= set(scenarios.shipped())
     for name, path in scenarios.shipped().items():
         generated = scenarios.generate(scenarios.load_scenario(path))
         assert generated.rows and generated.notes == [], name

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import json
+
+import pandas as pd
+from rich.console import Console
+
+from simulations.scenarios.summary import render, summarize
+from simulations.views.rebalances import rebalance_starts
 
 from .helpers import Run, run, shipped_small
 
@@ -220,3 +227,29 @@ def test_a_broker_failure_moves_its_groups_after_fencing_and_the_election_gives_
                                                         for row in responses if row["request_ts"] >= back}
         assert r.metrics(group_id)["failed_commits"] > 0 and r.metrics(group_id)["end_state"] == "Stable"
     assert moved >= 1
+
+
+def test_protocol_comparison_summarizes_each_protocol_by_one_definition_of_its_figures():
+    r = run(shipped_small("protocol-comparison", sets={"*": {"groups": 1, "members": 3}}))
+    started = rebalance_starts(*(pd.DataFrame(r.rows(table)) for table in
+                                 ("group_states", "generations", "consumer_group_records")))
+    for set_name, protocol in (("classic", "classic"), ("consumer", "consumer")):
+        [group_id] = r.group_ids(set_name)
+        metrics, generations = r.metrics(group_id), r.rows("generations", group_id)
+        mine = started[started["group_id"] == group_id]
+        assert set(mine["protocol"]) == {protocol} and len(mine) == metrics["rebalances"]
+        if protocol == "consumer":  # every group epoch is a rebalance, reconciled to or superseded
+            assert metrics["rebalances"] == len(generations)
+        # Durations: from a rebalance's start to Stable at its own generation, after the group's first Stable.
+        formed = min(g["stable_ts"] for g in generations if g["stable_ts"] is not None)
+        durations = sorted(g["stable_ts"] - g["rebalance_start_ts"] for g in generations
+                           if g["stable_ts"] is not None and g["stable_ts"] > formed)
+        assert sorted(e["ms"] for e in metrics["rebalance_durations"] for _ in range(e["count"])) == durations
+        assert metrics["end_state"] == "Stable" and metrics["partitions_moved"] > 0
+    console = Console(file=io.StringIO(), width=120)
+    render(console, summarize(r.scenario, r.generated.groups, r.result.tables))
+    lines = {line.split("  ", 1)[0].strip(): line.split() for line in console.file.getvalue().splitlines()}
+    assert lines["group set"][-2:] == ["classic", "consumer"]
+    assert lines["group.protocol"][-2:] == ["classic", "consumer"]
+    totals = [sum(r.metrics(g)["rebalances"] for g in r.group_ids(name)) for name in ("classic", "consumer")]
+    assert lines["rebalances"][-2:] == [str(n) for n in totals]
