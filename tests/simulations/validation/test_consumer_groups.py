@@ -4,7 +4,6 @@ and each consumer-group rule of the invariants and suites catches rows Kafka can
 from __future__ import annotations
 
 import json
-import shutil
 
 import pandas as pd
 import pytest
@@ -13,12 +12,11 @@ from simulations.group_ranges import WHOLE
 from simulations.validation import validate
 from simulations.validation.consumer_groups import CURRENT, METADATA, split_protocols
 from simulations.validation.invariants import Invariants
-from simulations.validation.raw_tables import read_range
+from simulations.validation.raw_tables import read_range, rows_frame
+from simulations.validation.suites import Suites
 from tableio.parquet import write_tables
 
 from ..scenarios.helpers import run, shipped_small
-from .test_ranges import _set_rows
-from .test_validate import _rewrite
 
 GROW = "generations only grow within a life of a group"
 CHAIN = "state transitions chain and are legal"
@@ -28,20 +26,23 @@ COMMITS = "accepted commits only from the current generation or standalone to an
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def both(tmp_path_factory):
     """protocol-comparison (classic and consumer groups side by side) and rolling-restart-consumer-protocol,
-    two groups a set."""
-    folders = {}
+    one group a set, as one run: every check is about one group at a time and their group ids differ, so
+    one validation (seconds of great-expectations) checks both."""
+    tables: dict[str, list] = {}
     for name in ("protocol-comparison", "rolling-restart-consumer-protocol"):
-        folders[name] = tmp_path_factory.mktemp(name)
-        write_tables(folders[name], run(shipped_small(name, sets={"*": {"groups": 2}})).result.tables)
-    return folders
+        for table, rows in run(shipped_small(name, sets={"*": {"groups": 1}})).result.tables.items():
+            tables.setdefault(table, []).extend(rows)
+    folder = tmp_path_factory.mktemp("both")
+    write_tables(folder, tables)
+    return folder
 
 
 @pytest.fixture
-def tables(runs):
-    """protocol-comparison's tables, to corrupt."""
-    return read_range(runs["protocol-comparison"], WHOLE)[0]
+def tables(both):
+    """The tables, to corrupt."""
+    return read_range(both, WHOLE)[0]
 
 
 def failures(tables: dict[str, pd.DataFrame]) -> dict[str, str]:
@@ -60,14 +61,23 @@ def set_value(tables, row: int, **changes) -> None:
     records.at[row, "value"] = json.dumps(dict(json.loads(records.at[row, "value"]), **changes))
 
 
-def test_the_consumer_protocol_scenarios_validate_clean(runs):
-    for folder in runs.values():
-        result = validate(folder)
-        assert result.success, result.summary()
-    classic, consumer_rows = split_protocols(read_range(runs["protocol-comparison"], WHOLE)[0])
+def test_the_consumer_protocol_scenarios_validate_clean(both):
+    result = validate(both)
+    assert result.success, result.summary()
+    classic, consumer_rows = split_protocols(read_range(both, WHOLE)[0])
+    assert set(consumer_rows["group_states"]["group_id"]) == {"consumer-0", "orders-0"}
     assert set(consumer_rows["group_states"]["to_state"]) >= {"Assigning", "Reconciling", "Stable"}
     assert classic["consumer_group_records"].empty and not consumer_rows["offsets"].empty
-    assert set(classic["group_states"]["group_id"]).isdisjoint(consumer_rows["group_states"]["group_id"])
+    assert set(classic["group_states"]["group_id"]) == {"classic-0"}
+
+
+def test_a_consumer_group_moved_twice_validates_clean():
+    """Unloaded and loaded (coordinator-move on the consumer protocol): loaded at the epoch of its last
+    ConsumerGroupMetadata record, in the state its records derive, its members added before the load's row."""
+    scenario = shipped_small("coordinator-move", sets={"*": {"groups": 1, "config": {"group.protocol": "consumer"}}})
+    tables = {name: rows_frame(name, rows) for name, rows in run(scenario).result.tables.items()}
+    assert (tables["group_states"]["cause"] == "coordinator_load").sum() == 2
+    assert failures(tables) == {}
 
 
 def test_a_group_epoch_going_back_fails(tables):
@@ -133,16 +143,15 @@ def test_an_accepted_commit_with_a_stale_member_epoch_fails(tables):
     assert "committed at member epoch -1: the group has" in failures(tables)[COMMITS]
 
 
-def test_join_complete_ts_is_null_only_for_a_consumer_group_epoch_never_computed(runs, tmp_path):
-    run_dir = tmp_path / "run"
-    shutil.copytree(runs["protocol-comparison"], run_dir)
-    generations = read_range(run_dir, WHOLE)[0]["generations"]
+def test_join_complete_ts_is_null_only_for_a_consumer_group_epoch_never_computed(tables):
+    generations = tables["generations"]
     skipped = generations["join_complete_ts"].isna()
     assert skipped.any() and generations.loc[skipped, ["leader_id", "protocol_name", "stable_ts"]].isna().all().all()
     classic = generations["leader_id"].notna()
     # A classic generation without one, and a consumer group epoch Stable without one.
-    rows = [int(classic.idxmax()), int((~classic & ~skipped).idxmax())]
-    _rewrite(run_dir, "generations", lambda t: _set_rows(t, "join_complete_ts", rows, None))
-    failed = {c.name for c in validate(run_dir).failures}
-    assert failed == {"generations.join_complete_ts: expect_column_values_to_not_be_null",
-                      "generations.stable_ts: expect_column_values_to_be_null"}
+    generations.loc[[classic.idxmax(), (~classic & ~skipped).idxmax()], "join_complete_ts"] = pd.NA
+    suites = Suites()
+    suites.add({"generations": generations})
+    assert {c.name for c in suites.checks() if not c.passed} == {
+        "generations.join_complete_ts: expect_column_values_to_not_be_null",
+        "generations.stable_ts: expect_column_values_to_be_null"}
