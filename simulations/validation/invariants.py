@@ -22,6 +22,13 @@ only grow within a life. A loaded life resumes the numbering of the group it rel
 (its offsets expired) and created again starts over at generation 1; so a generation's stored assignment is
 named by the group, how many times it was created so far, and the generation.
 
+**Protocols.** The rules above are a classic group's. Each invariant holds a consumer group (KIP-848) to the
+consumer protocol's counterpart instead (`consumer_groups` says which rows are a consumer group's and owns the
+rules that read its records): its group epochs grow from 1, persisted by ConsumerGroupMetadata records; its
+states are the consumer group's (any live state may follow any other); one owner per partition at a time;
+Stable means reconciled to the target assignment; a commit carries a member epoch Kafka accepts. Error names
+and the members replay read both protocols' rows alike.
+
 Each invariant is about one group at a time, so a run is checked one range of groups after another
 (`Invariants.add`) and the ranges' findings add up: how many things break it, and the first example in
 table order (group_id, then out_seq).
