@@ -45,11 +45,12 @@ def split_protocols(tables: dict[str, pd.DataFrame]) -> tuple[dict[str, pd.DataF
     """The tables' rows of classic groups, and those of consumer groups (see Which rows); a table without
     (group_id, out_seq) is in both as it is."""
     records, states = tables["consumer_group_records"], tables["group_states"]
+    firsts = records.groupby("group_id", as_index=False)["out_seq"].min().astype({"out_seq": "int64"})
     lives = states.loc[states["from_state"].isna(), ["group_id", "out_seq"]].astype({"out_seq": "int64"})
-    since = {}
-    for group, seq in records.groupby("group_id")["out_seq"].min().items():
-        starts = lives.loc[(lives["group_id"] == group) & (lives["out_seq"] < seq), "out_seq"]
-        since[group] = starts.max() if len(starts) else seq
+    lives = lives.rename(columns={"out_seq": "start"}).sort_values("start")
+    starts = pd.merge_asof(firsts.sort_values("out_seq"), lives, left_on="out_seq", right_on="start", by="group_id",
+                           allow_exact_matches=False)
+    since = dict(zip(starts["group_id"], starts["start"].fillna(starts["out_seq"])))
     classic, consumer = {}, {}
     for name, frame in tables.items():
         if "group_id" not in frame or "out_seq" not in frame:
@@ -125,8 +126,8 @@ class _Group:
 
 
 def _replayed(tables: dict[str, pd.DataFrame], others: tuple[str, ...], columns: tuple[str, ...]):
-    """The rows of `others` in output order among the groups' records, each with its group as the records
-    before it leave it (rows of tables in `others` and record rows both, as (table, row, group, taken))."""
+    """(table, row, group, taken) for the record rows and the rows of the tables `others`, in each group's
+    output order: `group` as the records so far leave it, `taken` what `_Group.replay` found for a record."""
     groups: dict[str, _Group] = {}
     for table, row in history(tables, ("consumer_group_records",) + others, RECORD_COLUMNS + columns):
         group = groups.setdefault(row.group_id, _Group())

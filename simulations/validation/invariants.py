@@ -128,8 +128,8 @@ def _generations_grow(tables: dict[str, pd.DataFrame], created_at: int = 0) -> F
 def _epochs_grow(tables: dict[str, pd.DataFrame]) -> Finding:
     """A consumer group's generations are its group epochs, persisted by its ConsumerGroupMetadata records; it
     is created at epoch 1 (Kafka 4.0's 0 is not a scenario setting)."""
-    return _generations_grow({**tables, "group_metadata": consumer_groups.group_epochs(tables["consumer_group_records"])},
-                             created_at=initial_epoch(kafka_4_0=False))
+    epochs = consumer_groups.group_epochs(tables["consumer_group_records"])
+    return _generations_grow({**tables, "group_metadata": epochs}, created_at=initial_epoch(kafka_4_0=False))
 
 
 def _transitions_chain(tables: dict[str, pd.DataFrame], existence: dict[str, tuple[str, ...]] = CLASSIC_EXISTENCE,
