@@ -375,8 +375,9 @@ class ConsumerGroupHandlers:
         group = self.consumer_group = ConsumerGroup(self.group_id)
         for record in records:
             group.replay(record)
-        self._consumer_state_row(None, group, "coordinator_load")
+        # The members first, as a classic group's load writes them: the state row counts them (docs/tables.md).
         self._member_rows([("added", m) for m in group.members.values()], 0, group, "coordinator_load")
+        self._consumer_state_row(None, group, "coordinator_load")
         self._apply_timers(on_loaded(group, self.now, self.heartbeat_context()))
         return True
 

@@ -22,6 +22,13 @@ only grow within a life. A loaded life resumes the numbering of the group it rel
 (its offsets expired) and created again starts over at generation 1; so a generation's stored assignment is
 named by the group, how many times it was created so far, and the generation.
 
+**Protocols.** The rules above are a classic group's. Each invariant holds a consumer group (KIP-848) to the
+consumer protocol's counterpart instead (`consumer_groups` says which rows are a consumer group's and owns the
+rules that read its records): its group epochs grow from 1, persisted by ConsumerGroupMetadata records; its
+states are the consumer group's (any live state may follow any other); one owner per partition at a time;
+Stable means reconciled to the target assignment; a commit carries a member epoch Kafka accepts. Error names
+and the members replay read both protocols' rows alike.
+
 Each invariant is about one group at a time, so a run is checked one range of groups after another
 (`Invariants.add`) and the ranges' findings add up: how many things break it, and the first example in
 table order (group_id, then out_seq).
@@ -30,41 +37,30 @@ table order (group_id, then out_seq).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Callable
 
 import pandas as pd
 
+from simulations.validation import consumer_groups
+from simulations.validation.group_rows import LOAD, Finding, first, history
 from simulations.validation.result import Check
 from simulations.views.quiet_runs import repeat_counts
+from state.consumer_group.group import ConsumerGroupState, initial_epoch
 from state.errors import ERROR_CODES
 from state.group_state import VALID_PREVIOUS_STATES, GroupState
 
-LOAD = "coordinator_load"
 COMMITTING_STATES = (GroupState.STABLE.value, GroupState.PREPARING_REBALANCE.value)
-# A group comes into existence created (Empty) or loaded (Empty, or Stable when its record has members).
-EXISTENCE_STATES = (GroupState.EMPTY.value, GroupState.STABLE.value)
-
-# What a rule finds: (how many things break the invariant, an example), or None.
-Finding = tuple[int, str] | None
-
-
-def _first(problems: list[tuple[str, int, str]]) -> Finding:
-    """The count of (group, out_seq, text) problems and the text of the first in table order."""
-    if not problems:
-        return None
-    return len(problems), min(problems, key=lambda p: (p[0] or "", p[1]))[2]
-
-
-def _history(tables: dict[str, pd.DataFrame], names: tuple[str, ...], columns: tuple[str, ...]) -> list[tuple]:
-    """The rows of the tables `names`, each as (table, row with those of `columns` it has), in each group's
-    output order."""
-    frames = [tables[name][[c for c in ("group_id", "out_seq") + columns if c in tables[name]]].assign(table=name)
-              for name in names if not tables[name].empty]
-    if not frames:
-        return []
-    rows = pd.concat(frames, ignore_index=True).astype({"out_seq": "int64"})
-    rows = rows.sort_values(["group_id", "out_seq"], kind="stable", na_position="first")
-    return [(row.table, row) for row in rows.itertuples(index=False)]
+# Per protocol: the states a group comes into existence in, by the cause of that row, and the states each
+# state may be entered from.
+CLASSIC_EXISTENCE = {"group_created": (GroupState.EMPTY.value,),
+                     LOAD: (GroupState.EMPTY.value, GroupState.STABLE.value)}  # Stable: its record has members
+CLASSIC_MOVES = {state.value: {before.value for before in VALID_PREVIOUS_STATES[state]} for state in GroupState}
+# A consumer group's state is derived after each write (ConsumerGroup.maybeUpdateGroupState): any live state
+# may follow any other; Dead only on unload. A loaded group is in whatever state its records derive.
+_CONSUMER_LIVE = tuple(state.value for state in ConsumerGroupState if state is not ConsumerGroupState.DEAD)
+CONSUMER_EXISTENCE = {"group_created": (ConsumerGroupState.EMPTY.value,), LOAD: _CONSUMER_LIVE}
+CONSUMER_MOVES = {state.value: set(_CONSUMER_LIVE) - {state.value} for state in ConsumerGroupState}
 
 
 def _creations(rows: pd.DataFrame, states: pd.DataFrame) -> pd.Series:
@@ -92,12 +88,12 @@ def _one_owner(tables: dict[str, pd.DataFrame]) -> Finding:
     return len(shared), f"{group} generation {generation} {topic}-{partition}: {', '.join(members)}"
 
 
-def _generations_grow(tables: dict[str, pd.DataFrame]) -> Finding:
+def _generations_grow(tables: dict[str, pd.DataFrame], created_at: int = 0) -> Finding:
+    """`created_at`: the generation a group is created at; `group_metadata`: the rows that persist one."""
     problems = []
     group = None
-    history = _history(tables, ("generations", "group_states", "group_metadata"),
-                       ("generation_id", "from_state", "cause", "ts", "tombstone"))
-    for table, row in history:
+    for table, row in history(tables, ("generations", "group_states", "group_metadata"),
+                              ("generation_id", "from_state", "cause", "ts", "tombstone")):
         if row.group_id != group:
             # the life's last generation row, highest generation of its state rows; the last persisted one
             group, latest, state_floor, persisted = row.group_id, None, None, None
@@ -111,9 +107,9 @@ def _generations_grow(tables: dict[str, pd.DataFrame]) -> Finding:
             else:
                 persisted = generation
         elif table == "group_states" and pd.isna(row.from_state):
-            expected = (persisted or 0) if row.cause == LOAD else 0
+            expected = created_at if row.cause != LOAD or persisted is None else persisted
             if generation != expected:
-                why = f"its last persisted generation is {expected}" if row.cause == LOAD else "not 0"
+                why = f"its last persisted generation is {expected}" if row.cause == LOAD else f"not {expected}"
                 problem = f"{'loaded' if row.cause == LOAD else 'created'} at generation {generation}, {why}"
             latest = state_floor = generation
         elif table == "group_states":
@@ -126,10 +122,20 @@ def _generations_grow(tables: dict[str, pd.DataFrame]) -> Finding:
             latest = generation
         if problem is not None:
             problems.append((row.group_id, row.out_seq, f"{row.group_id} {problem}"))
-    return _first(problems)
+    return first(problems)
 
 
-def _transitions_chain(tables: dict[str, pd.DataFrame]) -> Finding:
+def _epochs_grow(tables: dict[str, pd.DataFrame]) -> Finding:
+    """A consumer group's generations are its group epochs, persisted by its ConsumerGroupMetadata records; it
+    is created at epoch 1 (Kafka 4.0's 0 is not a scenario setting)."""
+    epochs = consumer_groups.group_epochs(tables["consumer_group_records"])
+    return _generations_grow({**tables, "group_metadata": epochs}, created_at=initial_epoch(kafka_4_0=False))
+
+
+def _transitions_chain(tables: dict[str, pd.DataFrame], existence: dict[str, tuple[str, ...]] = CLASSIC_EXISTENCE,
+                       moves: dict[str, set[str]] = CLASSIC_MOVES) -> Finding:
+    """`existence`: per cause of a row from nothing, the states it may enter; `moves`: per state, the states
+    it may be entered from."""
     rows = tables["group_states"].sort_values(["group_id", "out_seq"])
     previous = rows.groupby("group_id")["to_state"].shift()
     problems = []
@@ -138,9 +144,9 @@ def _transitions_chain(tables: dict[str, pd.DataFrame]) -> Finding:
         expected = None if pd.isna(before) or before == GroupState.DEAD.value else before
         if came_from != expected:
             problems.append(f"{row.group_id} at {row.ts}: from {came_from} but the group was {expected}")
-        elif came_from is None and row.to_state not in EXISTENCE_STATES:
-            problems.append(f"{row.group_id} at {row.ts}: came into existence {row.to_state}")
-        elif came_from is not None and GroupState(came_from) not in VALID_PREVIOUS_STATES[GroupState(row.to_state)]:
+        elif came_from is None and row.to_state not in existence.get(row.cause, ()):
+            problems.append(f"{row.group_id} at {row.ts}: came into existence {row.to_state} ({row.cause})")
+        elif came_from is not None and came_from not in moves.get(row.to_state, ()):
             problems.append(f"{row.group_id} at {row.ts}: {came_from} -> {row.to_state} is not a legal move")
     return (len(problems), problems[0]) if problems else None
 
@@ -156,7 +162,7 @@ def _named(partitions: set) -> str:
 def _stable_assignment(tables: dict[str, pd.DataFrame]) -> Finding:
     problems = []
     record = {}  # group -> its latest GroupMetadata row
-    for table, row in _history(tables, ("group_metadata", "group_states"),
+    for table, row in history(tables, ("group_metadata", "group_states"),
                                ("tombstone", "generation_id", "to_state", "ts")):
         if table == "group_metadata":
             record[row.group_id] = row
@@ -187,7 +193,7 @@ def _stable_assignment(tables: dict[str, pd.DataFrame]) -> Finding:
                 problems.append((row.group_id, row.out_seq, f"{row.group_id} SyncGroup of {row.member_id} at "
                                  f"{row.request_ts} got {_named(got)}, generation {row.generation_id} stored "
                                  f"{_named(expected)}"))
-    return _first(problems)
+    return first(problems)
 
 
 def _commits_current_generation(tables: dict[str, pd.DataFrame]) -> Finding:
@@ -238,7 +244,7 @@ def _result_errors(tables: dict[str, pd.DataFrame]) -> Finding:
 
 def _members_replay(tables: dict[str, pd.DataFrame]) -> Finding:
     problems, group, present = [], None, set()
-    for table, row in _history(tables, ("members", "group_states"), ("member_id", "change", "member_count", "ts")):
+    for table, row in history(tables, ("members", "group_states"), ("member_id", "change", "member_count", "ts")):
         if row.group_id != group:
             group, present = row.group_id, set()
         problem = None
@@ -252,24 +258,30 @@ def _members_replay(tables: dict[str, pd.DataFrame]) -> Finding:
             problem = f"{table} row at {row.ts} counts {row.member_count} members, the members table {len(present)}"
         if problem is not None:
             problems.append((row.group_id, row.out_seq, f"{row.group_id} {problem}"))
-    return _first(problems)
+    return first(problems)
 
 
 Rule = Callable[[dict[str, pd.DataFrame]], Finding]
-# (name, tables it reads, rule, what its count counts).
-INVARIANTS: list[tuple[str, tuple[str, ...], Rule, str]] = [
-    ("one owner per partition per generation", ("assignments", "group_states"), _one_owner,
-     "partitions with several owners"),
-    ("generations only grow within a life of a group", ("generations", "group_states", "group_metadata"),
-     _generations_grow, "generations out of order in their life"),
-    ("state transitions chain and are legal", ("group_states",), _transitions_chain, "bad transitions"),
-    ("Stable groups hold their stored assignment", ("group_states", "group_metadata", "responses", "assignments"),
-     _stable_assignment, "Stable states or SyncGroup answers without their stored assignment"),
+# (name, tables it reads, its rule for classic groups, its rule for consumer groups, what its count counts).
+# An invariant without a consumer-group rule reads every group's rows with one rule.
+INVARIANTS: list[tuple[str, tuple[str, ...], Rule, Rule | None, str]] = [
+    ("one owner per partition per generation", ("assignments", "group_states", "consumer_group_records"),
+     _one_owner, consumer_groups.one_owner, "partitions with several owners"),
+    ("generations only grow within a life of a group",
+     ("generations", "group_states", "group_metadata", "consumer_group_records"),
+     _generations_grow, _epochs_grow, "generations out of order in their life"),
+    ("state transitions chain and are legal", ("group_states", "consumer_group_records"), _transitions_chain,
+     partial(_transitions_chain, existence=CONSUMER_EXISTENCE, moves=CONSUMER_MOVES), "bad transitions"),
+    ("Stable groups hold their stored assignment",
+     ("group_states", "group_metadata", "responses", "assignments", "consumer_group_records"),
+     _stable_assignment, consumer_groups.stable_at_target,
+     "Stable states or SyncGroup answers without their stored assignment"),
     ("accepted commits only from the current generation or standalone to an Empty group",
-     ("offsets", "group_states"), _commits_current_generation, "commits from another generation or state"),
-    ("error names in results are Kafka's", ("responses",), _result_errors,
+     ("offsets", "group_states", "assignments", "consumer_group_records"), _commits_current_generation,
+     consumer_groups.commits_member_epoch, "commits from another generation, member epoch or state"),
+    ("error names in results are Kafka's", ("responses",), _result_errors, None,
      "results with an error Kafka does not have"),
-    ("member counts agree with the members table", ("members", "group_states"), _members_replay,
+    ("member counts agree with the members table", ("members", "group_states"), _members_replay, None,
      "member rows or state rows that disagree with the members table"),
 ]
 
@@ -288,7 +300,8 @@ class Invariants:
     tallies: dict[str, _Tally] = field(default_factory=lambda: {name: _Tally() for name, *_ in INVARIANTS})
 
     def add(self, tables: dict[str, pd.DataFrame]) -> None:
-        for name, needs, rule, _ in INVARIANTS:
+        protocols = None  # (classic rows, consumer rows), split once the first rule needs it
+        for name, needs, rule, consumer_rule, _ in INVARIANTS:
             tally = self.tallies[name]
             missing = [table for table in needs if table not in tables]
             if missing:
@@ -297,18 +310,24 @@ class Invariants:
             if all(tables[table].empty for table in needs):
                 continue  # nothing to check in this range (whatever its columns: the suites check those)
             try:
-                found = rule(tables)
+                if consumer_rule is None:
+                    found = [rule(tables)]
+                else:
+                    protocols = protocols or consumer_groups.split_protocols(tables)
+                    found = [check(rows) for check, rows in zip((rule, consumer_rule), protocols)
+                             if not all(rows[table].empty for table in needs)]
             except (KeyError, TypeError, ValueError, AttributeError) as error:
                 # A table too broken for the rule (a column missing or of another type): the suites say what.
                 tally.unchecked = tally.unchecked or f"cannot check: {type(error).__name__}: {error}"
                 continue
-            if found is not None:
-                tally.count += found[0]
-                tally.example = tally.example or found[1]
+            for finding in found:
+                if finding is not None:
+                    tally.count += finding[0]
+                    tally.example = tally.example or finding[1]
 
     def checks(self) -> list[Check]:
         checks = []
-        for name, _, _, counted in INVARIANTS:
+        for name, *_, counted in INVARIANTS:
             tally = self.tallies[name]
             if tally.unchecked is not None:
                 checks.append(Check("invariant", name, False, tally.unchecked))

@@ -24,6 +24,7 @@ import yaml
 
 from simulations.validation.result import Check
 from tableio.lag_status import GROUP_STATUSES, PARTITION_STATUSES
+from state.consumer_group.group import ConsumerGroupState
 from state.errors import ERROR_CODES
 from state.events import API_NAMES
 from state.group_state import GroupState
@@ -34,7 +35,10 @@ SUITES_DIR = Path(__file__).resolve().parents[2] / "conf" / "expectations"
 # The sets a suite names with `$name`: owned by the code, so the suites cannot drift from it.
 VALUE_SETS: dict[str, list[str]] = {
     "kafka_errors": sorted(ERROR_CODES),
-    "group_states": [state.value for state in GroupState],
+    # Both protocols' (a consumer group's Assigning, Reconciling); `state transitions chain and are legal`
+    # holds each group to its own protocol's.
+    "group_states": list(dict.fromkeys([state.value for state in GroupState]
+                                       + [state.value for state in ConsumerGroupState])),
     "apis": sorted(API_NAMES.values()),
     "request_types": sorted(API_NAMES),
     "lag_partition_statuses": list(PARTITION_STATUSES),

@@ -184,10 +184,11 @@ def test_generations_going_back_within_a_life_fail(tiny_run, tmp_path):
      "at 1772442008200 with generation 1 stored"),
     ("offsets", "generation_id", 3, -1,
      "accepted commits only from the current generation or standalone to an Empty group",
-     "1 commits from another generation or state, e.g. orders orders-0 offset 100 with generation -1 while the "
+     "1 commits from another generation, member epoch or state, e.g. orders orders-0 offset 100 with generation -1 while the "
      "group was Stable at generation 1"),
     ("group_states", "to_state", 0, "PreparingRebalance", "state transitions chain and are legal",
-     "1 bad transitions, e.g. exporter at 1772442001000: came into existence PreparingRebalance"),
+     "1 bad transitions, e.g. exporter at 1772442001000: came into existence PreparingRebalance "
+     "(group_created)"),
     ("members", "member_count", 2, 2, "member counts agree with the members table",
      "1 member rows or state rows that disagree with the members table, e.g. orders members row at "
      "1772442008000 counts 2 members, the members table 1"),
