@@ -12,7 +12,7 @@ than the machine has. So the group tables are sorted by distribution, through sp
 2. write: range after range, in group-id order, each table's spill is read back, sorted by the table's
    SORT_KEYS and handed to its `PartFileWriter`, which cuts the same row groups whatever the pieces. The
    `lag_status` rows of a range's groups are derived from the range's offsets, group_metadata and
-   log_end_offsets rows (each group is judged on its own rows).
+   log_end_offsets rows (each group is judged on its own rows, so on every core: `tableio.lag_pool`).
 Rejects (input rows with no group) are sorted in memory, one row per rejected input line. Last, the
 `coordinator_load` table is derived from the written tables (`tableio.coordinator_load`).
 """
@@ -33,7 +33,8 @@ import pyarrow.parquet as pq
 from tableio.parquet import PartFileWriter, arrow_schema, output_errors, sort_table, to_arrow, variant_rows
 from tableio.coordinator_load import TABLE as LOAD_TABLE
 from tableio.coordinator_load import write_coordinator_load
-from tableio.lag_status import INPUT_COLUMNS, lag_status_arrow_rows
+from tableio.lag_pool import lag_status_rows_on_every_core
+from tableio.lag_status import INPUT_COLUMNS
 from state.tables import GROUP_TABLES, TABLES
 from state.variants import SEPARATOR, VARIANT, tag
 from streaming import sink
@@ -150,10 +151,11 @@ def _group_keys(rows: pa.Table) -> pa.ChunkedArray:
 def _lag_rows(tables: Mapping[str, pa.Table], final: int | None, variants: Sequence[str] | None) -> list[dict]:
     """The lag status of a range's groups, in a sweep variant by variant (a group is its variant's)."""
     if variants is None:
-        return lag_status_arrow_rows(tables, final)
+        return lag_status_rows_on_every_core(tables, final)
     rows = []
     for variant in variants:
-        part = lag_status_arrow_rows({name: variant_rows(data, variant) for name, data in tables.items()}, final)
+        part = lag_status_rows_on_every_core({name: variant_rows(data, variant) for name, data in tables.items()},
+                                            final)
         tag({"lag_status": part}, variant)
         rows += part
     return rows
