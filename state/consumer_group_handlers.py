@@ -15,14 +15,20 @@ once the group is Stable at it, or when the next epoch or the end of the run sup
 `assignments`, a member's partitions each time its current assignment moves to another member epoch or
 other partitions.
 
+A joining ConsumerGroupHeartbeat replaces an empty classic group, or converts a non-empty one when
+group.consumer.migration.policy allows an upgrade (state.consumer_group.migration; GROUP_ID_NOT_FOUND
+otherwise, as for any other heartbeat naming a classic group): the classic group's GroupMetadata tombstone
+opens the heartbeat's append, then the records converting its members, then the heartbeat's own. Rows of a
+conversion: the classic group goes Dead and its members are removed (cause `group_converted`); the consumer
+group is created, its converted members added and its state entered with that cause, at the classic
+generation, which gets no second `generations` row nor `assignments` rows (they are the classic group's).
+
 Classic requests naming a consumer group get what Kafka's GroupMetadataManager answers at trunk when a
-classic member may not join a consumer group (group.consumer.migration.policy=disabled; classic members of a
-consumer group are not modelled, whatever the setting): JoinGroup INCONSISTENT_GROUP_PROTOCOL; SyncGroup and
-Heartbeat UNKNOWN_MEMBER_ID (or FENCED_INSTANCE_ID for an instance id held by another member id), since no
-member uses the classic protocol; LeaveGroup removes the consumer members it names (an admin's removal).
-A joining ConsumerGroupHeartbeat replaces an empty classic group (its GroupMetadata tombstone opens the
-heartbeat's append); one naming a non-empty classic group gets GROUP_ID_NOT_FOUND (online upgrade is not
-modelled), as does any other heartbeat naming a classic group (state.consumer_group.heartbeat).
+classic member may not join a consumer group (classic members' JoinGroup, SyncGroup and Heartbeat inside a
+consumer group are not modelled yet, whatever the policy, so a converted group's classic members are
+answered as if it were disabled): JoinGroup INCONSISTENT_GROUP_PROTOCOL; SyncGroup and Heartbeat
+UNKNOWN_MEMBER_ID (or FENCED_INSTANCE_ID for an instance id held by another member id); LeaveGroup removes
+the members it names (an admin's removal, or a classic member leaving).
 Not modelled: a JoinGroup replacing an empty consumer group (Kafka deletes it and creates a classic group;
 here it is answered as a non-empty one), offset expiry in a consumer group (the sweep leaves its offsets
 alone), and OffsetFetch's member epoch check (the input contract's OffsetFetch has no member fields).
@@ -30,6 +36,7 @@ alone), and OffsetFetch's member epoch check (the input contract's OffsetFetch h
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 
@@ -37,14 +44,17 @@ from state.consumer_group.group import ConsumerGroup, ConsumerGroupMember, Consu
 from state.consumer_group.heartbeat import (
     CoordinatorResult,
     HeartbeatContext,
+    HeartbeatError,
     TimerChange,
     consumer_group_heartbeat,
     fence_members,
     on_loaded,
     on_rebalance_timeout,
     on_session_timeout,
+    validate_request,
 )
 from state.consumer_group.messages import JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH, HeartbeatRequest, TopicPartitions
+from state.consumer_group.migration import convert_to_consumer_group, validate_online_upgrade
 from state.consumer_group.offset_commit import validate_offset_commit
 from state.consumer_group.records import (
     ConsumerGroupCurrentMemberAssignment,
@@ -121,14 +131,24 @@ class ConsumerGroupHandlers:
         v0_join = event.api_version == 0 and event.member_id == "" and event.member_epoch == JOIN_EPOCH
         generated = self.new_uuid() if v0_join else None
         group = self.group if self.group is not None else self.consumer_group
-        # maybeDeleteEmptyClassicGroup: a join replaces an empty classic group (a simple one too), whatever
-        # the migration policy; a non-empty one is refused (heartbeat.py).
-        replaces_classic = (self.group is not None and self.group.is_in(GroupState.EMPTY)
-                            and event.member_epoch == JOIN_EPOCH)
-        if replaces_classic:
-            group = None
+        context = self.heartbeat_context()
+        # getOrMaybeCreateConsumerGroup: a join replaces an empty classic group (maybeDeleteEmptyClassicGroup:
+        # a simple one too, whatever the migration policy) or converts a non-empty one (migration.py); any
+        # other heartbeat naming a classic group is refused (heartbeat.py).
+        converted = None
+        if self.group is not None and event.member_epoch == JOIN_EPOCH:
+            if self.group.is_in(GroupState.EMPTY):
+                group, converted = None, CoordinatorResult()
+            else:
+                try:
+                    validate_request(request, context)  # the request's checks come before the group's
+                    validate_online_upgrade(self.group, self.config)
+                    group, converted = convert_to_consumer_group(self.group, context.topics, self.now, self.config)
+                except HeartbeatError as error:
+                    self.respond(event, error.error)
+                    return
         known = self.consumer_group is not None and event.member_id in self.consumer_group.members
-        result = consumer_group_heartbeat(group, request, self.now, self.heartbeat_context(), event.client_id,
+        result = consumer_group_heartbeat(group, request, self.now, context, event.client_id,
                                           event.client_host, generated)
         response = result.response
         if response.error != "NONE":
@@ -138,7 +158,7 @@ class ConsumerGroupHandlers:
             cause = "member_leave"
         else:
             cause = "member_metadata_update" if known else "member_join"
-        error = self.apply_consumer_group_result(result, cause, replaces_classic)
+        error = self.apply_consumer_group_result(result, cause, converted)
         if error is not None:
             self.respond(event, append_error_to_response_error(error))
             return
@@ -221,17 +241,22 @@ class ConsumerGroupHandlers:
 
     # -- records, rows and timers ---------------------------------------------------------------------------
     def apply_consumer_group_result(self, result: CoordinatorResult, cause: str,
-                                    replaces_classic: bool = False) -> str | None:
+                                    converted: CoordinatorResult | None = None) -> str | None:
         """Write the result's records in one append and replay them, then apply its timer changes; returns the
-        append's error (nothing is applied then), None otherwise. `replaces_classic`: the append starts with
-        the tombstone of the empty classic group the consumer group replaces."""
+        append's error (nothing is applied then), None otherwise. `converted`: the consumer group takes the
+        classic group's place; the append starts with the classic group's tombstone, then the records
+        converting its members (none for an empty group), whose timers apply first."""
         if result.records:
             error = self.write()
             if error is not None:
                 return error
-            if replaces_classic:
-                self._delete_empty_classic_group()
-            self._replay_written(list(result.records), cause, first_delta=int(replaces_classic))
+            first_delta = 0
+            if converted is not None:
+                self._delete_classic_group()
+                self._replay_written(list(converted.records), "group_converted", first_delta=1, converted=True)
+                self._apply_timers(converted.timers)
+                first_delta = 1 + len(converted.records)
+            self._replay_written(list(result.records), cause, first_delta)
         self._apply_timers(result.timers)
         if result.metadata_refreshed:
             self.consumer_group.metadata_expired = False
@@ -245,14 +270,32 @@ class ConsumerGroupHandlers:
             else:
                 self.timers.schedule(key, change.deadline, CONSUMER_GROUP_TIMER, change.kind, *change.args)
 
-    def _delete_empty_classic_group(self) -> None:
-        """The empty classic group's GroupMetadata tombstone (ClassicGroup.createGroupTombstoneRecords): the
-        group goes Dead; its committed offsets stay, the consumer group's now."""
+    def _delete_classic_group(self) -> None:
+        """The classic group's GroupMetadata tombstone (ClassicGroup.createGroupTombstoneRecords). Its parked
+        JoinGroup and SyncGroup requests are answered REBALANCE_IN_PROGRESS (convertToConsumerGroup's
+        completeAllJoinFutures / completeAllSyncFutures: their members rejoin), its timers go, its members
+        leave the `members` table and it goes Dead; its committed offsets stay, the consumer group's now."""
+        group = self.group
         self.appended([GroupMetadataRecord(None)])
+        for member in group.all_members():
+            join, sync = group.take_join(member), group.take_sync(member)
+            if join is not None:
+                self.respond(join, "REBALANCE_IN_PROGRESS", member_id=member.member_id)
+            if sync is not None:
+                self.respond(sync, "REBALANCE_IN_PROGRESS", assignment=None)
+            self.timers.cancel(("heartbeat", member.member_id))
+        self.timers.cancel(("join",))
+        self.timers.cancel(("sync",))
+        self._flush_generation(stable_ts=None)
+        self.pending_generation = None
+        self.record_departed_members("group_converted")
         self.transition(GroupState.DEAD, "group_converted")
         self.group = None
 
-    def _replay_written(self, records: list[ConsumerGroupRecord], cause: str, first_delta: int = 0) -> None:
+    def _replay_written(self, records: list[ConsumerGroupRecord], cause: str, first_delta: int = 0,
+                        converted: bool = False) -> None:
+        """Replay written records and write their rows. `converted`: the records convert a classic group,
+        whose generation (the group epoch they set) and its assignments are already in the tables."""
         group = self.consumer_group
         if group is None:
             group = self.consumer_group = ConsumerGroup(self.group_id)
@@ -269,12 +312,13 @@ class ConsumerGroupHandlers:
                     changes.append(("removed", before_members[record.member_id]))
                 elif record.value is not None and record.member_id not in before_members:
                     changes.append(("added", group.members[record.member_id]))
-            elif isinstance(record, ConsumerGroupMetadata) and record.value.epoch > before_epoch:
+            elif isinstance(record, ConsumerGroupMetadata) and record.value.epoch > before_epoch and not converted:
                 self._start_consumer_generation(record.value.epoch, cause)
             elif isinstance(record, ConsumerGroupTargetAssignmentMetadata):
                 target_computed = True
         self._member_rows(changes, len(before_members), group, cause)
-        self._assignment_rows(records, before_members, group)
+        if not converted:
+            self._assignment_rows(records, before_members, group)
         if target_computed:
             self._target_computed(group)
         if group.state is not before_state:
@@ -399,11 +443,13 @@ def _held(member: ConsumerGroupMember) -> TopicPartitions:
 
 def _json_value(value):
     """A record value as JSON: dataclasses as objects of Kafka's field names (snake case), topic ids in their
-    base64 form (MemberState, an IntEnum, is its byte)."""
+    base64 form, bytes (a classic protocol's metadata) in base64 (MemberState, an IntEnum, is its byte)."""
     if dataclasses.is_dataclass(value):
         return {f.name: _json_value(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, TopicId):
         return str(value)
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
     if isinstance(value, dict):
         return {str(k) if isinstance(k, TopicId) else k: _json_value(v) for k, v in value.items()}
     if isinstance(value, (tuple, list)):

@@ -69,6 +69,8 @@ STORED: dict[str, tuple[str, ...]] = {
     "state.consumer_group.reconciliation.CurrentPartitionEpochs": ("_epochs",),
     "state.consumer_group.records.GroupEpoch": (),
     "state.consumer_group.records.MemberSubscription": (),
+    "state.consumer_group.records.ClassicMemberMetadata": (),
+    "state.consumer_group.records.ClassicProtocol": (),
     "state.consumer_group.records.AssignmentMetadata": (),
     # A consumer-protocol client's membership (state.consumer_group.client), with its requests in flight.
     "state.consumer_group.client.member.Membership": ("config", "_manager", "_heartbeat"),

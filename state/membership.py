@@ -617,11 +617,12 @@ class MembershipHandlers:
         for count, stored in enumerate(self.log.group_metadata()["members"], 1):
             self.record_member_change("added", self.group.member(stored["member_id"]), "coordinator_load", count)
 
-    def record_unloaded_members(self) -> None:
-        """An unloaded group's members go with it (Kafka drops the group object without emptying it)."""
+    def record_departed_members(self, cause: str) -> None:
+        """An unloaded (or converted) group's members go with it (Kafka drops the group object without
+        emptying it)."""
         members = self.group.all_members()
         for count, member in enumerate(members):
-            self.record_member_change("removed", member, "coordinator_unload", len(members) - 1 - count)
+            self.record_member_change("removed", member, cause, len(members) - 1 - count)
 
     def record_member_change(self, change: str, member: ClassicGroupMember, cause: str,
                              member_count: int | None = None) -> None:

@@ -518,7 +518,7 @@ class GroupRuntime(MembershipHandlers, ConsumerGroupHandlers, OffsetHandlers, Me
                     parked(request)
         self._flush_generation(stable_ts=None)
         self.transition(GroupState.DEAD, "coordinator_unload")
-        self.record_unloaded_members()
+        self.record_departed_members("coordinator_unload")
         self.group = None
 
     def _load_group(self) -> None:

@@ -1,8 +1,8 @@
 """Which of a run's rows are a consumer group's (KIP-848, `state/consumer_group`), and the consumer
 protocol's reading of the invariants that `invariants` states for both protocols.
 
-**Which rows.** A group id is one protocol for a life: an Empty classic group may be replaced by a consumer
-group (`group_converted`), never the other way round in this model. A group's rows are a consumer group's
+**Which rows.** A group id is one protocol for a life: a classic group may be replaced by (Empty) or
+converted to a consumer group (`group_converted`), never the other way round in this model. A group's rows are a consumer group's
 from the life (cut by its `group_states` rows from nothing) in which its first `consumer_group_records` row
 was written; the rows before are a classic group's.
 

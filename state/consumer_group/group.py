@@ -24,6 +24,7 @@ from state.consumer_group.messages import LEAVE_EPOCH, TopicPartitions
 from state.consumer_group.reconciliation import CurrentAssignment, CurrentPartitionEpochs, MemberState, PartitionEpochs
 from state.consumer_group.records import (
     AssignmentMetadata,
+    ClassicMemberMetadata,
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupMemberMetadata,
     ConsumerGroupMetadata,
@@ -69,6 +70,7 @@ class ConsumerGroupMember:
     subscribed_topic_names: frozenset[str] = frozenset()
     subscribed_topic_regex: str = ""
     server_assignor_name: str | None = None
+    classic_member_metadata: ClassicMemberMetadata | None = None
     current: CurrentAssignment = CurrentAssignment(MemberState.STABLE, 0, -1)
 
     @property
@@ -87,6 +89,10 @@ class ConsumerGroupMember:
     def assigned_partitions(self) -> PartitionEpochs:
         return self.current.assigned_partitions
 
+    @property
+    def use_classic_protocol(self) -> bool:
+        return self.classic_member_metadata is not None
+
     def is_reconciled_to(self, assignment_epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == assignment_epoch
 
@@ -95,14 +101,14 @@ class ConsumerGroupMember:
         names = tuple(sorted(self.subscribed_topic_names, key=java_string_sort_key))
         return MemberSubscription(self.instance_id, self.rack_id, self.client_id, self.client_host,
                                   names, self.subscribed_topic_regex,
-                                  self.server_assignor_name, self.rebalance_timeout_ms)
+                                  self.server_assignor_name, self.rebalance_timeout_ms, self.classic_member_metadata)
 
     def with_subscription(self, value: MemberSubscription) -> "ConsumerGroupMember":
         return dataclasses.replace(
             self, instance_id=value.instance_id, rack_id=value.rack_id, client_id=value.client_id,
             client_host=value.client_host, subscribed_topic_names=frozenset(value.subscribed_topic_names),
             subscribed_topic_regex=value.subscribed_topic_regex, server_assignor_name=value.server_assignor,
-            rebalance_timeout_ms=value.rebalance_timeout_ms)
+            rebalance_timeout_ms=value.rebalance_timeout_ms, classic_member_metadata=value.classic_member_metadata)
 
 
 def topic_partitions(assignment: Mapping[TopicId, Iterable[int]]) -> TopicPartitions:

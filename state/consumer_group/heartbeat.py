@@ -10,8 +10,8 @@ Not modelled, with the answer given instead:
 * regular expression subscriptions: a request carrying a non-empty SubscribedTopicRegex is answered
   INVALID_REQUEST ("" — no regex — is accepted), as this coordinator cannot resolve one; Kafka would accept
   it and resolve it asynchronously;
-* classic groups: a heartbeat naming a group that is not a consumer group gets GROUP_ID_NOT_FOUND (Kafka
-  converts an empty classic group, or a non-empty one under the migration policy, on a join);
+* classic groups: a heartbeat naming a group that is not a consumer group gets GROUP_ID_NOT_FOUND; the
+  runtime replaces an empty classic group on a join, or converts a non-empty one (`migration`), first;
 * per-group configs (GroupConfig): the broker's group.consumer.* settings apply to every group;
 * authorization and coordinator availability (pre-checks 1-4).
 
@@ -138,9 +138,10 @@ def consumer_group_heartbeat(group: object | None, request: HeartbeatRequest, no
         return CoordinatorResult(response=HeartbeatResponse(error=error.error, error_message=str(error)))
 
 
-def session_timer(member_id: str, now: int, config: CoordinatorConfig) -> TimerChange:
-    return TimerChange((SESSION_TIMEOUT, member_id), now + config.group_consumer_session_timeout_ms,
-                       "on_session_timeout", (member_id,))
+def session_timer(member_id: str, now: int, config: CoordinatorConfig, timeout_ms: int | None = None) -> TimerChange:
+    """The member's session: group.consumer.session.timeout.ms, or `timeout_ms` (a classic member's own)."""
+    timeout_ms = config.group_consumer_session_timeout_ms if timeout_ms is None else timeout_ms
+    return TimerChange((SESSION_TIMEOUT, member_id), now + timeout_ms, "on_session_timeout", (member_id,))
 
 
 def rebalance_timer(member: ConsumerGroupMember, now: int) -> TimerChange:
@@ -419,7 +420,8 @@ class _Heartbeat:
     def _updated(self, member: ConsumerGroupMember) -> ConsumerGroupMember:
         """The member with the request's fields applied (a None field leaves it as it is)."""
         request = self.request
-        changes = {"client_id": self.client_id, "client_host": self.client_host}
+        # A ConsumerGroupHeartbeat means the member uses the consumer protocol from now on.
+        changes = {"client_id": self.client_id, "client_host": self.client_host, "classic_member_metadata": None}
         if request.instance_id is not None:
             changes["instance_id"] = request.instance_id
         if request.rack_id is not None:

@@ -8,7 +8,9 @@ compacted log keeps apart: the record type id (CoordinatorRecordType) and the ke
 * ConsumerGroupMetadata (3): the group epoch and the metadata hash of the subscribed topics.
 * ConsumerGroupPartitionMetadata (4): written by Kafka <= 4.0; trunk only ever tombstones it, and only
   when it replayed one, which a group this simulator built never holds. Modelled as a tombstone.
-* ConsumerGroupMemberMetadata (5): one member's identity and subscription.
+* ConsumerGroupMemberMetadata (5): one member's identity and subscription, with its ClassicMemberMetadata
+  (session timeout, supported protocols) if it uses the classic protocol (a member of a classic group the
+  consumer group was converted from).
 * ConsumerGroupTargetAssignmentMetadata (6): the assignment epoch and when it was computed.
 * ConsumerGroupTargetAssignmentMember (7): one member's target partitions.
 * ConsumerGroupCurrentMemberAssignment (8): one member's reconciliation state, with the assignment epoch of
@@ -37,9 +39,22 @@ class GroupEpoch:
 
 
 @dataclass(frozen=True, slots=True)
+class ClassicProtocol:
+    name: str
+    metadata: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ClassicMemberMetadata:
+    """What a member using the classic protocol joined with: None for a member using the consumer protocol."""
+
+    session_timeout_ms: int
+    supported_protocols: tuple[ClassicProtocol, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class MemberSubscription:
-    """ConsumerGroupMemberMetadataValue without the classic-protocol metadata (classic members are not
-    modelled). `subscribed_topic_names` sorted, as Kafka writes them."""
+    """ConsumerGroupMemberMetadataValue. `subscribed_topic_names` sorted, as Kafka writes them."""
 
     instance_id: str | None
     rack_id: str | None
@@ -49,6 +64,7 @@ class MemberSubscription:
     subscribed_topic_regex: str
     server_assignor: str | None
     rebalance_timeout_ms: int
+    classic_member_metadata: ClassicMemberMetadata | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -185,14 +185,6 @@ def test_classic_requests_to_a_consumer_group_get_trunk_errors(ctx):
     assert ctx.runtime.group is None
 
 
-def test_a_consumer_group_heartbeat_to_a_classic_group_is_refused(ctx):
-    member_id = ctx.join_new_dynamic()
-    ctx.join(member_id)
-    response = heartbeat(ctx, "A", 0)
-    assert response.error == "GROUP_ID_NOT_FOUND"
-    assert ctx.runtime.consumer_group is None
-
-
 def test_a_join_replaces_an_empty_classic_group_in_one_append(ctx):
     ctx.commit({("foo", 0): 7})  # a standalone commit: a "simple" classic group holds the offsets
     assert ctx.runtime.group is not None

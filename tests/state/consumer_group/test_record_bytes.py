@@ -8,6 +8,8 @@ from __future__ import annotations
 from state.consumer_group.reconciliation import CurrentAssignment, MemberState
 from state.consumer_group.records import (
     AssignmentMetadata,
+    ClassicMemberMetadata,
+    ClassicProtocol,
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupMemberMetadata,
     ConsumerGroupMetadata,
@@ -76,6 +78,16 @@ def test_member_metadata_value():
         "00001388",
         "06", b"range".hex(),
         "00")
+
+
+def test_member_metadata_value_of_a_member_using_the_classic_protocol():
+    """ClassicMemberMetadata is the value's tagged field 0: SessionTimeoutMs, then SupportedProtocols."""
+    value = MemberSubscription(None, None, "c", "h", ("foo",), "", None, 5000,
+                               ClassicMemberMetadata(10_000, (ClassicProtocol("range", b"\x00\x01"),)))
+    assert value_bytes(ConsumerGroupMemberMetadata("m", value)) == h(
+        "0000", "00", "00", "02", b"c".hex(), "02", b"h".hex(), "02", "04", b"foo".hex(), "01", "00001388", "00",
+        "01", "00", "10",  # one tagged field: tag 0, 16 bytes
+        "00002710", "02", "06", b"range".hex(), "03", "0001", "00", "00")
 
 
 def test_tombstone_record_size():

@@ -1,0 +1,164 @@
+"""Online migration of a classic group (state/consumer_group/migration.py, run by
+state/consumer_group_handlers.py): a ConsumerGroupHeartbeat joining a non-empty classic group converts it
+under group.consumer.migration.policy, as Kafka's GroupMetadataManagerTest's
+testConsumerGroupHeartbeatWith*ClassicGroup cases do."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from state.consumer_group.heartbeat import SESSION_TIMEOUT
+from state.consumer_group.records import ClassicMemberMetadata, ClassicProtocol
+from state.consumer_group_handlers import CONSUMER_GROUP_TIMER
+from state.runtime import GroupRuntime
+from tests.state.harness import GroupContext
+from tests.state.test_consumer_group_handlers import FOO_ID, SESSION_MS, assert_log_replays_to_group, heartbeat, rows
+
+CLASSIC_SESSION_MS = 10_000  # the harness's JoinGroup session timeout
+
+
+def context(**config) -> GroupContext:
+    ctx = GroupContext(group_consumer_assignment_interval_ms=0, **config)
+    ctx.send("TOPIC_METADATA", topics=[{"topic": "foo", "partitions": 4, "topic_id": FOO_ID}])
+    return ctx
+
+
+def stable_classic_group(ctx: GroupContext) -> tuple[str, str]:
+    """Two classic members, Stable at generation 1: the leader holds foo 0-1, the other foo 2-3."""
+    ids = [ctx.join_new_dynamic() for _ in range(2)]
+    for member_id in ids:
+        ctx.join(member_id)
+    while ctx.state == "PreparingRebalance":
+        ctx.sleep(ctx.config.group_initial_rebalance_delay_ms)
+    leader, other = ctx.group.leader_id, next(m for m in ids if m != ctx.group.leader_id)
+    ctx.sync(other, 1)
+    ctx.sync(leader, 1, assignments={leader: [("foo", [0, 1])], other: [("foo", [2, 3])]})
+    assert ctx.state == "Stable"
+    return leader, other
+
+
+def test_upgrade_from_stable_classic_to_consumer_group():
+    """testConsumerGroupHeartbeatWithStableClassicGroup: the classic group's tombstone, the consumer group's
+    records built from its members, then the joining member's records, in one append."""
+    ctx = context()
+    leader, other = stable_classic_group(ctx)
+    ctx.sleep(100)
+    joined = heartbeat(ctx, "C", 0)
+    assert (joined.error, joined.generation_id, joined.assignment) == ("NONE", 2, [])
+    assert ctx.runtime.group is None
+    group = ctx.runtime.consumer_group
+    assert (group.group_epoch, group.assignment_epoch, group.state.value) == (2, 2, "Reconciling")
+    for member_id, partitions in ((leader, {0, 1}), (other, {2, 3})):
+        member = group.members[member_id]
+        assert member.use_classic_protocol and member.member_epoch == 1
+        assert member.classic_member_metadata.session_timeout_ms == CLASSIC_SESSION_MS
+        assert set(next(iter(member.assigned_partitions.values()))) == partitions
+    assert not group.members["C"].use_classic_protocol
+
+    records = rows(ctx, "consumer_group_records", "record_type", "member_id")
+    members = [r[1] for r in records[:2]]
+    assert sorted(members) == sorted([leader, other])
+    assert records[:8] == [
+        *(("ConsumerGroupMemberMetadata", m) for m in members), ("ConsumerGroupMetadata", None),
+        *(("ConsumerGroupTargetAssignmentMember", m) for m in members),
+        ("ConsumerGroupTargetAssignmentMetadata", None),
+        *(("ConsumerGroupCurrentMemberAssignment", m) for m in members)]
+    assert records[8:10] == [("ConsumerGroupMemberMetadata", "C"), ("ConsumerGroupMetadata", None)]
+    converted = json.loads(ctx.tables["consumer_group_records"][2]["value"])
+    assert converted["epoch"] == 1  # the classic generation
+    assert rows(ctx, "group_metadata", "tombstone")[-1] == (True,)
+    assert_log_replays_to_group(ctx)
+
+    assert rows(ctx, "group_states", "from_state", "to_state", "generation_id", "cause")[-4:] == [
+        ("Stable", "Dead", 1, "group_converted"), (None, "Empty", 1, "group_created"),
+        ("Empty", "Stable", 1, "group_converted"), ("Stable", "Reconciling", 2, "member_join")]
+    assert rows(ctx, "members", "change", "cause")[-5:] == [
+        ("removed", "group_converted"), ("removed", "group_converted"), ("added", "group_converted"),
+        ("added", "group_converted"), ("added", "member_join")]
+    # Generation 1 is the classic group's; the consumer group's first is epoch 2.
+    assert rows(ctx, "generations", "generation_id", "protocol_type") == [(1, "consumer")]
+    ctx.finish()
+    assert rows(ctx, "generations", "generation_id")[-1] == (2,)
+
+    # The converted members' sessions run at their classic session timeout; the classic timers are gone.
+    now = ctx.time
+    assert ctx.timer_deadline(CONSUMER_GROUP_TIMER, SESSION_TIMEOUT, leader) == now + CLASSIC_SESSION_MS
+    assert ctx.timer_deadline(CONSUMER_GROUP_TIMER, SESSION_TIMEOUT, "C") == now + SESSION_MS
+    assert ctx.timer_deadline("heartbeat", leader) is None
+
+
+def test_upgrade_answers_the_parked_requests_rebalance_in_progress():
+    """testConsumerGroupHeartbeatWithPreparingRebalanceClassicGroup: the members waiting in JoinGroup are told
+    to rejoin."""
+    ctx = context()
+    leader, other = stable_classic_group(ctx)
+    newcomer = ctx.join_new_dynamic()
+    parked = ctx.join(newcomer)
+    assert not parked.done and ctx.state == "PreparingRebalance"
+    assert heartbeat(ctx, "C", 0).error == "NONE"
+    assert (parked.error, parked.member_id) == ("REBALANCE_IN_PROGRESS", newcomer)
+    assert set(ctx.runtime.consumer_group.members) == {leader, other, newcomer, "C"}
+    # The newcomer never synced: it holds nothing (an empty assignment is accepted).
+    assert ctx.runtime.consumer_group.members[newcomer].assigned_partitions == {}
+
+
+@pytest.mark.parametrize("policy", ["disabled", "downgrade"])
+def test_upgrade_refused_when_the_policy_does_not_allow_it(policy):
+    ctx = context(group_consumer_migration_policy=policy)
+    stable_classic_group(ctx)
+    assert heartbeat(ctx, "C", 0).error == "GROUP_ID_NOT_FOUND"
+    assert ctx.runtime.consumer_group is None and ctx.state == "Stable"
+
+
+def test_upgrade_refused_for_a_group_not_using_the_consumer_protocol():
+    ctx = context()
+    ctx.join(ctx.join_new_dynamic(protocol_type="connect"), protocol_type="connect")
+    assert ctx.group.members
+    assert heartbeat(ctx, "C", 0).error == "GROUP_ID_NOT_FOUND"
+
+
+def test_upgrade_refused_beyond_the_consumer_group_max_size():
+    """validateOnlineUpgrade lets a classic group of group.consumer.max.size members through; the joining
+    member is then one too many (nothing is written)."""
+    ctx = context(group_consumer_max_size=2)
+    stable_classic_group(ctx)
+    assert heartbeat(ctx, "C", 0).error == "GROUP_MAX_SIZE_REACHED"
+    assert ctx.runtime.consumer_group is None and ctx.state == "Stable"
+    ctx = context(group_consumer_max_size=1)
+    stable_classic_group(ctx)
+    assert heartbeat(ctx, "C", 0).error == "GROUP_ID_NOT_FOUND"
+
+
+def test_heartbeats_other_than_a_join_never_convert():
+    ctx = context()
+    stable_classic_group(ctx)
+    assert heartbeat(ctx, "C", 3, {}).error == "GROUP_ID_NOT_FOUND"
+    # The request's own checks come first.
+    assert heartbeat(ctx, "C", 0, rebalance_timeout_ms=-1).error == "INVALID_REQUEST"
+
+
+def test_a_classic_group_without_a_protocol_yet_fails_to_convert():
+    """fromClassicGroup reads classicGroup.protocolName().get(): before its first generation the group has
+    none, and the heartbeat fails (NoSuchElementException: UNKNOWN_SERVER_ERROR)."""
+    ctx = GroupContext()
+    ctx.join(ctx.join_new_dynamic())
+    assert ctx.state == "PreparingRebalance"
+    assert heartbeat(ctx, "C", 0).error == "UNKNOWN_SERVER_ERROR"
+
+
+def test_a_converted_group_reloads_and_round_trips_through_encoding():
+    ctx = context()
+    leader, _ = stable_classic_group(ctx)
+    heartbeat(ctx, "C", 0)
+    ctx.runtime.take_output()
+    decoded = GroupRuntime.decode(ctx.runtime.encode(), ctx.config)
+    assert decoded.consumer_group == ctx.runtime.consumer_group
+    assert decoded.consumer_group.members[leader].classic_member_metadata == ClassicMemberMetadata(
+        CLASSIC_SESSION_MS, (ClassicProtocol("range", ctx.runtime.consumer_group.members[leader]
+                                              .classic_member_metadata.supported_protocols[0].metadata),))
+    before = ctx.runtime.consumer_group
+    ctx.send("COORDINATOR_FAULT", fault="move", load_delay_ms=500)
+    ctx.sleep(500)
+    assert ctx.runtime.consumer_group == before and ctx.runtime.group is None
