@@ -23,15 +23,17 @@ conversion: the classic group goes Dead and its members are removed (cause `grou
 group is created, its converted members added and its state entered with that cause, at the classic
 generation, which gets no second `generations` row nor `assignments` rows (they are the classic group's).
 
-Classic requests naming a consumer group get what Kafka's GroupMetadataManager answers at trunk when a
-classic member may not join a consumer group (classic members' JoinGroup, SyncGroup and Heartbeat inside a
-consumer group are not modelled yet, whatever the policy, so a converted group's classic members are
-answered as if it were disabled): JoinGroup INCONSISTENT_GROUP_PROTOCOL; SyncGroup and Heartbeat
-UNKNOWN_MEMBER_ID (or FENCED_INSTANCE_ID for an instance id held by another member id); LeaveGroup removes
-the members it names (an admin's removal, or a classic member leaving).
+Classic requests naming a consumer group are its classic members' (state.consumer_group.classic_members):
+a JoinGroup to a non-empty consumer group joins it with the classic protocol (INCONSISTENT_GROUP_PROTOCOL
+when group.consumer.migration.policy is `disabled`) and is written as a heartbeat is (rows with cause
+`member_join` for a new member, `member_metadata_update` otherwise); SyncGroup and Heartbeat write nothing
+and only move the member's timers; LeaveGroup fences the members it names (an admin's removal, or a member
+leaving). A join or sync timeout fences a classic member with cause `rebalance_timeout` or
+`pending_sync_timeout`.
 Not modelled: a JoinGroup replacing an empty consumer group (Kafka deletes it and creates a classic group;
-here it is answered as a non-empty one), offset expiry in a consumer group (the sweep leaves its offsets
-alone), and OffsetFetch's member epoch check (the input contract's OffsetFetch has no member fields).
+here it is answered INCONSISTENT_GROUP_PROTOCOL), the downgrade back to a classic group, offset expiry in a
+consumer group (the sweep leaves its offsets alone), and OffsetFetch's member epoch check (the input
+contract's OffsetFetch has no member fields).
 """
 
 from __future__ import annotations
@@ -40,6 +42,11 @@ import base64
 import dataclasses
 import json
 
+from state.consumer_group.classic_members import (
+    classic_group_heartbeat,
+    classic_group_join,
+    classic_group_sync,
+)
 from state.consumer_group.group import ConsumerGroup, ConsumerGroupMember, ConsumerGroupState
 from state.consumer_group.heartbeat import (
     CoordinatorResult,
@@ -49,14 +56,15 @@ from state.consumer_group.heartbeat import (
     consumer_group_heartbeat,
     fence_members,
     on_loaded,
+    on_member_timeout,
     on_rebalance_timeout,
-    on_session_timeout,
     validate_request,
 )
 from state.consumer_group.messages import JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH, HeartbeatRequest, TopicPartitions
 from state.consumer_group.migration import convert_to_consumer_group, validate_online_upgrade
 from state.consumer_group.offset_commit import validate_offset_commit
 from state.consumer_group.records import (
+    ClassicProtocol,
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupMemberMetadata,
     ConsumerGroupMetadata,
@@ -66,14 +74,18 @@ from state.consumer_group.records import (
 from state.consumer_group.topic_id import TopicId, derived_topic_id
 from state.consumer_group.topics import TopicsImage
 from state.errors import append_error_to_response_error
-from state.events import ConsumerGroupHeartbeat, Event, LeaveGroup, OffsetCommit, PartitionList, TopicMetadata
+from state.events import (ConsumerGroupHeartbeat, Event, Heartbeat, JoinGroup, LeaveGroup, OffsetCommit, PartitionList,
+                          SyncGroup, TopicMetadata)
 from state.group_state import GroupState
 from state.record_bytes import RECORD_BATCH_OVERHEAD, record_size
 from state.records import GroupMetadataRecord
 
 # The kind (and the first element of the key) of the coordinator timers the consumer group arms.
 CONSUMER_GROUP_TIMER = "consumer_group"
-_TIMER_CAUSES = {"on_session_timeout": "session_timeout", "on_rebalance_timeout": "rebalance_timeout"}
+# The cause each member timeout's rows carry: a classic member not rejoining in time is the classic group's
+# rebalance timeout, one not syncing in time its pending sync timeout.
+_TIMER_CAUSES = {"on_session_timeout": "session_timeout", "on_rebalance_timeout": "rebalance_timeout",
+                 "on_join_timeout": "rebalance_timeout", "on_sync_timeout": "pending_sync_timeout"}
 CLASSIC_MEMBERSHIP_REQUESTS = ("JOIN_GROUP", "SYNC_GROUP", "HEARTBEAT", "LEAVE_GROUP")
 
 
@@ -167,32 +179,75 @@ class ConsumerGroupHandlers:
                      assignment=None if response.assignment is None else self._by_topic_name(response.assignment))
 
     def fire_consumer_group_timer(self, kind: str, *args) -> None:
-        """A member's session or rebalance timeout: fence it (Kafka only logs a failed write of the fencing)."""
-        handler = on_session_timeout if kind == "on_session_timeout" else on_rebalance_timeout
+        """A member's session, rebalance, join or sync timeout: fence it (Kafka only logs a failed write of the
+        fencing)."""
+        handler = on_rebalance_timeout if kind == "on_rebalance_timeout" else on_member_timeout
         self.apply_consumer_group_result(handler(self.consumer_group, *args, self.heartbeat_context()),
                                          _TIMER_CAUSES[kind])
 
     # -- classic requests naming a consumer group -----------------------------------------------------------
     def answer_classic_request_to_consumer_group(self, event: Event) -> None:
-        if event.type == "JOIN_GROUP":
-            self.respond_generic_error(event, "INCONSISTENT_GROUP_PROTOCOL")
-        elif event.type == "LEAVE_GROUP":
-            self._leave_consumer_group(event)
-        elif event.type == "SYNC_GROUP" and not self.consumer_group.members:
-            self.respond_generic_error(event, "UNKNOWN_MEMBER_ID")
-        else:  # SyncGroup, Heartbeat: validateConsumerGroupMember, then no member uses the classic protocol
-            error = self._classic_member_error(event.member_id, event.group_instance_id)
-            self.respond_generic_error(event, error or "UNKNOWN_MEMBER_ID")
-
-    def _classic_member_error(self, member_id: str, instance_id: str | None) -> str | None:
-        """validateConsumerGroupMember's error for a classic request's member (None: the member exists)."""
         group = self.consumer_group
-        if instance_id is None:
-            return None if member_id in group.members else "UNKNOWN_MEMBER_ID"
-        member = group.static_member(instance_id)
-        if member is None:
-            return "UNKNOWN_MEMBER_ID"
-        return None if member.member_id == member_id else "FENCED_INSTANCE_ID"
+        if event.type == "LEAVE_GROUP":
+            self._leave_consumer_group(event)
+        elif event.type == "JOIN_GROUP":
+            error = self.join_request_error(event)  # GroupCoordinatorService's checks
+            if error is not None:
+                self.respond(event, error, generation_id=-1, leader_id="")
+            elif not group.members:
+                # Kafka replaces the empty consumer group with a classic group: not modelled.
+                self.respond_generic_error(event, "INCONSISTENT_GROUP_PROTOCOL")
+            else:
+                self._classic_group_join(event)
+        elif event.type == "SYNC_GROUP" and not group.members:
+            self.respond_generic_error(event, "UNKNOWN_MEMBER_ID")
+        elif event.type == "SYNC_GROUP":
+            self._classic_group_sync(event)
+        else:
+            self._classic_group_heartbeat(event)
+
+    def _classic_group_join(self, req: JoinGroup) -> None:
+        known = req.member_id in self.consumer_group.members
+        result = classic_group_join(
+            self.consumer_group, member_id=req.member_id, instance_id=req.group_instance_id,
+            protocol_type=req.protocol_type, protocols=tuple(ClassicProtocol(p.name, p.metadata) for p in req.protocols),
+            session_timeout_ms=req.session_timeout_ms, rebalance_timeout_ms=req.rebalance_timeout_ms,
+            api_version=req.api_version, now=self.now, context=self.heartbeat_context(), client_id=req.client_id,
+            client_host=req.client_host, generated_member_id=self.new_uuid() if req.member_id == "" else "")
+        response = result.response
+        if response.error == "MEMBER_ID_REQUIRED":
+            self.respond(req, response.error, member_id=response.member_id, generation_id=-1, leader_id="")
+            return
+        if response.error != "NONE":
+            self.respond_generic_error(req, response.error)
+            return
+        error = self.apply_consumer_group_result(result, "member_metadata_update" if known else "member_join")
+        if error is not None:
+            self.respond_generic_error(req, append_error_to_response_error(error))
+            return
+        # No leader and no members: the member sends SyncGroup as a follower and gets its assignment.
+        self.respond(req, "NONE", member_id=response.member_id, generation_id=response.generation_id,
+                     protocol_type=response.protocol_type, protocol_name=response.protocol_name, leader_id="",
+                     skip_assignment=False, members=[])
+
+    def _classic_group_sync(self, req: SyncGroup) -> None:
+        result = classic_group_sync(self.consumer_group, member_id=req.member_id, instance_id=req.group_instance_id,
+                                    generation_id=req.generation_id, protocol_type=req.protocol_type,
+                                    protocol_name=req.protocol_name, now=self.now, context=self.heartbeat_context())
+        self._apply_timers(result.timers)
+        response = result.response
+        if response.error != "NONE":
+            self.respond_generic_error(req, response.error)
+            return
+        self.respond(req, "NONE", protocol_type=response.protocol_type, protocol_name=response.protocol_name,
+                     assignment=self._by_topic_name(response.assignment))
+
+    def _classic_group_heartbeat(self, req: Heartbeat) -> None:
+        result = classic_group_heartbeat(self.consumer_group, member_id=req.member_id,
+                                         instance_id=req.group_instance_id, generation_id=req.generation_id,
+                                         now=self.now, context=self.heartbeat_context())
+        self._apply_timers(result.timers)
+        self.respond(req, result.response.error)
 
     def _leave_consumer_group(self, req: LeaveGroup) -> None:
         """classicGroupLeaveToConsumerGroup: each member named (by member id, or by instance id with an empty
@@ -267,6 +322,8 @@ class ConsumerGroupHandlers:
             key = (CONSUMER_GROUP_TIMER, *change.key)
             if change.deadline is None:
                 self.timers.cancel(key)
+            elif change.if_absent and self.timers.get(key) is not None:
+                continue
             else:
                 self.timers.schedule(key, change.deadline, CONSUMER_GROUP_TIMER, change.kind, *change.args)
 

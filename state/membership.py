@@ -46,13 +46,19 @@ class MembershipHandlers:
     # ======================================================================================================
     # JoinGroup
     # ======================================================================================================
-    def handle_join_group(self, req: JoinGroup) -> None:
+    def join_request_error(self, req: JoinGroup) -> str | None:
+        """GroupCoordinatorService.joinGroup's checks, whatever the group: its id and the session timeout."""
         config = self.config
         if req.group_id == "":
-            self.respond(req, "INVALID_GROUP_ID", generation_id=-1, leader_id="")
-            return
+            return "INVALID_GROUP_ID"
         if not config.group_min_session_timeout_ms <= req.session_timeout_ms <= config.group_max_session_timeout_ms:
-            self.respond(req, "INVALID_SESSION_TIMEOUT", generation_id=-1, leader_id="")
+            return "INVALID_SESSION_TIMEOUT"
+        return None
+
+    def handle_join_group(self, req: JoinGroup) -> None:
+        error = self.join_request_error(req)
+        if error is not None:
+            self.respond(req, error, generation_id=-1, leader_id="")
             return
         if self.group is None:
             if req.member_id != "":

@@ -1,6 +1,9 @@
 """The broker side of ConsumerGroupHeartbeat (Kafka's GroupCoordinatorService request checks and
 GroupMetadataManager.consumerGroupHeartbeat / consumerGroupLeave, trunk), the member timeouts that fence
-members (session timeout, rebalance timeout) and the timers a coordinator arms when it loads a group.
+members (session timeout, rebalance timeout; a classic member's join and sync timeouts) and the timers a
+coordinator arms when it loads a group. `MemberUpdate`, the heartbeat's update of one member (subscription,
+group epoch, target assignment, reconciliation), is also what a classic member's JoinGroup runs
+(`classic_members`).
 
 Every handler reads the group without changing it and returns a `CoordinatorResult`: the records to append
 (the group changes when the runtime replays them), the response, and the changes to the coordinator's
@@ -56,6 +59,7 @@ from state.consumer_group.reconciliation import (
 )
 from state.consumer_group.records import (
     AssignmentMetadata,
+    ClassicMemberMetadata,
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupMemberMetadata,
     ConsumerGroupMetadata,
@@ -73,24 +77,31 @@ CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
 
 SESSION_TIMEOUT = "session-timeout"
 REBALANCE_TIMEOUT = "rebalance-timeout"
+# A classic member's timers (consumerGroupJoinKey, consumerGroupSyncKey): it must rejoin, or sync, in time.
+JOIN_TIMEOUT = "join-timeout"
+SYNC_TIMEOUT = "sync-timeout"
 
 
 @dataclass(frozen=True)
 class TimerChange:
     """Schedule (or reschedule) the coordinator timer `key` for `deadline`, or cancel it (`deadline` None).
-    The timer, when it fires, calls `kind` with `args`: `on_session_timeout(group, member_id)` or
-    `on_rebalance_timeout(group, member_id, member_epoch)`. Keys are per group, as state.timers' are."""
+    The timer, when it fires, runs `kind` with `args`: `on_rebalance_timeout(group, member_id, member_epoch)`,
+    or `on_member_timeout(group, member_id)` for the others (`kind` names the timeout: on_session_timeout,
+    on_join_timeout, on_sync_timeout). `if_absent`: only if no timer `key` is pending (Kafka's
+    scheduleIfAbsent). Keys are per group, as state.timers' are."""
 
     key: tuple
     deadline: int | None
     kind: str = ""
     args: tuple = ()
+    if_absent: bool = False
 
 
 @dataclass(frozen=True)
 class CoordinatorResult:
     records: tuple[ConsumerGroupRecord, ...] = ()
-    response: HeartbeatResponse | None = None  # None for a timer's work
+    # A HeartbeatResponse, or a classic_members.ClassicResponse; None for a timer's work.
+    response: object | None = None
     timers: tuple[TimerChange, ...] = ()
     # The heartbeat recomputed the group's metadata hash: the runtime clears `group.metadata_expired`.
     metadata_refreshed: bool = False
@@ -133,7 +144,7 @@ def consumer_group_heartbeat(group: object | None, request: HeartbeatRequest, no
         validate_request(request, context)
         if request.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             return _leave(_consumer_group(group, request.group_id), request, context)
-        return _Heartbeat(group, request, now, context, client_id, client_host, generated_member_id).run()
+        return MemberUpdate(group, request, now, context, client_id, client_host, generated_member_id).run()
     except HeartbeatError as error:
         return CoordinatorResult(response=HeartbeatResponse(error=error.error, error_message=str(error)))
 
@@ -161,8 +172,9 @@ def on_loaded(group: ConsumerGroup, now: int, context: HeartbeatContext) -> tupl
     return tuple(timers)
 
 
-def on_session_timeout(group: object | None, member_id: str, context: HeartbeatContext) -> CoordinatorResult:
-    """The member's session expired: fence it (nothing if it is already gone)."""
+def on_member_timeout(group: object | None, member_id: str, context: HeartbeatContext) -> CoordinatorResult:
+    """The member's session expired, or a classic member did not rejoin or sync in time: fence it (nothing if it
+    is already gone). consumerGroupFenceMemberOperation."""
     member = group.members.get(member_id) if isinstance(group, ConsumerGroup) else None
     return CoordinatorResult() if member is None else fence_members(group, [member], None, context)
 
@@ -262,7 +274,9 @@ def _static_member_leave(member: ConsumerGroupMember) -> CoordinatorResult:
 
 
 def _timer_cancels(member_id: str) -> tuple[TimerChange, ...]:
-    return TimerChange((SESSION_TIMEOUT, member_id), None), TimerChange((REBALANCE_TIMEOUT, member_id), None)
+    """cancelTimers: every timer a member may have."""
+    return tuple(TimerChange((name, member_id), None)
+                 for name in (SESSION_TIMEOUT, REBALANCE_TIMEOUT, JOIN_TIMEOUT, SYNC_TIMEOUT))
 
 
 def fence_members(group: ConsumerGroup, members: Iterable[ConsumerGroupMember], response: HeartbeatResponse | None,
@@ -310,10 +324,20 @@ def _check_member_epoch(member: ConsumerGroupMember, epoch: int, owned, kafka_4_
                              f"{member.member_epoch}: the member must give up its partitions and rejoin.")
 
 
-class _Heartbeat:
+class MemberUpdate:
+    """One member's heartbeat (consumerGroupHeartbeat). With `classic` (the ClassicMemberMetadata it joined
+    with), a classic member's JoinGroup to the consumer group instead (classicGroupJoinToConsumerGroup, whose
+    steps are the heartbeat's: `classic_members` builds the request from the JoinGroup, a join at epoch 0):
+    no member epoch is checked, a static member is looked up rather than created unless the JoinGroup came
+    with an unknown member id (`unknown_member`), it replaces a static member without waiting for its leave,
+    and a classic member gets no rebalance timer (its join and sync timers do that work)."""
+
     def __init__(self, group: object | None, request: HeartbeatRequest, now: int, context: HeartbeatContext,
-                 client_id: str, client_host: str, generated_member_id: str | None) -> None:
+                 client_id: str, client_host: str, generated_member_id: str | None = None,
+                 classic: ClassicMemberMetadata | None = None, unknown_member: bool = False) -> None:
         self.request = request
+        self.classic = classic
+        self.unknown_member = unknown_member
         self.now = now
         self.context = context
         self.config = context.config
@@ -329,11 +353,34 @@ class _Heartbeat:
         self.timers: list[TimerChange] = []
 
     def run(self) -> CoordinatorResult:
-        request, group = self.request, self.group
-        self._throw_if_group_is_full()
+        request = self.request
+        self.throw_if_group_is_full()
+        member = self.find_member()
+        reconciled, refreshed = self.update(member)
+        self.timers.append(session_timer(self.member_id, self.now, self.config))
+        full = (request.rebalance_timeout_ms != UNCHANGED_REBALANCE_TIMEOUT
+                and (request.subscribed_topic_names is not None or request.subscribed_topic_regex is not None)
+                and request.topic_partitions is not None)
+        changed = reconciled.assigned_partitions != member.assigned_partitions
+        response = HeartbeatResponse(
+            member_id=reconciled.member_id, member_epoch=reconciled.member_epoch,
+            heartbeat_interval_ms=self.config.group_consumer_heartbeat_interval_ms,
+            assignment=topic_partitions(reconciled.assigned_partitions) if self.joining or full or changed else None)
+        return CoordinatorResult(tuple(self.records), response, tuple(self.timers), refreshed)
+
+    def find_member(self) -> ConsumerGroupMember:
+        """The member the request is from: existing, new, or replacing a static member (whose records the
+        replacement adds)."""
         if self.member_id is None:
             raise ValueError("a v0 join with an empty member id needs generated_member_id")
-        member = self._member() if request.instance_id is None else self._static_member()
+        return self._member() if self.request.instance_id is None else self._static_member()
+
+    def update(self, member: ConsumerGroupMember) -> tuple[ConsumerGroupMember, bool]:
+        """Apply the request to the member: its new subscription, the group epoch bumped if that changes what
+        the group subscribes to, the target assignment computed if the group epoch is ahead of it, the member
+        reconciled towards its target. Returns the member as its records leave it, and whether the group's
+        metadata hash was recomputed."""
+        group = self.group
         updated = self._updated(member)
 
         names_changed = False
@@ -360,20 +407,9 @@ class _Heartbeat:
             refreshed = True
 
         target_epoch, target = self._target_assignment(builder, group_epoch, member, updated, sub_type)
-        reconciled = self._reconcile(updated, target_epoch, target, names_changed)
+        return self._reconcile(updated, target_epoch, target, names_changed), refreshed
 
-        self.timers.append(session_timer(self.member_id, self.now, self.config))
-        full = (request.rebalance_timeout_ms != UNCHANGED_REBALANCE_TIMEOUT
-                and (request.subscribed_topic_names is not None or request.subscribed_topic_regex is not None)
-                and request.topic_partitions is not None)
-        changed = reconciled.assigned_partitions != member.assigned_partitions
-        response = HeartbeatResponse(
-            member_id=reconciled.member_id, member_epoch=reconciled.member_epoch,
-            heartbeat_interval_ms=self.config.group_consumer_heartbeat_interval_ms,
-            assignment=topic_partitions(reconciled.assigned_partitions) if self.joining or full or changed else None)
-        return CoordinatorResult(tuple(self.records), response, tuple(self.timers), refreshed)
-
-    def _throw_if_group_is_full(self) -> None:
+    def throw_if_group_is_full(self) -> None:
         group, member_id = self.group, self.request.member_id
         # A returning static member only ever replaces itself (4.4+).
         if group.static_member(self.request.instance_id) is not None and not self.context.kafka_4_0:
@@ -389,21 +425,24 @@ class _Heartbeat:
             if not self.joining:
                 raise HeartbeatError("UNKNOWN_MEMBER_ID", f"Member {self.member_id} is not a member of the group.")
             member = ConsumerGroupMember(self.member_id)
-        _check_member_epoch(member, self.request.member_epoch, self.owned, self.context.kafka_4_0)
+        if self.classic is None:
+            _check_member_epoch(member, self.request.member_epoch, self.owned, self.context.kafka_4_0)
         return member
 
     def _static_member(self) -> ConsumerGroupMember:
         """getOrMaybeSubscribeStaticConsumerGroupMember: a joining static member takes the place of the
-        member holding its instance id if that one left with epoch -2 (UNRELEASED_INSTANCE_ID otherwise)."""
-        group, request = self.group, self.request
-        if not self.joining:
+        member holding its instance id if that one left with epoch -2 (UNRELEASED_INSTANCE_ID otherwise), or
+        uses the classic protocol; a classic member always takes its place."""
+        group, request, classic = self.group, self.request, self.classic is not None
+        if not (self.unknown_member if classic else self.joining):
             member = _static_member(group, request)
-            _check_member_epoch(member, request.member_epoch, self.owned, self.context.kafka_4_0)
+            if not classic:
+                _check_member_epoch(member, request.member_epoch, self.owned, self.context.kafka_4_0)
             return member
         existing = group.static_member(request.instance_id)
         if existing is None:
             return group.members.get(self.member_id) or ConsumerGroupMember(self.member_id)
-        if existing.member_epoch != STATIC_LEAVE_EPOCH:
+        if not classic and not existing.use_classic_protocol and existing.member_epoch != STATIC_LEAVE_EPOCH:
             raise HeartbeatError("UNRELEASED_INSTANCE_ID", f"Instance id {request.instance_id} is still held by "
                                  f"member {existing.member_id}, which must leave first.")
         replacement = dataclasses.replace(existing, member_id=self.member_id, current=dataclasses.replace(
@@ -420,8 +459,10 @@ class _Heartbeat:
     def _updated(self, member: ConsumerGroupMember) -> ConsumerGroupMember:
         """The member with the request's fields applied (a None field leaves it as it is)."""
         request = self.request
-        # A ConsumerGroupHeartbeat means the member uses the consumer protocol from now on.
-        changes = {"client_id": self.client_id, "client_host": self.client_host, "classic_member_metadata": None}
+        # A ConsumerGroupHeartbeat means the member uses the consumer protocol from now on; a JoinGroup, the
+        # classic protocol with the session timeout and protocols it carries.
+        changes = {"client_id": self.client_id, "client_host": self.client_host,
+                   "classic_member_metadata": self.classic}
         if request.instance_id is not None:
             changes["instance_id"] = request.instance_id
         if request.rack_id is not None:
@@ -497,8 +538,9 @@ class _Heartbeat:
             return member
         reconciled = dataclasses.replace(member, current=current)
         self.records.append(ConsumerGroupCurrentMemberAssignment(member.member_id, current))
-        if current.state is MemberState.UNREVOKED_PARTITIONS:
-            self.timers.append(rebalance_timer(reconciled, self.now))
-        else:
-            self.timers.append(TimerChange((REBALANCE_TIMEOUT, member.member_id), None))
+        # A member using the classic protocol has join and sync timers instead of a rebalance timer.
+        if not reconciled.use_classic_protocol:
+            revoking = current.state is MemberState.UNREVOKED_PARTITIONS
+            self.timers.append(rebalance_timer(reconciled, self.now) if revoking
+                               else TimerChange((REBALANCE_TIMEOUT, member.member_id), None))
         return reconciled

@@ -6,8 +6,8 @@ epoch or before (KIP-1251, 4.3+): each partition it commits must be assigned to 
 granted at an assignment epoch no later than the request's. A partition that fails fails the whole request.
 Kafka 4.0 (`kafka_4_0`) accepted only the current member epoch.
 
-Only consumer-protocol members are modelled (a classic-protocol member in a consumer group would get
-ILLEGAL_GENERATION where this answers STALE_MEMBER_EPOCH).
+A member using the classic protocol commits with its member epoch as the generation id, at any OffsetCommit
+version, and is answered ILLEGAL_GENERATION where a consumer-protocol member gets STALE_MEMBER_EPOCH.
 """
 
 from __future__ import annotations
@@ -34,17 +34,18 @@ def validate_offset_commit(group: ConsumerGroup, member_id: str, instance_id: st
     member = group.members.get(member_id)
     if member is None:
         return "UNKNOWN_MEMBER_ID"
-    if not transactional and api_version < MIN_CONSUMER_PROTOCOL_OFFSET_COMMIT_VERSION:
+    if not transactional and not member.use_classic_protocol and api_version < MIN_CONSUMER_PROTOCOL_OFFSET_COMMIT_VERSION:
         return "UNSUPPORTED_VERSION"
     if member_epoch == member.member_epoch:
         return "NONE"
+    stale = "ILLEGAL_GENERATION" if member.use_classic_protocol else "STALE_MEMBER_EPOCH"
     if member_epoch > member.member_epoch or kafka_4_0:
-        return "STALE_MEMBER_EPOCH"
+        return stale
     current = member.current
     for topic_id, partition in partitions:
         assignment_epoch = current.assigned_partitions.get(topic_id, {}).get(partition)
         if assignment_epoch is None:
             assignment_epoch = current.partitions_pending_revocation.get(topic_id, {}).get(partition)
         if assignment_epoch is None or member_epoch < assignment_epoch:
-            return "STALE_MEMBER_EPOCH"
+            return stale
     return "NONE"

@@ -171,7 +171,11 @@ def test_a_second_holder_of_a_static_instance_id_is_refused(ctx):
     assert heartbeat(ctx, "S2", 0, instance_id="static-1").error == "UNRELEASED_INSTANCE_ID"
 
 
-def test_classic_requests_to_a_consumer_group_get_trunk_errors(ctx):
+def test_classic_requests_to_a_consumer_group_get_trunk_errors():
+    """testClassicMemberJoinToConsumerGroupWithDisabledMigrationPolicy; SyncGroup and Heartbeat from a member
+    using the consumer protocol (testClassicGroupHeartbeatToConsumerWithMemberNotUsingClassicProtocol)."""
+    ctx = GroupContext(group_consumer_assignment_interval_ms=0, group_consumer_migration_policy="disabled")
+    ctx.send("TOPIC_METADATA", topics=[{"topic": "foo", "partitions": 4, "topic_id": FOO_ID}])
     heartbeat(ctx, "A", 0, instance_id="i-1")
     join = ctx.join()
     assert (join.error, join.member_id, join.generation_id) == ("INCONSISTENT_GROUP_PROTOCOL", "", -1)

@@ -9,11 +9,11 @@ import json
 
 import pytest
 
-from state.consumer_group.heartbeat import SESSION_TIMEOUT
+from state.consumer_group.heartbeat import JOIN_TIMEOUT, SESSION_TIMEOUT, SYNC_TIMEOUT
 from state.consumer_group.records import ClassicMemberMetadata, ClassicProtocol
 from state.consumer_group_handlers import CONSUMER_GROUP_TIMER
 from state.runtime import GroupRuntime
-from tests.state.harness import GroupContext
+from tests.state.harness import GroupContext, protocols
 from tests.state.test_consumer_group_handlers import FOO_ID, SESSION_MS, assert_log_replays_to_group, heartbeat, rows
 
 CLASSIC_SESSION_MS = 10_000  # the harness's JoinGroup session timeout
@@ -162,3 +162,94 @@ def test_a_converted_group_reloads_and_round_trips_through_encoding():
     ctx.send("COORDINATOR_FAULT", fault="move", load_delay_ms=500)
     ctx.sleep(500)
     assert ctx.runtime.consumer_group == before and ctx.runtime.group is None
+
+
+# -- the converted group's classic members (state/consumer_group/classic_members.py) --------------------------
+
+def test_converted_classic_members_rejoin_sync_and_heartbeat_inside_the_consumer_group():
+    """After the upgrade the classic members are told to rejoin (their epoch is behind the new target's); a
+    JoinGroup answers their member epoch as the generation (still 1 while they have a partition to revoke),
+    SyncGroup the partitions they may keep, and a cooperative rejoin without the revoked one brings them to
+    the new epoch (testReconciliationInJoiningConsumerGroupWithCooperativeProtocol, end to end)."""
+    ctx = context()
+    leader, other = stable_classic_group(ctx)
+    heartbeat(ctx, "C", 0)
+    group = ctx.runtime.consumer_group
+    assert group.assignment_epoch == 2
+    assert ctx.heartbeat(leader, 1).error == "REBALANCE_IN_PROGRESS"
+    assert ctx.timer_deadline(CONSUMER_GROUP_TIMER, JOIN_TIMEOUT, leader) == ctx.time + 10_000
+    for member_id, owned in ((leader, [0, 1]), (other, [2, 3])):
+        generation = 1
+        for _ in range(3):
+            joined = ctx.join(member_id, protocols=protocols("range", owned=[("foo", owned)], generation_id=generation))
+            assert (joined.error, joined.protocol_name, joined.leader_id, joined.members) == ("NONE", "range", "", [])
+            generation = joined.generation_id
+            synced = ctx.sync(member_id, generation)
+            assert synced.error == "NONE"
+            owned = [p for plist in synced.assignment for p in plist["partitions"]]
+            if ctx.heartbeat(member_id, generation).error == "NONE":
+                break
+        assert generation == 2 and ctx.timer_deadline(CONSUMER_GROUP_TIMER, JOIN_TIMEOUT, member_id) is None
+    # C gets what the classic members gave up. Every partition has one owner.
+    heartbeat(ctx, "C", group.members["C"].member_epoch, owned={})
+    assert group.state.value == "Stable"
+    owners = {}
+    for member_id, member in group.members.items():
+        for partition in next(iter(member.assigned_partitions.values()), {}):
+            owners.setdefault(partition, []).append(member_id)
+    assert sorted(owners) == [0, 1, 2, 3] and all(len(o) == 1 for o in owners.values())
+    assert rows(ctx, "members", "change", "cause")[-1] == ("added", "member_join")  # C's, not the rejoins'
+    assert_log_replays_to_group(ctx)
+
+
+def test_a_new_classic_member_joins_the_converted_group():
+    """classicGroupJoinToConsumerGroup for an unknown member: MEMBER_ID_REQUIRED (a Kafka Uuid), then a member
+    using the classic protocol, `members` row `member_join`."""
+    ctx = context()
+    stable_classic_group(ctx)
+    heartbeat(ctx, "C", 0)
+    first = ctx.join()
+    assert first.error == "MEMBER_ID_REQUIRED" and len(first.member_id) == 22
+    joined = ctx.join(first.member_id, rebalance_ms=5_000)
+    assert (joined.error, joined.member_id) == ("NONE", first.member_id)
+    assert ctx.runtime.consumer_group.members[first.member_id].use_classic_protocol
+    assert rows(ctx, "members", "change", "cause")[-1] == ("added", "member_join")
+    assert ctx.timer_deadline(CONSUMER_GROUP_TIMER, SYNC_TIMEOUT, first.member_id) == ctx.time + 5_000
+    ctx.sleep(5_000)  # it never syncs: fenced
+    assert first.member_id not in ctx.runtime.consumer_group.members
+    assert rows(ctx, "members", "change", "cause")[-1] == ("removed", "pending_sync_timeout")
+
+
+def test_a_classic_fleet_goes_on_consuming_after_one_client_moves_to_the_consumer_protocol():
+    """Three synthetic classic consumers form a group; one restarts with group.protocol=consumer, which
+    converts the group; the other two rejoin, sync and heartbeat inside the consumer group without errors,
+    and every partition ends owned by exactly one client."""
+    ctx = GroupContext()
+    ctx.send("TOPIC_METADATA", topics=[{"topic": "orders", "partitions": 6, "records_per_second": 10}])
+    for name in ("c0", "c1", "c2"):
+        ctx.send("CLIENT_START", client_id=name, topics=["orders"])
+    ctx.sleep(20_000)
+    assert ctx.state == "Stable"
+    ctx.send("CLIENT_STOP", client_id="c0")
+    ctx.sleep(5_000)
+    converted_at = ctx.time
+    ctx.send("CLIENT_START", client_id="c3", topics=["orders"], config={"group.protocol": "consumer"})
+    ctx.sleep(60_000)
+    group = ctx.runtime.consumer_group
+    assert ctx.runtime.group is None and group is not None and group.state.value == "Stable"
+    assert {m.client_id: m.use_classic_protocol for m in group.members.values()} == {
+        "c1": True, "c2": True, "c3": False}
+    classic = [r for r in ctx.rows("responses") if r["client_id"] in ("c1", "c2") and r["response_ts"] > converted_at]
+    assert {r["api"] for r in classic} >= {"JoinGroup", "SyncGroup", "Heartbeat"}
+    # REBALANCE_IN_PROGRESS is how a heartbeat tells a classic member to rejoin; nothing else fails.
+    assert {r["error"] for r in classic} <= {"NONE", "REBALANCE_IN_PROGRESS"}
+    assert ctx.runtime.metrics.failed_commits == 0
+    settled = [r for r in classic if r["api"] == "Heartbeat" and r["response_ts"] > ctx.time - 20_000]
+    assert settled and all(r["error"] == "NONE" for r in settled)
+    owners = {}
+    for client in ctx.runtime.fleet.clients.values():
+        if client.alive:
+            for tp in client.owned:
+                owners.setdefault(tp.partition, []).append(client.client_id)
+    assert sorted(owners) == list(range(6)) and all(len(o) == 1 for o in owners.values())
+    assert {c for o in owners.values() for c in o} == {"c1", "c2", "c3"}

@@ -17,7 +17,7 @@ from state.consumer_group.heartbeat import (
     HeartbeatContext,
     consumer_group_heartbeat,
     on_rebalance_timeout,
-    on_session_timeout,
+    on_member_timeout,
 )
 from state.consumer_group.messages import HeartbeatRequest
 from state.consumer_group.reconciliation import CurrentAssignment, MemberState
@@ -146,6 +146,8 @@ class Context:
         for change in result.timers:
             if change.deadline is None:
                 self.timers.pop(change.key, None)
+            elif change.if_absent and change.key in self.timers:
+                continue
             else:
                 self.timers[change.key] = (change.deadline, change.kind, change.args)
         if result.metadata_refreshed:
@@ -165,9 +167,9 @@ class Context:
     def fire(self, key: tuple) -> CoordinatorResult:
         """Run the timer `key` now, whether or not it is due (a captured timer in Kafka's tests)."""
         _, kind, args = self.timers.pop(key)
-        if kind == "on_session_timeout":
-            return self.apply(on_session_timeout(self.group, *args, self.context))
-        return self.apply(on_rebalance_timeout(self.group, *args, self.context))
+        if kind == "on_rebalance_timeout":
+            return self.apply(on_rebalance_timeout(self.group, *args, self.context))
+        return self.apply(on_member_timeout(self.group, *args, self.context))
 
     def sleep(self, ms: int) -> list[CoordinatorResult]:
         """Advance the clock, running the timers that come due, earliest first."""
