@@ -420,16 +420,15 @@ class ConsumerGroupHandlers:
         target = target or group.state
         self.out.group_state(self.now, None if previous is None else previous.value, target.value,
                              group.group_epoch, None, len(group.members), cause)
-        if target is ConsumerGroupState.STABLE and self.metrics.first_stable_ts is None:
-            self.metrics.first_stable_ts = self.now
+        if target is ConsumerGroupState.STABLE:
+            self.record_stable()
 
     # -- generations: one per group epoch -------------------------------------------------------------------
     def _start_consumer_generation(self, epoch: int, cause: str) -> None:
         self.flush_consumer_generation(stable_ts=None)
         self.consumer_generation = {"generation_id": epoch, "rebalance_start_ts": self.now, "cause": cause,
                                     "join_complete_ts": None, "protocol_name": None, "members": []}
-        self.metrics.rebalances += 1
-        self.metrics.causes[cause] = self.metrics.causes.get(cause, 0) + 1
+        self.record_rebalance(cause)
 
     def _target_computed(self, group: ConsumerGroup) -> None:
         """The target assignment of the pending epoch was computed (or, the group being Empty, set without

@@ -81,12 +81,20 @@ class MetricsHandlers:
 
     def record_state_change(self, previous: GroupState | None, target: GroupState, cause: str) -> None:
         self.out.state_change(self.now, previous, target, self.group, cause)
-        m = self.metrics
         if target == GroupState.PREPARING_REBALANCE:
-            m.rebalances += 1
-            m.causes[cause] = m.causes.get(cause, 0) + 1
-        elif target == GroupState.STABLE and m.first_stable_ts is None:
-            m.first_stable_ts = self.now
+            self.record_rebalance(cause)
+        elif target == GroupState.STABLE:
+            self.record_stable()
+
+    def record_rebalance(self, cause: str) -> None:
+        """A rebalance starts: a classic group entering PreparingRebalance, a consumer group's epoch bump."""
+        m = self.metrics
+        m.rebalances += 1
+        m.causes[cause] = m.causes.get(cause, 0) + 1
+
+    def record_stable(self) -> None:
+        if self.metrics.first_stable_ts is None:
+            self.metrics.first_stable_ts = self.now
 
     def record_generation(self, rebalance_start_ts: int, stable_ts: int | None) -> None:
         m = self.metrics
