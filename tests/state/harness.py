@@ -20,6 +20,21 @@ def protocols(*names: str, topics=DEFAULT_TOPICS, owned=(), generation_id=-1, us
              "generation_id": generation_id, **({"user_data": user_data} if user_data else {})} for n in names]
 
 
+def check_requests_rows(monkeypatch) -> list[str]:
+    """Every request a synthetic client sends from now on must be the event its `requests` row parses back
+    to (the clients build their events directly); returns the list the sent requests' types are added to."""
+    sent = []
+    transmit = GroupRuntime.transmit
+
+    def checked(runtime, event, raw, sent_to):
+        sent.append(event.type)
+        assert parse_event(raw, "synthetic", event.line, event.origin, event.run) == event
+        transmit(runtime, event, raw, sent_to)
+
+    monkeypatch.setattr(GroupRuntime, "transmit", checked)
+    return sent
+
+
 @dataclass
 class Handle:
     ctx: "GroupContext"

@@ -10,7 +10,7 @@ import pytest
 from state.events import EventError, parse_event
 from state.periodic import expand_rows
 from state.runtime import GroupRuntime
-from tests.state.harness import GroupContext
+from tests.state.harness import GroupContext, check_requests_rows
 
 SESSION = {"session.timeout.ms": 10_000}
 
@@ -239,15 +239,7 @@ def test_replaying_the_requests_table_reproduces_the_run():
 def test_every_synthetic_request_is_the_event_its_requests_row_parses_to(monkeypatch, strategy, static):
     """The clients build their requests' events directly (they are trusted); a replay of the `requests`
     table must read the same events back."""
-    sent = []
-    transmit = GroupRuntime.transmit
-
-    def checked(runtime, event, raw, sent_to):
-        sent.append(event.type)
-        assert parse_event(raw, "synthetic", event.line, event.origin, event.run) == event
-        transmit(runtime, event, raw, sent_to)
-
-    monkeypatch.setattr(GroupRuntime, "transmit", checked)
+    sent = check_requests_rows(monkeypatch)
     ctx = GroupContext()
     config = {"partition.assignment.strategy": [strategy], "max.poll.interval.ms": 20_000,
               "enable.auto.commit": strategy == "range"}

@@ -10,9 +10,7 @@ import pytest
 from state.config import ConfigError
 from state.client_config import ClientConfig
 from state.consumer_group.client.member_state import MemberState
-from state.events import parse_event
-from state.runtime import GroupRuntime
-from tests.state.harness import GroupContext
+from tests.state.harness import GroupContext, check_requests_rows
 
 CONSUMER = {"group.protocol": "consumer"}
 
@@ -74,15 +72,7 @@ def test_three_consumers_form_a_stable_group_with_consumer_group_heartbeats():
 
 
 def test_requests_carry_the_member_epoch_and_read_back_as_the_events_sent(monkeypatch):
-    sent = []
-    transmit = GroupRuntime.transmit
-
-    def checked(runtime, event, raw, sent_to):
-        sent.append(event.type)
-        assert parse_event(raw, "synthetic", event.line, event.origin, event.run) == event
-        transmit(runtime, event, raw, sent_to)
-
-    monkeypatch.setattr(GroupRuntime, "transmit", checked)
+    sent = check_requests_rows(monkeypatch)
     ctx = formed()
     ctx.fault(fault="move", load_delay_ms=1_000)
     ctx.sleep(10_000)
