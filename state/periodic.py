@@ -314,7 +314,8 @@ class PeriodicHandlers:
         if not client.consuming:
             return False
         rate = client.config.coordsim_consume_records_per_second
-        if rate and any(rate <= self.production.get(tp.topic, (0, 0.0, 0))[1] for tp in client.owned):
+        if rate and any(rate <= self.production.get(tp.topic, (0, 0.0, 0))[1] or self._behind(client, tp, rate)
+                        for tp in client.owned):
             return False  # it may fall behind: its positions are not the log end's in closed form
         if [(r["topic"], r["partition"]) for r in run.offsets] != [tuple(tp) for tp in client.owned]:
             return False
@@ -323,6 +324,16 @@ class PeriodicHandlers:
             if rule != ((rate, since + latency, base) if rate else (0.0, 0, base)):
                 return False
         return True
+
+    def _behind(self, client: SyntheticConsumer, tp, rate: float) -> bool:
+        """The client processes `tp` faster than it is produced to, but has not caught up with its log end yet
+        (it was paused, or started behind): until it has, its commits are not the log end's. Compared before
+        rounding, where both lines are straight, so caught up now means caught up at every later commit."""
+        if tp not in client.started:
+            return False
+        since, position = client.started[tp]
+        origin, produced, base = self.production.get(tp.topic, (self.now, 0.0, 0))
+        return position + rate * (self.now - since) / 1000 < base + produced * (self.now - origin) / 1000
 
     @staticmethod
     def _continues(client: SyntheticConsumer, run: QuietRun | None, sent: int, period: int) -> bool:

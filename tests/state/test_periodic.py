@@ -113,6 +113,17 @@ def test_manual_commits_at_a_fixed_cadence_are_elided_like_auto_commits(mode, in
     assert fast.steps < 1_000 < slow.steps
 
 
+def test_a_consumer_behind_after_a_pause_is_elided_only_once_it_caught_up():
+    # 10 records/s processed, 3.3 produced: a 500 ms pause leaves it a record behind for a while, and the
+    # commit it sends then carries its own position, not the log end.
+    events = stable_group(1, rate=3.3, **{"coordsim.consume.records.per.second": 10})
+    events.append(directive(297_500, "CLIENT_PAUSE", 2, client_id="c0", duration_ms=500, scope="process"))
+    explicit, _ = simulate(EXPLICIT, events, [], 400_000)
+    elided, _ = simulate(ELIDED, events, [], 400_000)
+    assert explicit == elided
+    assert any(r["offset"] < r["log_end_offset"] for r in elided["offsets"] if r["commit_ts"] > 297_500)
+
+
 def test_runs_expand_to_the_requests_simulated_one_by_one():
     events = stable_group(2, rate=7.3)
     rows, _ = simulate(EXPLICIT, events, [], 120_000)
