@@ -76,7 +76,7 @@ from state.consumer_group.topics import TopicsImage
 from state.errors import append_error_to_response_error
 from state.events import (ConsumerGroupHeartbeat, Event, Heartbeat, JoinGroup, LeaveGroup, OffsetCommit, PartitionList,
                           SyncGroup, TopicMetadata)
-from state.group_state import GroupState
+from state.group_state import CONSUMER, GroupState
 from state.record_bytes import RECORD_BATCH_OVERHEAD, record_size
 from state.records import GroupMetadataRecord
 
@@ -418,7 +418,7 @@ class ConsumerGroupHandlers:
     def _consumer_state_row(self, previous: ConsumerGroupState | None, group: ConsumerGroup, cause: str,
                             target: ConsumerGroupState | None = None) -> None:
         target = target or group.state
-        self.out.group_state(self.now, None if previous is None else previous.value, target.value,
+        self.out.group_state(self.now, CONSUMER, None if previous is None else previous.value, target.value,
                              group.group_epoch, None, len(group.members), cause)
         if target is ConsumerGroupState.STABLE:
             self.record_stable()

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from enum import Enum
 
+CLASSIC, CONSUMER = "classic", "consumer"  # Group.GroupType: the `group_type` of a `group_states` row
+
 
 class GroupState(str, Enum):
     EMPTY = "Empty"

@@ -14,7 +14,7 @@ import json
 
 from state.events import API_NAMES, Event
 from state.group import ClassicGroup, ClassicGroupMember
-from state.group_state import GroupState
+from state.group_state import CLASSIC, GroupState
 from state.tables import GROUP_TABLES, columns
 
 
@@ -127,15 +127,16 @@ class Output:
 
     def state_change(self, now: int, previous: GroupState | None, target: GroupState, group: ClassicGroup,
                      cause: str) -> None:
-        self.group_state(now, None if previous is None else previous.value, target.value, group.generation_id,
-                         group.leader_id, len(group.members), cause)
+        self.group_state(now, CLASSIC, None if previous is None else previous.value, target.value,
+                         group.generation_id, group.leader_id, len(group.members), cause)
 
-    def group_state(self, now: int, from_state: str | None, to_state: str, generation_id: int,
+    def group_state(self, now: int, group_type: str, from_state: str | None, to_state: str, generation_id: int,
                     leader_id: str | None, member_count: int, cause: str) -> None:
-        """A `group_states` row, for a group of either protocol (states by Kafka's names)."""
+        """A `group_states` row, for a group of either protocol (`group_type` and states by Kafka's names)."""
         self._add("group_states", {
             "group_id": self.group_id,
             "ts": now,
+            "group_type": group_type,
             "from_state": from_state,
             "to_state": to_state,
             "generation_id": generation_id,

@@ -130,6 +130,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
     "group_states": [
         ("group_id", "string"),
         ("ts", "int64"),
+        ("group_type", "string"),
         ("from_state", "string"),
         ("to_state", "string"),
         ("generation_id", "int32"),

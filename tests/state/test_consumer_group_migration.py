@@ -71,9 +71,9 @@ def test_upgrade_from_stable_classic_to_consumer_group():
     assert rows(ctx, "group_metadata", "tombstone")[-1] == (True,)
     assert_log_replays_to_group(ctx)
 
-    assert rows(ctx, "group_states", "from_state", "to_state", "generation_id", "cause")[-4:] == [
-        ("Stable", "Dead", 1, "group_converted"), (None, "Empty", 1, "group_created"),
-        ("Empty", "Stable", 1, "group_converted"), ("Stable", "Reconciling", 2, "member_join")]
+    assert rows(ctx, "group_states", "group_type", "from_state", "to_state", "generation_id", "cause")[-4:] == [
+        ("classic", "Stable", "Dead", 1, "group_converted"), ("consumer", None, "Empty", 1, "group_created"),
+        ("consumer", "Empty", "Stable", 1, "group_converted"), ("consumer", "Stable", "Reconciling", 2, "member_join")]
     assert rows(ctx, "members", "change", "cause")[-5:] == [
         ("removed", "group_converted"), ("removed", "group_converted"), ("added", "group_converted"),
         ("added", "group_converted"), ("added", "member_join")]

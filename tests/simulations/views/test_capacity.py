@@ -100,8 +100,8 @@ def test_no_such_run(tmp_path):
 def test_windows_before_every_group_first_became_stable_are_forming_not_steady(run_dir, tmp_path):
     formed = tmp_path / "run"
     shutil.copytree(run_dir, formed)
-    states = [{"group_id": g, "ts": ts, "from_state": None, "to_state": "Stable", "generation_id": 1,
-               "leader_id": None, "member_count": 1, "cause": "initial_rebalance_delay",
+    states = [{"group_id": g, "ts": ts, "group_type": "classic", "from_state": None, "to_state": "Stable",
+               "generation_id": 1, "leader_id": None, "member_count": 1, "cause": "initial_rebalance_delay",
                "coordinator_partition": 0, "coordinator_id": 1, "out_seq": 0}
               for g, ts in (("a", 1_500), ("b", 2_500))]
     with PartFileWriter(formed, "group_states") as writer:
