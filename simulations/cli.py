@@ -552,7 +552,7 @@ def _run_spark(paths: list, config: CoordinatorConfig, until: int | None, out_di
     try:
         from pyspark.sql import SparkSession
 
-        from streaming.engine import RunMismatch, run_spark
+        from streaming.engine import RunMismatch, WorkerTimeout, run_spark
         from streaming.session import SettingsError, stop_session
     except ImportError as error:
         raise UserError(f"the spark engine cannot start ({error}); use --engine local") from None
@@ -562,6 +562,8 @@ def _run_spark(paths: list, config: CoordinatorConfig, until: int | None, out_di
                          speed=spark.get("speed"), variants=variants)
     except (RunMismatch, SettingsError) as error:
         raise UserError(str(error)) from None
+    except WorkerTimeout as error:
+        raise click.ClickException(str(error)) from None
     finally:
         session = SparkSession.getActiveSession()
         if session is not None:

@@ -59,6 +59,14 @@ class RunMismatch(Exception):
     """OUT holds the checkpoint of a different run (other inputs or settings, or an older micro-batch format)."""
 
 
+class WorkerTimeout(Exception):
+    """Spark gave up waiting for a Python worker to start: the machine, not the run, failed."""
+
+
+# The cause Spark reports when a new Python worker did not connect back in time.
+WORKER_TIMEOUT = "Python worker failed to connect back"
+
+
 @dataclass
 class SparkRunResult(RunResult):
     """A run's result, as the local engine's, plus what only a Spark run has. `tables` (a `WrittenTables`) reads
@@ -271,6 +279,7 @@ class _Run:
         return sources + [(str(p), str(p)) for p in sorted(self.control.glob("*.control"))]
 
     def run_query(self, spark, sources: list[tuple[str, str]], no_data_batches: bool = True) -> None:
+        from pyspark.errors import StreamingQueryException
         from pyspark.sql import functions as F
         from pyspark.sql.streaming.state import GroupStateTimeout
 
@@ -306,7 +315,15 @@ class _Run:
                  .option("checkpointLocation", str(self.checkpoint))
                  .trigger(availableNow=True)
                  .start())
-        query.awaitTermination()
+        try:
+            query.awaitTermination()
+        except StreamingQueryException as error:
+            if WORKER_TIMEOUT not in str(error):
+                raise
+            raise WorkerTimeout(
+                f"{WORKER_TIMEOUT} within spark.python.authenticate.socketTimeout (the machine was too busy); the "
+                "committed micro-batches are kept: run the same command again to resume, or give it more time "
+                "with --spark-set spark.python.authenticate.socketTimeout=300s") from None
         # The listener bus may still hold the last reports; recentProgress has them already.
         for report in query.recentProgress:
             self.listener.record(report)
@@ -432,6 +449,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             slices.SliceError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except WorkerTimeout as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     finally:
         session = SparkSession.getActiveSession()
         if started_here and session is not None:

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from streaming.engine import main
+from tests.streaming.conftest import REPO
+from tests.streaming.test_restart import environment
 
 SAMPLE = str(Path(__file__).resolve().parents[2] / "simulations" / "samples" / "sample-trace.jsonl")
 
@@ -96,3 +100,15 @@ def test_a_sliced_run_is_not_resumed_with_another_slice(tmp_path, capsys):
     # The slices are the micro-batches the checkpoint counted: another cut would read other files.
     assert main([SAMPLE, "--out", str(out), "--slice", "30s"]) == 2
     assert "holds a Spark run of other inputs or settings" in capsys.readouterr().err
+
+
+@pytest.mark.spark
+def test_a_python_worker_that_does_not_connect_back_in_time_ends_the_run_with_one_line(tmp_path):
+    # 1 ms: no Python worker starts that fast, as none did within 15 s on a busy machine.
+    done = subprocess.run([sys.executable, "-m", "streaming.engine", SAMPLE, "--out", str(tmp_path / "out"), "--quiet",
+                           "--spark-set", "spark.python.authenticate.socketTimeout=1ms"],
+                          cwd=REPO, env=environment(), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 1, done.stderr[-3000:]
+    # Spark's and the late worker's own reports come first; the run's last word is one line saying what to do.
+    last = done.stderr.rstrip().splitlines()[-1]
+    assert last.startswith("error: Python worker failed to connect back") and "same command" in last, done.stderr[-3000:]
