@@ -544,7 +544,7 @@ def _restart_config(node: Node | None, targets: tuple[GroupSet, ...]) -> dict[st
             kept = [key for key in group_set.config if key in str(error) and key not in (node.value or {})]
             if not kept and len(targets) == 1:
                 raise
-            hint = f" (over group set {group_set.name!r}'s config"
+            hint = f" (over the config of group set {group_set.name!r}"
             hint += f": drop its {', '.join(kept)} with `{kept[0]}: null`)" if kept else ")"
             raise ScenarioError(f"{error}{hint}") from None
     return config
@@ -563,8 +563,8 @@ def _crash(section: Section, common: dict, targets: tuple[GroupSet, ...]) -> Act
     config_node = section.get("config")
     config = _restart_config(config_node, targets)
     if config is not None and restart_after is None:
-        raise config_node.error("a crashed member without restart_after never comes back: give "
-                                          "restart_after, or remove 'config'")
+        raise config_node.error("a crashed member without restart_after never comes back: give restart_after, "
+                                "or remove 'config'")
     return Crash(**common, restart_after=restart_after, config=config)
 
 

@@ -200,7 +200,7 @@ def test_yaml_anchors_and_merge_keys_work():
     (MINIMAL + "    assignors: [cooperative-sticky]\ntimeline:\n"
                "  - {action: rolling_restart, downtime: 1s, config: {group.protocol: consumer}}\n",
      "s.yaml:9: timeline[0].config: partition.assignment.strategy cannot be set when group.protocol=CONSUMER "
-     "(over group set 'orders''s config: drop its partition.assignment.strategy with "
+     "(over the config of group set 'orders': drop its partition.assignment.strategy with "
      "`partition.assignment.strategy: null`)"),
     (MINIMAL + "timeline:\n  - {action: crash, config: {group.protocol: consumer}}\n",
      "s.yaml:8: timeline[0].config: a crashed member without restart_after never comes back"),
@@ -236,9 +236,10 @@ timeline:
                               "partition.assignment.strategy": None, "session.timeout.ms": None}
     assert isinstance(crash, Crash) and crash.config == {"max.poll.interval.ms": 60000}
     assert plain.config is None
-    # Checked over every target set: null that the consumer protocol needs for one set and not the other.
-    with pytest.raises(ScenarioError, match=r"^s\.yaml:12: timeline\[0\]\.config: session\.timeout\.ms cannot "
-                                            r"be set when group\.protocol=CONSUMER \(over group set 'payments''s"):
+    # Checked over every target set: payments sets session.timeout.ms, which the consumer protocol refuses.
+    with pytest.raises(ScenarioError, match=r"^s\.yaml:12: timeline\[0\]\.config: session\.timeout\.ms cannot be "
+                                            r"set when group\.protocol=CONSUMER \(over the config of group set "
+                                            r"'payments'"):
         parse(MINIMAL + "  - {name: payments, members: 2, topics: [{name: p, partitions: 2}], "
                         "config: {session.timeout.ms: 30000}}\ntimeline:\n  - at: 1m\n    action: rolling_restart\n"
                         "    downtime: 5s\n    config: {group.protocol: consumer}\n")
