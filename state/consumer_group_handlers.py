@@ -345,8 +345,9 @@ class ConsumerGroupHandlers:
         self.timers.cancel(("sync",))
         self._flush_generation(stable_ts=None)
         self.pending_generation = None
-        self.record_departed_members("group_converted")
+        # As an unload: the row to Dead counts the members, then each one's `removed` row (docs/tables.md).
         self.transition(GroupState.DEAD, "group_converted")
+        self.record_departed_members("group_converted")
         self.group = None
 
     def _replay_written(self, records: list[ConsumerGroupRecord], cause: str, first_delta: int = 0,

@@ -27,7 +27,7 @@ from typing import Callable
 from simulations.scenarios.brokers import BrokerEvent, BrokerEventError, ClusterTimeline, PartitionLog
 from simulations.scenarios.schema import (Action, BrokerAction, CoordinatorMove, Crash, Flap, GroupSet, Idle,
                                           PartitionIncrease, Pause, RollingRestart, ScaleIn, ScaleOut, Scenario,
-                                          ScenarioError)
+                                          ScenarioError, merged_config)
 from state.client_config import ClientConfig
 
 # Members of one group start within this many milliseconds of each other (pods of one deployment starting).
@@ -54,6 +54,7 @@ class Generated:
 class Member:
     client_id: str
     instance_id: str | None
+    config: dict  # the consumer settings it runs with: its set's, or a restart's `config:` over them
     born: int
     gone: float = math.inf  # stopped for good (scale-in, crash without restart)
     busy: list[tuple[float, float]] = field(default_factory=list)
@@ -85,17 +86,21 @@ class GroupPlan:
     def add_member(self, t: int) -> None:
         k = len(self.members)
         client_id = f"{self.group_id}-c{k}"
-        member = Member(client_id, f"{self.group_id}-i{k}" if self.set.static else None, born=t)
+        member = Member(client_id, f"{self.group_id}-i{k}" if self.set.static else None, self.set.config, born=t)
         self.members.append(member)
         self.start(member, t)
 
-    def start(self, member: Member, t: int) -> None:
+    def start(self, member: Member, t: int, config: dict | None = None) -> None:
+        """CLIENT_START for the member; with `config` (a restart's), it comes back with those settings over its
+        set's from now on (another `group.protocol` makes it the other kind of client, same ids)."""
+        if config is not None:
+            member.config = merged_config(self.set.config, config)
         fields = {"client_id": member.client_id}
         if member.instance_id is not None:
             fields["group_instance_id"] = member.instance_id
         fields["topics"] = [topic.name for topic in self.set.topics]
-        if self.set.config:
-            fields["config"] = self.set.config
+        if member.config:
+            fields["config"] = member.config
         self.emit(t, "CLIENT_START", **fields)
 
     def stop(self, member: Member, t: int, crash: bool) -> None:
@@ -216,7 +221,7 @@ def _rolling_restart(action: RollingRestart, plan: GroupPlan, t: int, rng: rando
         if member.free(stop, back):
             member.busy.append((stop, back))
             plan.stop(member, stop, action.crash)
-            plan.start(member, back)
+            plan.start(member, back, action.config)
             done, last = done + 1, back
     return len(chosen), done, last
 
@@ -248,7 +253,7 @@ def _crash(action: Crash, plan: GroupPlan, t: int, rng: random.Random) -> tuple[
         if back == math.inf:
             member.gone = t
         else:
-            plan.start(member, int(back))
+            plan.start(member, int(back), action.config)
 
     restart = action.restart_after
     return _random_members(action, plan, t, rng, lambda r: math.inf if restart is None else restart.draw(r), change)

@@ -114,11 +114,13 @@ class RollingRestart(Action):
     batch: int
     jitter_ms: int
     crash: bool
+    config: dict[str, Any] | None = None  # settings the restarted clients come back with, over their set's
 
 
 @dataclass(frozen=True)
 class Crash(Action):
     restart_after: Distribution | None
+    config: dict[str, Any] | None = None  # as RollingRestart's; only with restart_after
 
 
 @dataclass(frozen=True)
@@ -448,13 +450,17 @@ def _topic(node: Node) -> Topic:
     return Topic(name, partitions, rate)
 
 
-def _consumer_config(config_node: Node | None, assignors_node: Node | None) -> dict[str, Any]:
+def _consumer_config(config_node: Node | None, assignors_node: Node | None,
+                     base: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The consumer settings given (a group set's `config:` and `assignors`). With `base` (a group set's
+    settings, when these come over them: a restart's `config:`), they are checked merged over it, and a
+    `null` value removes base's setting (back to the client's default)."""
     located: dict[str, Node] = {}
     if config_node is not None and config_node.value is not None:
         located.update(as_mapping(config_node, "consumer settings"))
     settings = {key: value.value for key, value in located.items()}
     for key, value in located.items():
-        if isinstance(value.value, (dict, type(None))):
+        if isinstance(value.value, dict) or (value.value is None and base is None):
             raise value.error(f"must be a value, got {describe(value.value)}")
     if assignors_node is not None:
         if ASSIGNMENT_STRATEGY in settings:
@@ -464,8 +470,15 @@ def _consumer_config(config_node: Node | None, assignors_node: Node | None) -> d
         settings[ASSIGNMENT_STRATEGY] = [as_str(n) for n in names]
         located[ASSIGNMENT_STRATEGY] = assignors_node
     if settings:
-        _check_settings(config_node or assignors_node, located, settings, ClientConfig.from_kafka)
+        given = {key: node for key, node in located.items() if settings[key] is not None}
+        _check_settings(config_node or assignors_node, given, merged_config(base or {}, settings),
+                        ClientConfig.from_kafka)
     return settings
+
+
+def merged_config(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """`override`'s settings over `base`'s; a None in `override` removes the setting."""
+    return {key: value for key, value in {**base, **override}.items() if value is not None}
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -516,15 +529,43 @@ def _stop_mode(section: Section) -> bool:
     return _optional(section, "mode", lambda n: as_choice(n, ("stop", "crash")), "stop") == "crash"
 
 
-def _rolling_restart(section: Section, common: dict) -> Action:
+def _restart_config(node: Node | None, targets: tuple[GroupSet, ...]) -> dict[str, Any] | None:
+    """A restart's `config:`: the consumer settings the restarted clients come back with, merged over their
+    group set's `config:` (so checked merged over each target set's); None: each client keeps its config."""
+    if node is None:
+        return None
+    config: dict[str, Any] = {}
+    for group_set in targets:
+        try:
+            config = _consumer_config(node, None, base=group_set.config)
+        except ScenarioError as error:
+            # A set's own setting that the new ones do not allow (partition.assignment.strategy with
+            # group.protocol: consumer): say where it comes from and how to drop it.
+            kept = [key for key in group_set.config if key in str(error) and key not in (node.value or {})]
+            if not kept and len(targets) == 1:
+                raise
+            hint = f" (over the config of group set {group_set.name!r}"
+            hint += f": drop its {', '.join(kept)} with `{kept[0]}: null`)" if kept else ")"
+            raise ScenarioError(f"{error}{hint}") from None
+    return config
+
+
+def _rolling_restart(section: Section, common: dict, targets: tuple[GroupSet, ...]) -> Action:
     return RollingRestart(**common, downtime_ms=as_duration_ms(section.require("downtime")),
                           gap_ms=_optional(section, "gap", as_duration_ms, 30_000),
                           batch=_optional(section, "batch", lambda n: as_int(n, lo=1), 1),
-                          jitter_ms=_optional(section, "jitter", as_duration_ms, 0), crash=_stop_mode(section))
+                          jitter_ms=_optional(section, "jitter", as_duration_ms, 0), crash=_stop_mode(section),
+                          config=_restart_config(section.get("config"), targets))
 
 
-def _crash(section: Section, common: dict) -> Action:
-    return Crash(**common, restart_after=_optional(section, "restart_after", _distribution, None))
+def _crash(section: Section, common: dict, targets: tuple[GroupSet, ...]) -> Action:
+    restart_after = _optional(section, "restart_after", _distribution, None)
+    config_node = section.get("config")
+    config = _restart_config(config_node, targets)
+    if config is not None and restart_after is None:
+        raise config_node.error("a crashed member without restart_after never comes back: give restart_after, "
+                                "or remove 'config'")
+    return Crash(**common, restart_after=restart_after, config=config)
 
 
 def _pause(scope: str) -> Callable[[Section, dict], Action]:
@@ -540,9 +581,9 @@ def _flap(section: Section, common: dict) -> Action:
                 jitter_ms=_optional(section, "jitter", as_duration_ms, 0), crash=_stop_mode(section))
 
 
-def _partition_increase(section: Section, common: dict, group_sets: dict[str, GroupSet]) -> Action:
+def _partition_increase(section: Section, common: dict, targets: tuple[GroupSet, ...]) -> Action:
     topic_node = section.get("topic")
-    topics = {t.name for name in common["targets"] for t in group_sets[name].topics}
+    topics = {t.name for group_set in targets for t in group_set.topics}
     if topic_node is None:
         if len(topics) != 1:
             raise ScenarioError(f"missing required key 'topic' (the target sets have topics "
@@ -551,9 +592,9 @@ def _partition_increase(section: Section, common: dict, group_sets: dict[str, Gr
         topic = next(iter(topics))
     else:
         topic = as_str(topic_node)
-        for name in common["targets"]:
-            if topic not in {t.name for t in group_sets[name].topics}:
-                raise topic_node.error(f"group set {name!r} has no topic {topic!r}")
+        for group_set in targets:
+            if topic not in {t.name for t in group_set.topics}:
+                raise topic_node.error(f"group set {group_set.name!r} has no topic {topic!r}")
     partitions = as_int(section.require("partitions"), lo=1)
     return PartitionIncrease(**common, topic=topic, partitions=partitions)
 
@@ -583,8 +624,8 @@ def _idle(section: Section, common: dict) -> Action:
 
 # kind -> (reader, its own keys, default members share; None = the action takes no `members`)
 ACTIONS: dict[str, tuple[Callable, tuple[str, ...], Share | None]] = {
-    "rolling_restart": (_rolling_restart, ("downtime", "gap", "batch", "jitter", "mode"), ALL),
-    "crash": (_crash, ("restart_after",), ONE),
+    "rolling_restart": (_rolling_restart, ("downtime", "gap", "batch", "jitter", "mode", "config"), ALL),
+    "crash": (_crash, ("restart_after", "config"), ONE),
     "pause": (_pause("process"), ("duration",), ONE),
     "slow_poll": (_pause("poll"), ("duration",), ONE),
     "flap": (_flap, ("cycles", "down", "up", "jitter", "mode"), ONE),
@@ -600,6 +641,8 @@ ACTIONS: dict[str, tuple[Callable, tuple[str, ...], Share | None]] = {
 }
 # Actions on the cluster rather than on groups.
 BROKER_ACTIONS = ("broker_down", "broker_shutdown", "broker_up", "preferred_leader_election")
+# Actions whose reader also gets the target group sets (reader(section, common, target sets)).
+READ_WITH_TARGETS = ("rolling_restart", "crash", "partition_increase")
 COMMON_KEYS = ("action", "at", "target", "groups", "members", "seed")
 
 
@@ -638,5 +681,7 @@ def _action(node: Node, group_sets: tuple[GroupSet, ...], duration_ms: int, clus
                   path=node.path, line=node.line)
     if kind in BROKER_ACTIONS:
         return _broker_action(section, common, cluster)
-    return _partition_increase(section, common, by_name) if kind == "partition_increase" else read(section, common)
+    if kind in READ_WITH_TARGETS:
+        return read(section, common, tuple(by_name[name] for name in targets))
+    return read(section, common)
 

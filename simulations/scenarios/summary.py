@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from simulations.scenarios.schema import Scenario
+from simulations.scenarios.schema import Crash, GroupSet, RollingRestart, Scenario, merged_config
 from state.metrics import merged, nearest_rank
 
 CLASSIC = "classic"  # group.protocol's default
@@ -71,13 +71,26 @@ class SetSummary(Figures):
 def summarize(scenario: Scenario, groups: Mapping[str, list[str]], tables: Mapping[str, list[dict]]
               ) -> list[SetSummary]:
     set_of = {group_id: name for name, ids in groups.items() for group_id in ids}
-    summaries = {s.name: SetSummary(name=s.name, protocol=str(s.config.get("group.protocol", CLASSIC)).lower(),
-                                    groups=s.groups, members=s.members) for s in scenario.group_sets}
+    summaries = {s.name: SetSummary(name=s.name, protocol=protocols(scenario, s), groups=s.groups,
+                                    members=s.members) for s in scenario.group_sets}
     for row in tables["metrics"]:
         name = set_of.get(row["group_id"])
         if name is not None:
             summaries[name].add(row)
     return list(summaries.values())
+
+
+def protocols(scenario: Scenario, group_set: GroupSet) -> str:
+    """The set's group.protocol, and the ones the timeline's restarts with a `config:` move it to in turn
+    (`classic → consumer`: an upgrade)."""
+    seen = [str(group_set.config.get("group.protocol", CLASSIC)).lower()]
+    for action in scenario.timeline:
+        if isinstance(action, (RollingRestart, Crash)) and action.config is not None \
+                and group_set.name in action.targets:
+            protocol = str(merged_config(group_set.config, action.config).get("group.protocol", CLASSIC)).lower()
+            if protocol != seen[-1]:
+                seen.append(protocol)
+    return " → ".join(seen)
 
 
 # ----------------------------------------------------------------------------------------------------------

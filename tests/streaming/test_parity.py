@@ -10,6 +10,7 @@ import os
 import pyarrow.parquet as pq
 import pytest
 
+from simulations.scenarios import generate, parse_scenario, to_jsonl
 from state.config import CoordinatorConfig
 from state.tables import GROUP_TABLES
 from streaming.engine import run_spark
@@ -118,5 +119,46 @@ def test_consumer_group_heartbeats_on_spark_equal_local(spark, tmp_path):
     assert len(pq.read_table(expected_dir / "consumer_group_records" / PART_FILE)) > 0
     settings = dict(PER_FILE, **{"streaming.watermark.delay.ms": DELAY_MS})
     result = run_spark(paths, tmp_path / "spark", CONFIG, None, settings, progress=False)
+    assert_same_tables(expected_dir, tmp_path / "spark")
+    assert_same_counts(result, expected)
+
+
+# An online upgrade: a classic group whose members a rolling restart brings back with group.protocol=consumer.
+# The first one's heartbeat converts the group (group_converted); the classic members go on inside the
+# consumer group until their own restart. Spark's state holds a classic group, then a consumer group, for
+# the same key: two 30 s slices, the first ending with the group converted and a classic member still in it.
+UPGRADE = """
+name: upgrade
+start: 2026-06-01T00:00:00Z
+duration: 60s
+seed: 2
+group_sets:
+  - name: up
+    members: 3
+    topics:
+      - {name: orders, partitions: 6, records_per_second: 10}
+    assignors: [cooperative-sticky]
+timeline:
+  - at: 15s
+    action: rolling_restart
+    downtime: 5s
+    gap: 5s
+    config: {group.protocol: consumer, partition.assignment.strategy: null}
+"""
+
+
+def test_an_online_upgrade_on_spark_equals_local(spark, tmp_path):
+    generated = generate(parse_scenario(UPGRADE))
+    events = tmp_path / "events.jsonl"
+    events.write_text(to_jsonl(generated.rows), encoding="utf-8")
+    expected_dir, expected = local_run([str(events)], tmp_path / "local", CONFIG, generated.until_ms)
+    states = pq.read_table(expected_dir / "group_states" / PART_FILE).to_pylist()
+    converted = [row["ts"] for row in states if row["cause"] == "group_converted"]
+    second_slice = generated.start_ms + 30_000
+    assert len(converted) == 2 and max(converted) < second_slice  # the classic group to Dead, the consumer one
+    responses = pq.read_table(expected_dir / "responses" / PART_FILE).to_pylist()  # a classic member in it
+    assert any(row["api"] == "SyncGroup" and row["request_ts"] >= second_slice for row in responses)
+    result = run_spark([str(events)], tmp_path / "spark", CONFIG, generated.until_ms,
+                       {"streaming.watermark.delay.ms": DELAY_MS}, progress=False, slice_ms=30_000)
     assert_same_tables(expected_dir, tmp_path / "spark")
     assert_same_counts(result, expected)

@@ -8,7 +8,7 @@ import pytest
 
 from simulations import scenarios
 from simulations.scenarios import ScenarioError, parse_scenario
-from simulations.scenarios.schema import ALL, Crash, Distribution, Pause, RollingRestart, Share
+from simulations.scenarios.schema import ALL, Crash, Distribution, Pause, RollingRestart, Share, merged_config
 from tests.simulations.scenarios.helpers import MINIMAL
 
 
@@ -87,7 +87,7 @@ def test_every_shipped_scenario_loads_and_generates_without_notes():
     assert {"default", "rolling-restart-dynamic-eager", "rolling-restart-static", "rolling-restart-cooperative",
             "crash", "gc-pause", "slow-consumer", "flapping", "scale-out", "partition-increase",
             "offsets-expiry", "rolling-restart-consumer-protocol",
-            "protocol-comparison"} <= set(scenarios.shipped())
+            "protocol-comparison", "upgrade-to-consumer-protocol"} <= set(scenarios.shipped())
     for name, path in scenarios.shipped().items():
         generated = scenarios.generate(scenarios.load_scenario(path))
         assert generated.rows and generated.notes == [], name
@@ -185,11 +185,65 @@ def test_yaml_anchors_and_merge_keys_work():
      "s.yaml:8: timeline[0].topic: group set 'orders' has no topic 'payments'"),
     (MINIMAL + "timeline:\n  - {action: idle, duration: 1m, target: orders}\n",
      "s.yaml:8: timeline[0].target: an idle period applies to the whole scenario: remove it"),
+    # A restart's config: the group set's keys and checks, merged over the set's config.
+    (MINIMAL + "timeline:\n  - action: rolling_restart\n    downtime: 1s\n    config:\n      group.protocol: kafka\n",
+     "s.yaml:11: timeline[0].config.group.protocol: group.protocol must be one of classic, consumer"),
+    (MINIMAL + "timeline:\n  - action: rolling_restart\n    downtime: 1s\n    config:\n      sesion.timeout.ms: 1\n",
+     "s.yaml:11: timeline[0].config.sesion.timeout.ms: unknown consumer setting 'sesion.timeout.ms'"),
+    (MINIMAL + "timeline:\n  - {action: rolling_restart, downtime: 1s, config: [group.protocol]}\n",
+     "s.yaml:8: timeline[0].config: consumer settings must be a mapping"),
+    (MINIMAL + "timeline:\n  - {action: rolling_restart, downtime: 1s, config: {group.protocol: {a: 1}}}\n",
+     "s.yaml:8: timeline[0].config.group.protocol: must be a value, got"),
+    (MINIMAL + "    config: {heartbeat.interval.ms: 20000}\ntimeline:\n"
+               "  - {action: rolling_restart, downtime: 1s, config: {session.timeout.ms: 15000}}\n",
+     "s.yaml:9: timeline[0].config: heartbeat.interval.ms must be > 0 and lower than session.timeout.ms"),
+    (MINIMAL + "    assignors: [cooperative-sticky]\ntimeline:\n"
+               "  - {action: rolling_restart, downtime: 1s, config: {group.protocol: consumer}}\n",
+     "s.yaml:9: timeline[0].config: partition.assignment.strategy cannot be set when group.protocol=CONSUMER "
+     "(over the config of group set 'orders': drop its partition.assignment.strategy with "
+     "`partition.assignment.strategy: null`)"),
+    (MINIMAL + "timeline:\n  - {action: crash, config: {group.protocol: consumer}}\n",
+     "s.yaml:8: timeline[0].config: a crashed member without restart_after never comes back"),
+    (MINIMAL + "timeline:\n  - {action: pause, duration: 1s, config: {group.protocol: consumer}}\n",
+     "s.yaml:8: timeline[0].config: unknown key 'config' in a timeline action"),
 ])
 def test_errors_name_the_line_and_the_key_path(text, message):
     with pytest.raises(ScenarioError) as error:
         parse(text)
     assert str(error.value).startswith(message), str(error.value)
+
+
+def test_a_restart_may_bring_clients_back_with_other_settings_over_their_sets():
+    scenario = parse(MINIMAL + """\
+    assignors: [range]
+    config: {session.timeout.ms: 30000}
+  - {name: payments, members: 2, topics: [{name: payments, partitions: 2}], config: {session.timeout.ms: 30000}}
+timeline:
+  - at: 1m
+    action: rolling_restart
+    downtime: 5s
+    config:
+      group.protocol: consumer
+      group.remote.assignor: range
+      partition.assignment.strategy: null
+      session.timeout.ms: null
+  - {action: crash, target: payments, restart_after: 10s, config: {max.poll.interval.ms: 60000}}
+  - {action: crash, restart_after: 10s}
+""")
+    restart, crash, plain = scenario.timeline
+    # The settings as given (null: drop the set's); the generator merges them over each member's set.
+    assert restart.config == {"group.protocol": "consumer", "group.remote.assignor": "range",
+                              "partition.assignment.strategy": None, "session.timeout.ms": None}
+    assert isinstance(crash, Crash) and crash.config == {"max.poll.interval.ms": 60000}
+    assert plain.config is None
+    # Checked over every target set: payments sets session.timeout.ms, which the consumer protocol refuses.
+    with pytest.raises(ScenarioError, match=r"^s\.yaml:12: timeline\[0\]\.config: session\.timeout\.ms cannot be "
+                                            r"set when group\.protocol=CONSUMER \(over the config of group set "
+                                            r"'payments'"):
+        parse(MINIMAL + "  - {name: payments, members: 2, topics: [{name: p, partitions: 2}], "
+                        "config: {session.timeout.ms: 30000}}\ntimeline:\n  - at: 1m\n    action: rolling_restart\n"
+                        "    downtime: 5s\n    config: {group.protocol: consumer}\n")
+    assert merged_config({"a": 1, "b": 2}, {"b": None, "c": 3}) == {"a": 1, "c": 3}
 
 
 def test_errors_found_while_generating_name_the_action():

@@ -173,3 +173,38 @@ def test_the_same_seed_gives_identical_tables():
         """), "g.yaml", "g")
     first, second = run(scenario).result.tables, run(scenario).result.tables
     assert first == second and first["generations"]
+
+
+def test_a_restart_with_config_brings_each_client_back_with_it_over_its_sets_for_good():
+    _, generated = generate(BASE.replace("groups: 12", "groups: 1") + "    assignors: [range]\n"
+                            "    membership: static\n", """\
+        timeline:
+          - at: 1m
+            action: rolling_restart
+            downtime: 5s
+            members: 2
+            config: {group.protocol: consumer, partition.assignment.strategy: null, max.poll.interval.ms: 60000}
+          - {at: 5m, action: crash, members: all, restart_after: 10s}
+          - {at: 10m, action: crash, members: 1, restart_after: 10s, config: {group.protocol: classic}}
+          - {at: 15m, action: scale_out}
+        """)
+    classic = {"partition.assignment.strategy": ["range"]}
+    consumer = {"group.protocol": "consumer", "max.poll.interval.ms": 60000}
+    starts: dict[str, list] = {}
+    for row in generated.rows:
+        if row["type"] == "CLIENT_START":
+            starts.setdefault(row["client_id"], []).append(((row["ts"] - generated.start_ms) // 60_000,
+                                                           row["group_instance_id"], row.get("config")))
+            parse_event(row, "g", 1)  # a valid CLIENT_START of either protocol
+    # c0 and c1 come back with the new settings over the set's, and keep them through a restart without
+    # config (the crash at 5m); the same client and instance ids throughout. c2 is not restarted at 1m.
+    assert starts["orders-0-c0"][:3] == [(0, "orders-0-i0", classic), (1, "orders-0-i0", consumer),
+                                         (5, "orders-0-i0", consumer)]
+    assert starts["orders-0-c1"][:3] == [(0, "orders-0-i1", classic), (1, "orders-0-i1", consumer),
+                                         (5, "orders-0-i1", consumer)]
+    assert [config for _, _, config in starts["orders-0-c2"][:2]] == [classic, classic]
+    # The crash at 10m: its config is over the set's, not over the member's (the set's range is back).
+    [back] = [start for client in starts.values() for start in client if start[0] == 10]
+    assert back[2] == {**classic, "group.protocol": "classic"}
+    # A member added later starts as its set says.
+    assert starts["orders-0-c3"] == [(15, "orders-0-i3", classic)]

@@ -8,8 +8,11 @@ import json
 import pandas as pd
 from rich.console import Console
 
+from simulations.scenarios.generator import to_jsonl
 from simulations.scenarios.summary import render, summarize
+from simulations.validation import validate
 from simulations.views.rebalances import rebalance_starts
+from tableio.parquet import write_tables
 
 from .helpers import Run, run, shipped_small
 
@@ -253,3 +256,41 @@ def test_protocol_comparison_summarizes_each_protocol_by_one_definition_of_its_f
     assert lines["group.protocol"][-2:] == ["classic", "consumer"]
     totals = [sum(r.metrics(g)["rebalances"] for g in r.group_ids(name)) for name in ("classic", "consumer")]
     assert lines["rebalances"][-2:] == [str(n) for n in totals]
+
+
+def test_a_rolling_restart_to_group_protocol_consumer_converts_each_group_and_leaves_only_consumer_members(
+        tmp_path):
+    r = run(shipped_small("upgrade-to-consumer-protocol", sets={"*": {"groups": 1}}))
+    for group_id in r.group_ids():
+        starts = r.directives("CLIENT_START", group_id)
+        [first] = [s for s in starts if s.get("config", {}).get("group.protocol") == "consumer"][:1]
+        states = r.rows("group_states", group_id)
+        converted = [(row["from_state"], row["to_state"]) for row in states if row["cause"] == "group_converted"]
+        assert converted == [("Stable", "Dead"), ("Empty", "Stable")], group_id
+        [at] = {row["ts"] for row in states if row["cause"] == "group_converted"}
+        # ...at the first consumer-protocol member's first heartbeat, which joins it.
+        [heartbeat] = [row for row in r.rows("responses", group_id) if row["api"] == "ConsumerGroupHeartbeat"][:1]
+        assert heartbeat["client_id"] == first["client_id"] and heartbeat["request_ts"] == at >= first["ts"]
+        # The classic members went on consuming inside the consumer group until their own restart.
+        assert any(row["api"] == "JoinGroup" and row["request_ts"] > at for row in r.rows("responses", group_id))
+        # At the end: a Stable consumer group whose members all use the consumer protocol.
+        members: dict[str, dict | None] = {}
+        for record in r.rows("consumer_group_records", group_id):
+            if record["record_type"] == "ConsumerGroupMemberMetadata":
+                members[record["member_id"]] = None if record["tombstone"] else json.loads(record["value"])
+        alive = [m for m in members.values() if m is not None]
+        assert len(alive) == 4 and all(m["classic_member_metadata"] is None for m in alive), group_id
+        metrics = r.metrics(group_id)
+        assert metrics["end_state"] == "Stable" and metrics["end_members"] == 4 and metrics["failed_commits"] == 0
+        last = max(s["ts"] for s in starts)
+        assert {row["api"] for row in r.rows("responses", group_id) if row["request_ts"] > last + 60_000} <= {
+            "ConsumerGroupHeartbeat", "OffsetCommit", "OffsetFetch"}
+    console = Console(file=io.StringIO(), width=160)
+    render(console, summarize(r.scenario, r.generated.groups, r.result.tables))
+    assert "classic → consumer" in console.file.getvalue()
+    # The run's tables pass `coordsim validate` (suites, invariants, every input row accounted for).
+    out = write_tables(tmp_path / "run", r.result.tables)
+    events = tmp_path / "events.jsonl"
+    events.write_text(to_jsonl(r.generated.rows))
+    result = validate(out, events=[events], until=r.generated.until_ms)
+    assert result.success, result.summary()
