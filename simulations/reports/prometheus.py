@@ -27,15 +27,14 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.openmetrics.exposition import generate_latest as openmetrics
 
-from simulations.views.history import DEAD
-from simulations.views.kafka_metrics import COLUMNS, STATES, KafkaFigures, figures_at
+from simulations.views.kafka_metrics import COLUMNS, GROUP_STATES, KafkaFigures, figures_at
+from simulations.views.rebalances import CLASSIC
 from simulations.views.run_tables import RunError, RunTables, load_run, signature
 
 COORDINATOR_GAUGES = "kafka_coordinator_group_groupmetadatamanager_"
 GROUP_COORDINATOR = "kafka_server_group_coordinator_metrics_"
 REQUEST_METRICS = "kafka_network_requestmetrics_"
 CONSUMER_GROUP = "kafka_consumergroup_"
-PROTOCOL = "classic"  # Group.GroupType: every group coordsim simulates uses the classic protocol
 
 
 def families(figures: KafkaFigures) -> list[Metric]:
@@ -55,17 +54,20 @@ def families(figures: KafkaFigures) -> list[Metric]:
 
     gauge("coordsim_simulated_time_seconds", "The simulated time the run has reached (epoch seconds).",
           figures.at / 1000)
-    total = sum(n for state, n in figures.groups_by_state.items() if state != DEAD)
-    gauge(COORDINATOR_GAUGES + "numgroups", "NumGroups: classic groups.", total)
-    for state in STATES:
+    classic = figures.groups_by_state[CLASSIC]
+    # The GroupMetadataManager gauges count classic groups only (NumGroups is group-count{protocol="classic"}).
+    gauge(COORDINATOR_GAUGES + "numgroups", "NumGroups: classic groups.", figures.group_count[CLASSIC])
+    for state in GROUP_STATES[CLASSIC]:
         gauge(COORDINATOR_GAUGES + "numgroups" + state.lower(), f"NumGroups{state}: classic groups in {state}.",
-              figures.groups_by_state[state])
+              classic[state])
     gauge(COORDINATOR_GAUGES + "numoffsets", "NumOffsets: committed offsets retained.", figures.offsets)
-    gauge(GROUP_COORDINATOR + "group_count", "group-count: groups by rebalance protocol.", total,
-          {"protocol": PROTOCOL})
-    labelled(GaugeMetricFamily(GROUP_COORDINATOR + "classic_group_count", "classic-group-count: classic groups "
-                               "by state.", labels=["state"]),
-             (([state], figures.groups_by_state[state]) for state in STATES))
+    labelled(GaugeMetricFamily(GROUP_COORDINATOR + "group_count", "group-count: groups by rebalance protocol.",
+                               labels=["protocol"]),
+             (([kind], n) for kind, n in figures.group_count.items()))
+    for kind in GROUP_STATES:
+        labelled(GaugeMetricFamily(GROUP_COORDINATOR + f"{kind}_group_count", f"{kind}-group-count: {kind} groups "
+                                   "by state.", labels=["state"]),
+                 (([state], figures.groups_by_state[kind][state]) for state in GROUP_STATES[kind]))
     gauge(GROUP_COORDINATOR + "offset_count", "offset-count: committed offsets retained.", figures.offsets)
     counts = figures.counts
     for name, doc, count, rate in (

@@ -6,8 +6,11 @@ metrics (GroupCoordinatorMetrics, `kafka.server:type=group-coordinator-metrics` 
 the names the JMX exporter and kafka_exporter give them (docs/prometheus.md).
 
 What each figure counts, as Kafka counts it:
-- groups by state: each group's last `group_states` row at or before TS (a Dead group is one the run
-  deleted or unloaded and has not loaded or created again);
+- groups by type and state (GroupMetadataManager.updateGroupSizeCounter): the groups the coordinators hold,
+  each under its type (Group.GroupType, `classic` or `consumer`) and state, both from its last `group_states`
+  row at or before TS (a group id converted online counts as its new group's type from the conversion on).
+  A Dead group is held by no coordinator (deleted, converted, or its partition unloaded), so the Dead
+  gauges Kafka registers read 0, and every group count is of groups not Dead;
 - completed rebalances: transitions to Stable once the leader's assignment is stored (`leader_sync_stored`:
   where GroupMetadataManager records its CompletedRebalances sensor; a load after a move is not one);
 - consumer group rebalances: group epoch bumps (Kafka's ConsumerGroupRebalances sensor, recorded where the
@@ -28,12 +31,18 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from simulations.views.history import COMPLETING, DEAD, EMPTY, PREPARING, STABLE
+from simulations.views.history import ASSIGNING, COMPLETING, DEAD, EMPTY, PREPARING, RECONCILING, STABLE
 from simulations.views.quiet_runs import last_repeat, repeat_counts, repeats_until
-from simulations.views.rebalances import CONSUMER, rebalance_starts
+from simulations.views.rebalances import CLASSIC, CONSUMER, rebalance_starts
 from simulations.views.run_tables import RunTables
 
-STATES = (PREPARING, COMPLETING, STABLE, DEAD, EMPTY)  # ClassicGroupState's names
+# Each group type coordsim simulates (Group.GroupType's names, the `protocol` tag of Kafka's group-count) and
+# its states (ClassicGroupState's and ConsumerGroupState's names, the `state` tag of classic-group-count and
+# consumer-group-count), in the order GroupCoordinatorMetrics registers them.
+GROUP_STATES = {
+    CLASSIC: (PREPARING, COMPLETING, STABLE, DEAD, EMPTY),
+    CONSUMER: (EMPTY, ASSIGNING, RECONCILING, STABLE, DEAD),
+}
 # Kafka's metrics.sample.window.ms (30 s): the span a Meter's rate is measured over.
 RATE_WINDOW_MS = 30_000
 COMPLETED_REBALANCE_CAUSE = "leader_sync_stored"
@@ -48,7 +57,7 @@ COLUMNS = {
     "offsets": ("group_id", "topic", "partition", "offset", "commit_ts", "write_ts", "out_seq", "repeat_count",
                 "repeat_interval_ms", "records_per_second", "rate_origin_ts"),
     "group_metadata": ("group_id", "write_ts"),
-    "group_states": ("group_id", "ts", "to_state", "cause"),
+    "group_states": ("group_id", "ts", "group_type", "to_state", "cause"),
     "members": ("group_id", "ts", "member_count"),
     "log_end_offsets": ("group_id", "ts", "topic", "records_per_second", "base_offset"),
 }
@@ -79,7 +88,9 @@ class PartitionOffset:
 @dataclass(frozen=True)
 class KafkaFigures:
     at: int
-    groups_by_state: dict[str, int]  # every state of STATES
+    # Group type -> state -> groups of that type in that state, every type and state of GROUP_STATES (Dead: 0).
+    groups_by_state: dict[str, dict[str, int]]
+    group_count: dict[str, int]  # group type -> its groups (group-count; NumGroups for the classic ones)
     offsets: int
     counts: Counts
     # Events per second over the RATE_WINDOW_MS before `at`: completed rebalances, consumer group
@@ -95,18 +106,20 @@ class KafkaFigures:
 def figures_at(run: RunTables, at: int) -> KafkaFigures:
     """The figures of `run` at simulated time `at` (epoch ms)."""
     states = _last_rows(run["group_states"], "ts", at)
-    by_state = Counter(states["to_state"])
+    held = states[states["to_state"] != DEAD]  # a Dead group is no coordinator's: no gauge counts it
+    by_state = Counter(zip(held["group_type"], held["to_state"]))
+    groups_by_state = {kind: {state: by_state.get((kind, state), 0) for state in names}
+                       for kind, names in GROUP_STATES.items()}
     counts, before = counts_at(run, at), counts_at(run, at - RATE_WINDOW_MS)
-    existing = states.loc[states["to_state"] != DEAD, "group_id"]
     members = _last_rows(run["members"], "ts", at).set_index("group_id")["member_count"]
     partitions = _partition_offsets(run, at)
     return KafkaFigures(
-        at, {state: by_state.get(state, 0) for state in STATES}, len(partitions), counts,
+        at, groups_by_state, {kind: sum(by.values()) for kind, by in groups_by_state.items()}, len(partitions), counts,
         _rate(counts.completed_rebalances, before.completed_rebalances),
         _rate(counts.consumer_group_rebalances, before.consumer_group_rebalances),
         _rate(counts.offset_commits, before.offset_commits),
         _rate(counts.offset_expirations, before.offset_expirations),
-        {group: int(members.get(group, 0)) for group in existing}, partitions)
+        {group: int(members.get(group, 0)) for group in held["group_id"]}, partitions)
 
 
 def _rate(now: int, window_start: int) -> float:

@@ -16,6 +16,7 @@ from simulations.cli import main
 from simulations.reports.dashboard import make_server
 from simulations.reports.prometheus import RunMetrics
 from simulations.views.history import committed_offsets
+from simulations.reports.prometheus import history
 from simulations.views.kafka_metrics import COLUMNS, counts_at, figures_at
 from simulations.views.quiet_runs import count_requests, expand_runs
 from simulations.views.run_tables import TIME_COLUMNS, load_run
@@ -23,6 +24,7 @@ from tableio.parquet import write_tables
 
 from ..scenarios.helpers import run as run_scenario
 from ..scenarios.helpers import shipped_small
+from ..views.runs import T0, UPGRADE_MS
 
 OPENMETRICS = "application/openmetrics-text; version=1.0.0"
 
@@ -128,3 +130,57 @@ def test_history_has_a_point_per_step_and_ends_where_a_scrape_is(lagging_run, tm
         key: (stamp, value) for key, (value, stamp) in samples(lagging_run).items()}
     missing = CliRunner().invoke(main, ["metrics", str(tmp_path / "nope"), "--out", str(out)])
     assert missing.exit_code == 2 and "no such run folder" in missing.output
+
+
+GROUPS = "kafka_server_group_coordinator_metrics_"
+NUM_GROUPS = "kafka_coordinator_group_groupmetadatamanager_numgroups"
+
+
+def group_counts(got: dict) -> dict[tuple, float]:
+    """The group-count families and the NumGroups gauges of a scrape, by (name, labels), without the zeros."""
+    return {key: value[0] for key, value in got.items()
+            if key[0].startswith((GROUPS + "group_count", GROUPS + "classic_group_count",
+                                  GROUPS + "consumer_group_count", NUM_GROUPS)) and value[0]}
+
+
+def test_groups_are_counted_by_protocol_and_state_across_an_online_upgrade(upgraded_run):
+    # At the end: the classic group `upgraded` was converted at UPGRADE_MS (Reconciling since), `native` has
+    # been a Stable consumer group throughout; no classic group is left, and the Dead gauges say 0.
+    got = samples(upgraded_run)
+    assert group_counts(got) == {
+        (GROUPS + "group_count", (("protocol", "consumer"),)): 2,
+        (GROUPS + "consumer_group_count", (("state", "Reconciling"),)): 1,
+        (GROUPS + "consumer_group_count", (("state", "Stable"),)): 1}
+    # Every gauge Kafka registers is there, zeros included, under Kafka's tag values.
+    assert {labels for name, labels in got if name == GROUPS + "consumer_group_count"} == {
+        (("state", state),) for state in ("Empty", "Assigning", "Reconciling", "Stable", "Dead")}
+    assert {labels for name, labels in got if name == GROUPS + "group_count"} == {
+        (("protocol", "classic"),), (("protocol", "consumer"),)}
+    assert {name for name, _ in got if name.startswith(NUM_GROUPS)} == {
+        NUM_GROUPS + suffix for suffix in ("", "preparingrebalance", "completingrebalance", "stable", "dead", "empty")}
+
+
+def test_the_history_counts_a_converted_group_as_classic_then_as_consumer(upgraded_run):
+    points: dict[tuple, list[tuple[float, float]]] = {}
+    for family in text_string_to_metric_families(history(load_run(upgraded_run, COLUMNS), 30_000).decode()):
+        for s in family.samples:
+            points.setdefault((s.name, tuple(sorted(s.labels.items()))), []).append((float(s.timestamp), s.value))
+    # Points at 0, 30 and 60 s (the conversion) and 65 s (the end).
+    times = [(T0 + ms) / 1000 for ms in (0, 30_000, UPGRADE_MS, UPGRADE_MS + 5_000)]
+
+    def values(name: str, *labels: tuple[str, str]) -> list[float]:
+        stamps, values = zip(*points[name, labels])
+        assert list(stamps) == times
+        return list(values)
+
+    assert values(GROUPS + "group_count", ("protocol", "classic")) == [1, 1, 0, 0]
+    assert values(GROUPS + "group_count", ("protocol", "consumer")) == [1, 1, 2, 2]
+    assert values(NUM_GROUPS) == [1, 1, 0, 0]
+    assert values(GROUPS + "classic_group_count", ("state", "PreparingRebalance")) == [1, 0, 0, 0]
+    assert values(GROUPS + "classic_group_count", ("state", "Stable")) == [0, 1, 0, 0]
+    assert values(NUM_GROUPS + "stable") == [0, 1, 0, 0]
+    assert values(GROUPS + "consumer_group_count", ("state", "Stable")) == [1, 1, 1, 1]
+    assert values(GROUPS + "consumer_group_count", ("state", "Reconciling")) == [0, 0, 1, 1]
+    assert values(GROUPS + "classic_group_count", ("state", "Dead")) == [0, 0, 0, 0]
+    assert values(GROUPS + "consumer_group_count", ("state", "Dead")) == [0, 0, 0, 0]
+    assert values(NUM_GROUPS + "dead") == [0, 0, 0, 0]

@@ -17,6 +17,8 @@ from tableio.coordinator_settings import load_config
 from simulations.views.run_tables import BATCHES, TIME_COLUMNS
 from streaming.sink import BatchSink, encode_table
 
+from tests.state.harness import GroupContext
+
 from ..conftest import SAMPLE
 
 TINY = Path(__file__).with_name("data") / "tiny-trace.jsonl"
@@ -57,6 +59,63 @@ def lagging_run(tmp_path_factory) -> Path:
     events = manual_commits(folder / "events.jsonl", [[500 * (i + 1) for i in range(12)],
                                                        [1000 * (i + 1) for i in range(12)]], 10_000)
     return replay(events, folder / "run")
+
+
+UPGRADE_MS = 60_000  # upgraded_run: when a consumer-protocol member joins the classic group
+
+
+def _consumer_heartbeat(ctx: GroupContext, member_id: str, epoch: int, owned: dict) -> tuple[int, dict]:
+    """A KIP-848 heartbeat (a join's full request at epoch 0); the member's epoch and partitions after it."""
+    join = {"rebalance_timeout_ms": 30_000, "subscribed_topic_names": ["foo"]} if epoch == 0 else {}
+    reply = ctx.send("CONSUMER_GROUP_HEARTBEAT", member_id=member_id, member_epoch=epoch, **join,
+                     topic_partitions=[{"topic": t, "partitions": ps} for t, ps in owned.items()])
+    assert reply.error == "NONE", reply.response
+    assigned = reply.assignment
+    return reply.generation_id, owned if assigned is None else {p["topic"]: p["partitions"] for p in assigned}
+
+
+def _group(group_id: str) -> GroupContext:
+    ctx = GroupContext(group_id, T0, group_consumer_assignment_interval_ms=0)
+    ctx.send("TOPIC_METADATA", topics=[{"topic": "foo", "partitions": 4, "topic_id": "Xq6LK8SnRkGxz7Da8ZvqLA"}])
+    return ctx
+
+
+@pytest.fixture(scope="session")
+def upgraded_run(tmp_path_factory) -> Path:
+    """Both protocols and an online upgrade, 65 s from T0. `upgraded`: a classic group of two members,
+    Stable from T0 + 6 s (the initial rebalance delay), heartbeating every 3 s, until a consumer-protocol
+    member joins it at UPGRADE_MS: it is converted into a consumer group (Reconciling: the new member waits
+    for partitions). `native`: a consumer group of one member, Stable from T0."""
+    upgraded = _group("upgraded")
+    members = [upgraded.join_new_dynamic() for _ in range(2)]
+    for member_id in members:
+        upgraded.join(member_id)
+    while upgraded.state == "PreparingRebalance":  # the initial rebalance delay, extended once per join
+        upgraded.sleep(upgraded.config.group_initial_rebalance_delay_ms)
+    leader = upgraded.group.leader_id
+    for member_id in sorted(members, key=lambda m: m == leader):  # the leader's SyncGroup last
+        upgraded.sync(member_id, 1, assignments={m: [("foo", [2 * i, 2 * i + 1])] for i, m in enumerate(members)}
+                      if member_id == leader else None)
+    assert upgraded.state == "Stable"
+    while upgraded.time < T0 + UPGRADE_MS:
+        upgraded.sleep(3_000)
+        for member_id in members:
+            assert upgraded.heartbeat(member_id, 1).error == "NONE"
+    _consumer_heartbeat(upgraded, "C", 0, {})
+    upgraded.sleep(5_000)
+    native = _group("native")
+    epoch, owned = _consumer_heartbeat(native, "A", 0, {})
+    while native.time < upgraded.time:
+        native.sleep(5_000)
+        epoch, owned = _consumer_heartbeat(native, "A", epoch, owned)
+    tables: dict[str, list[dict]] = {}
+    for ctx in (upgraded, native):
+        ctx.finish()
+        for name, rows in ctx.tables.items():
+            tables.setdefault(name, []).extend(rows)
+    out = tmp_path_factory.mktemp("upgraded") / "run"
+    write_tables(out, tables)
+    return out
 
 
 @pytest.fixture(scope="session")
