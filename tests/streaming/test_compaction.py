@@ -54,16 +54,18 @@ def write_batches(root, tables: dict[str, list[dict]], seed: int) -> None:
     (root / sink.COMMITTED).write_text("0\n1\n2\n")
 
 
-@pytest.mark.parametrize("range_rows, piece_envelopes, row_group_rows", [
-    (10**9, 16, 1 << 20),  # one range, as a small run compacts
-    (100, 1, 64),          # many ranges, one envelope per piece, many row groups
-    (7, 3, 1000),          # more ranges than groups
+@pytest.mark.parametrize("range_rows, piece_envelopes, row_group_rows, lane_rows", [
+    (10**9, 16, 1 << 20, 10**9),  # one range, as a small run compacts, in one process
+    (100, 1, 64, 0),              # many ranges, one envelope per piece, many row groups; three tables in children
+    (7, 3, 1000, 0),              # more ranges than groups
 ])
 def test_the_local_engines_files_whatever_the_ranges(local, tmp_path, monkeypatch, range_rows, piece_envelopes,
-                                                     row_group_rows):
+                                                     row_group_rows, lane_rows):
     monkeypatch.setattr(parquet_tables, "ROW_GROUP_ROWS", row_group_rows)
     monkeypatch.setattr(compaction, "RANGE_ROWS", range_rows)
     monkeypatch.setattr(compaction, "PIECE_ENVELOPES", piece_envelopes)
+    monkeypatch.setattr(compaction, "LANE_ROWS", lane_rows)
+    monkeypatch.setattr(compaction.os, "cpu_count", lambda: 3)
     tables = dict(local.result.tables, rejects=rejects(range(1, 30)))
     write_tables(tmp_path / "local", tables)
     write_batches(tmp_path / "batches", {name: tables[name] for name in (*GROUP_TABLES, "rejects")}, seed=range_rows)
