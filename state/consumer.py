@@ -304,9 +304,10 @@ class ConsumerFleet(ConsumerGroupClients):
             self._find_coordinator(client)  # the lookup's answer runs the poll loop, which fetches again
             return
         partitions = group_partitions(client.unpositioned)
+        member = self.offset_fetch_member(client)
         self._send(client, "fetch", "OFFSET_FETCH",
-                   {"partitions": partitions_column(partitions), "require_stable": True},
-                   partitions=partitions, require_stable=True)
+                   {"partitions": partitions_column(partitions), "require_stable": True, **member},
+                   partitions=partitions, require_stable=True, **member)
 
     def _on_offset_fetch_response(self, client: SyntheticConsumer, r: dict) -> None:
         if r["error"] != "NONE":

@@ -17,7 +17,8 @@ AsyncKafkaConsumer's two threads do:
 * the application thread: poll() (`Membership.poll`) at the fleet's poll times, the rebalance callbacks
   and the assignment run there in the order emitted (no time of their own: the classic clients' callbacks
   take none either, beyond the commits they wait for), the assignment followed by OffsetFetch of the added
-  partitions as the classic client does, and auto-commit every auto.commit.interval.ms. A healthy
+  partitions as the classic client does (carrying the member id and epoch while the member has an epoch, as
+  OffsetFetch v9 does), and auto-commit every auto.commit.interval.ms. A healthy
   application polls continually; polls are simulated only when something is due, and at least every half
   max.poll.interval.ms so the membership's poll timer only expires in a poll pause.
 During close() the callbacks run at once (close runs them on the application thread itself), and the client
@@ -232,6 +233,16 @@ class ConsumerGroupClients:
         self._send(client, slot, "OFFSET_COMMIT", fields, **typed)
         if action is not None:
             client.member_requests[client.request_id(client.request_counter)] = action
+
+    @staticmethod
+    def offset_fetch_member(client) -> dict:
+        """OffsetFetch v9's member fields as CommitRequestManager fills them: the member id and epoch while the
+        member has an epoch above 0 (onMemberEpochUpdated), none before its first epoch, after it left or was
+        fenced, nor from a classic client (Kafka's defaults: null and -1, an admin-like fetch)."""
+        membership = client.membership
+        if membership is None or membership.member_epoch <= 0:
+            return {}
+        return {"member_id": membership.member_id, "member_epoch": membership.member_epoch}
 
     # -- answers ------------------------------------------------------------------------------------------
     def on_member_response(self, client, r: dict) -> None:

@@ -31,9 +31,8 @@ and only move the member's timers; LeaveGroup fences the members it names (an ad
 leaving). A join or sync timeout fences a classic member with cause `rebalance_timeout` or
 `pending_sync_timeout`.
 Not modelled: a JoinGroup replacing an empty consumer group (Kafka deletes it and creates a classic group;
-here it is answered INCONSISTENT_GROUP_PROTOCOL), the downgrade back to a classic group, offset expiry in a
-consumer group (the sweep leaves its offsets alone), and OffsetFetch's member epoch check (the input
-contract's OffsetFetch has no member fields).
+here it is answered INCONSISTENT_GROUP_PROTOCOL), the downgrade back to a classic group, and the deletion of
+an Empty consumer group whose offsets all expired (its offsets expire, state/offsets.py; the group stays).
 """
 
 from __future__ import annotations

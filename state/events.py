@@ -201,6 +201,15 @@ class OffsetCommit(Event):
 class OffsetFetch(Event):
     partitions: tuple[PartitionList, ...] | None = None  # None = all committed partitions
     require_stable: bool = False
+    # v9+ (KIP-848): a consumer-protocol member's id and epoch; null and -1 (Kafka's defaults) from an admin
+    # client, a classic consumer or an older version.
+    member_id: str | None = None
+    member_epoch: int = -1
+
+    @property
+    def generation_id(self) -> int | None:
+        """The `generation_id` column: the member epoch of a fetch that names a member."""
+        return None if self.member_id is None else self.member_epoch
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -776,6 +785,8 @@ def _parse_event(raw: Mapping, source: str, line: int, origin: str | None, run: 
             **header,
             partitions=None if parts is None else _partition_lists(_list(raw, "partitions"), "partitions"),
             require_stable=_bool(raw, "require_stable", False),
+            member_id=_opt_str(raw, "member_id") if header["api_version"] >= 9 else None,
+            member_epoch=_int(raw, "member_epoch", -1, INT32_MIN, INT32_MAX) if header["api_version"] >= 9 else -1,
         )
     if etype == "FIND_COORDINATOR":
         return FindCoordinator(**header)

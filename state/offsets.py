@@ -1,5 +1,12 @@
 """Committed offsets: OffsetCommit and OffsetFetch, and KIP-211 expiry by the periodic sweep (Kafka 4.x
-OffsetMetadataManager for classic groups).
+OffsetMetadataManager; a consumer group's commits are checked in state/consumer_group_handlers.py).
+
+Expiry follows each group's offsetExpirationCondition: a classic group's offsets count from their commit
+(simple group, or a Stable consumer-protocol group for topics it no longer subscribes to) or from when the
+group became Empty, and nothing expires in other states; a consumer group's (KIP-848) count from their commit
+in every state. Either way an offset whose topic the group subscribes to never expires, and an explicit
+expire timestamp (OffsetCommit v2-v4 retention) wins over the base. An OffsetFetch naming a member of a
+consumer group is checked first (ConsumerGroup.validateOffsetFetch).
 
 The committed-offsets map is the replay of the group's OffsetCommit records (state/records.py): every
 accepted partition appends a record (a row of the `offsets` table) and every expiry appends a tombstone; the
@@ -14,6 +21,8 @@ result is the same as sweeping at every tick because nothing changes between tic
 
 from __future__ import annotations
 
+from state.consumer_group.group import ConsumerGroup
+from state.consumer_group.offset_commit import validate_offset_fetch
 from state.errors import append_error_to_response_error
 from state.events import OffsetCommit, OffsetFetch
 from state.group import CONSUMER_PROTOCOL_TYPE, ClassicGroup
@@ -30,6 +39,7 @@ def _result(topic: str, partition: int, error: str, offset=None, leader_epoch=No
 
 class OffsetHandlers:
     group: ClassicGroup | None
+    consumer_group: ConsumerGroup | None
     offsets: dict[tuple[str, int], dict]
 
     # -- OffsetCommit --------------------------------------------------------------------------------------
@@ -103,6 +113,12 @@ class OffsetHandlers:
     # -- OffsetFetch ---------------------------------------------------------------------------------------
     def handle_offset_fetch(self, req: OffsetFetch) -> None:
         group = self.group
+        if self.consumer_group is not None:
+            error = validate_offset_fetch(self.consumer_group, req.member_id, req.member_epoch)
+            if error != "NONE":
+                # A group-level error (only v9+ names a member): no partitions in the answer.
+                self.respond(req, error)
+                return
         known = (group is not None and not group.is_in(GroupState.DEAD)) or self.consumer_group is not None
         results = []
         if req.partitions is None:
@@ -123,8 +139,15 @@ class OffsetHandlers:
         return _result(topic, partition, "NONE", c["offset"], c["leader_epoch"], c["metadata"])
 
     # -- expiry --------------------------------------------------------------------------------------------
+    def _offsets_group(self) -> ClassicGroup | ConsumerGroup | None:
+        """The group the offsets belong to: the classic group or the consumer group (never both)."""
+        return self.group if self.group is not None else self.consumer_group
+
     def _expiration_base(self):
-        """Which timestamp an offset's retention counts from, or None when nothing may expire now."""
+        """Which timestamp an offset's retention counts from (the group's offsetExpirationCondition), or None
+        when nothing may expire now."""
+        if self.consumer_group is not None:
+            return lambda c: c["commit_ts"]  # ConsumerGroup: always from each commit, whatever its state
         group = self.group
         if group is None or group.is_in(GroupState.DEAD):
             return None
@@ -142,14 +165,19 @@ class OffsetHandlers:
             return committed["expire_ts"]
         return base(committed) + self.config.offsets_retention_ms
 
+    def _deletes_when_emptied(self) -> bool:
+        """Whether a sweep that leaves no offsets deletes the group: an Empty classic group. (An Empty consumer
+        group is deleted by Kafka too; that deletion is not modelled.)"""
+        return self.group is not None and self.group.is_in(GroupState.EMPTY)
+
     def next_expiry_due(self) -> int | None:
         """Earliest time at which a sweep would change something: an offset expires, or the group is Empty
         with no offsets left and gets deleted."""
-        group = self.group
+        group = self._offsets_group()
         if group is None or self.loading_until is not None:
             return None
         if not self.offsets:
-            return self.now if group.is_in(GroupState.EMPTY) else None
+            return self.now if self._deletes_when_emptied() else None
         base = self._expiration_base()
         if base is None:
             return None
@@ -157,7 +185,9 @@ class OffsetHandlers:
         return min(due) if due else None
 
     def sweep_expired_offsets(self) -> None:
-        group = self.group
+        """Kafka's cleanupGroupMetadata for this group: its expired offsets, unless the group subscribes to
+        their topic (isSubscribedToTopic), are tombstoned; an Empty classic group left without offsets is deleted."""
+        group = self._offsets_group()
         if group is None:
             return
         expired: list[tuple[str, int]] = []
@@ -171,7 +201,7 @@ class OffsetHandlers:
                     expired.append((topic, partition))
                 else:
                     all_expired = False
-        delete_group = all_expired and group.is_in(GroupState.EMPTY)
+        delete_group = all_expired and self._deletes_when_emptied()
         if not expired and not delete_group:
             return
         records = [OffsetCommitRecord(topic, partition, None) for topic, partition in expired]

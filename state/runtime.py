@@ -551,6 +551,9 @@ class GroupRuntime(MembershipHandlers, ConsumerGroupHandlers, OffsetHandlers, Me
         committed offset after each step would dominate a busy group's cost."""
         group = self.group
         common = (self.offsets_version, self.loading_until, self.last_sweep_ts)
+        if group is None and self.consumer_group is not None:
+            # A consumer group's offsets expire from their commits: only its subscriptions matter.
+            return (id(self.consumer_group), frozenset(self.consumer_group.subscribed_topic_names)) + common
         if group is None:
             return (None,) + common
         return (id(group), group.state, group.protocol_type, group.subscribed_topics, group.current_state_ts) + common

@@ -136,13 +136,17 @@ def _offset_commit(body: dict, request: Request, part: Part) -> dict:
 
 
 def _offset_fetch(body: dict, request: Request, part: Part) -> dict:
-    topics = body["groups"][part.index]["topics"] if request.version >= 8 else body["topics"]
-    return {
+    group = body["groups"][part.index] if request.version >= 8 else body
+    topics = group["topics"]
+    fields = {
         # v0-v1 cannot ask for "all partitions"; Kafka reads an empty list as nothing, not everything
         "partitions": None if topics is None else [{"topic": t["name"], "partitions": t["partition_indexes"]}
                                                    for t in topics],
         "require_stable": body["require_stable"],
     }
+    if request.version >= 9:  # a consumer-protocol member's id and epoch (KIP-848)
+        fields.update(member_id=group["member_id"], member_epoch=group["member_epoch"])
+    return fields
 
 
 _EVENT_FIELDS = {

@@ -168,6 +168,10 @@ class ConsumerGroup:
     def preferred_server_assignor(self) -> str | None:
         return preferred_server_assignor(self.server_assignors)
 
+    def is_subscribed_to(self, topic: str) -> bool:
+        """Whether a member subscribes to `topic` (ModernGroup.isSubscribedToTopic): its offsets do not expire."""
+        return topic in self.subscribed_topic_names
+
     def static_member(self, instance_id: str | None) -> ConsumerGroupMember | None:
         member_id = self.static_members.get(instance_id) if instance_id is not None else None
         return None if member_id is None else self.members[member_id]

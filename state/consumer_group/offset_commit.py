@@ -1,5 +1,6 @@
 """The member epoch checks of an OffsetCommit or TxnOffsetCommit to a consumer group (Kafka's
-ConsumerGroup.validateOffsetCommit, trunk): who may commit, at which member epoch, for which partitions.
+ConsumerGroup.validateOffsetCommit, trunk): who may commit, at which member epoch, for which partitions;
+and of an OffsetFetch (ConsumerGroup.validateOffsetFetch).
 
 A member commits at its current member epoch, or at an older one for partitions it has held since that
 epoch or before (KIP-1251, 4.3+): each partition it commits must be assigned to it or pending revocation,
@@ -8,6 +9,11 @@ Kafka 4.0 (`kafka_4_0`) accepted only the current member epoch.
 
 A member using the classic protocol commits with its member epoch as the generation id, at any OffsetCommit
 version, and is answered ILLEGAL_GENERATION where a consumer-protocol member gets STALE_MEMBER_EPOCH.
+
+An OffsetFetch without a member (member id null and a negative epoch: the admin client, a classic consumer,
+a version below 9) is always accepted. Otherwise the member must exist and the epoch be its current one
+exactly (no KIP-1251 leeway): UNKNOWN_MEMBER_ID, else STALE_MEMBER_EPOCH (ILLEGAL_GENERATION for a member
+using the classic protocol).
 """
 
 from __future__ import annotations
@@ -48,4 +54,16 @@ def validate_offset_commit(group: ConsumerGroup, member_id: str, instance_id: st
             assignment_epoch = current.partitions_pending_revocation.get(topic_id, {}).get(partition)
         if assignment_epoch is None or member_epoch < assignment_epoch:
             return stale
+    return "NONE"
+
+
+def validate_offset_fetch(group: ConsumerGroup, member_id: str | None, member_epoch: int) -> str:
+    """The error an OffsetFetch naming `member_id` at `member_epoch` gets, "NONE" if it is accepted."""
+    if member_id is None and member_epoch < 0:
+        return "NONE"
+    member = group.members.get(member_id)
+    if member is None:
+        return "UNKNOWN_MEMBER_ID"
+    if member_epoch != member.member_epoch:
+        return "ILLEGAL_GENERATION" if member.use_classic_protocol else "STALE_MEMBER_EPOCH"
     return "NONE"

@@ -83,6 +83,9 @@ def test_requests_carry_the_member_epoch_and_read_back_as_the_events_sent(monkey
     commits = [r for r in ctx.rows("responses") if r["api"] == "OffsetCommit"]
     accepted = [r for r in commits if r["error"] == "NONE"]
     assert accepted and all(r["generation_id"] in set(epochs.values()) for r in accepted)
+    # OffsetFetch v9 carries the member id and epoch too (CommitRequestManager, once the member has an epoch).
+    fetches = [r for r in ctx.rows("responses") if r["api"] == "OffsetFetch"]
+    assert fetches and all(r["member_id"] and r["generation_id"] in set(epochs.values()) for r in fetches)
 
 
 def test_close_commits_then_leaves_with_epoch_minus_one_and_the_others_take_its_partitions():

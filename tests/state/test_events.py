@@ -105,3 +105,23 @@ def test_a_topic_metadata_topic_id_must_be_a_kafka_uuid(topic_id, reason):
     with pytest.raises(EventError) as raised:
         parse_event(row, "test", 1)
     assert str(raised.value) == reason
+
+
+@pytest.mark.parametrize("version, member_id, member_epoch", [(9, "m", 5), (8, None, -1), (1, None, -1)])
+def test_an_offset_fetch_reads_its_member_fields_from_version_9(version, member_id, member_epoch):
+    # OffsetFetchRequest.json: MemberId (nullable, default null) and MemberEpoch (default -1) are v9+ fields.
+    row = {"ts": 0, "group_id": "g", "type": "OFFSET_FETCH", "api_version": version, "member_id": "m",
+           "member_epoch": 5}
+    event = parse_event(row, "test", 1)
+    assert (event.member_id, event.member_epoch) == (member_id, member_epoch)
+    assert parse_event({**row, "member_id": None, "member_epoch": None}, "test", 2).member_epoch == -1
+
+
+@pytest.mark.parametrize("field, value, reason", [
+    ("member_id", 5, "field 'member_id' must be a string, got int 5"),
+    ("member_epoch", 2**31, "field 'member_epoch' = 2147483648 is out of range [-2147483648, 2147483647]"),
+])
+def test_a_bad_offset_fetch_member_field_is_rejected_naming_it(field, value, reason):
+    with pytest.raises(EventError) as raised:
+        parse_event({"ts": 0, "group_id": "g", "type": "OFFSET_FETCH", field: value}, "test", 1)
+    assert str(raised.value) == reason

@@ -237,6 +237,10 @@ def test_offset_fetch_several_groups_become_one_event_each(version):
     assert [p.group_id for p in parts(request)] == ["a", "b"]
     assert parse_event(as_event(OFFSET_FETCH, version, body, 0)).partitions[0].topic == "orders"
     assert parse_event(as_event(OFFSET_FETCH, version, body, 1)).partitions is None
+    # v9's member id and epoch (KIP-848) reach the event, for the coordinator to check.
+    member = ("m-1", 3) if version >= 9 else (None, -1)
+    assert all((e.member_id, e.member_epoch) == member for e in (
+        parse_event(as_event(OFFSET_FETCH, version, body, i)) for i in (0, 1)))
 
     def answer_group(w, g):
         w.string(g).array([("orders", [1])], lambda w, t: w.string(t[0]).array(

@@ -155,6 +155,20 @@ def test_update_subscribed_topic_names_and_subscription_type():
     assert group.subscription_type is SubscriptionType.HOMOGENEOUS
 
 
+def test_is_subscribed_to_topic():
+    # ConsumerGroupTest.testIsSubscribedToTopic
+    group = ConsumerGroup(GROUP_ID)
+    add(group, member("member1", epoch=1, previous=0, names=("foo",)))
+    add(group, member("member2", epoch=1, previous=0, names=("bar",)))
+    assert group.is_subscribed_to("foo") and group.is_subscribed_to("bar")
+    for record in member_tombstones("member1"):
+        group.replay(record)
+    assert not group.is_subscribed_to("foo") and group.is_subscribed_to("bar")
+    for record in member_tombstones("member2"):
+        group.replay(record)
+    assert not group.is_subscribed_to("bar")
+
+
 def test_partition_metadata_tombstone_is_accepted_and_group_deletion_is_not_modelled():
     # GroupMetadataManager.replay(ConsumerGroupPartitionMetadataKey, null) changes nothing kept here
     group = ConsumerGroup(GROUP_ID)
