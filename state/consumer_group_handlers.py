@@ -30,10 +30,15 @@ when group.consumer.migration.policy is `disabled`) and is written as a heartbea
 and only move the member's timers; LeaveGroup fences the members it names (an admin's removal, or a member
 leaving). A join or sync timeout fences a classic member with cause `rebalance_timeout` or
 `pending_sync_timeout`.
-Not modelled: a JoinGroup replacing an empty consumer group (Kafka deletes it and creates a classic group;
-here it is answered INCONSISTENT_GROUP_PROTOCOL), the downgrade back to a classic group, offset expiry in a
-consumer group (the sweep leaves its offsets alone), and OffsetFetch's member epoch check (the input
-contract's OffsetFetch has no member fields).
+The way back (state.consumer_group.downgrade): a fencing that would leave only members using the classic
+protocol, or a classic static member replacing the last one using the consumer protocol, makes the group a
+classic group under `downgrade` / `bidirectional`: the consumer group's tombstones and the classic group's
+GroupMetadata record in one append, the consumer group Dead and its members removed, the classic group's
+members added and its state Stable at the group epoch, then its rebalance (all with cause
+`group_converted`). A JoinGroup to an Empty consumer group replaces it with a new classic group, whatever
+the policy (its tombstones open the classic group's first append: state/membership.py).
+Not modelled: offset expiry in a consumer group (the sweep leaves its offsets alone), and OffsetFetch's
+member epoch check (the input contract's OffsetFetch has no member fields).
 """
 
 from __future__ import annotations

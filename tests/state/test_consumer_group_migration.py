@@ -254,20 +254,31 @@ def test_a_classic_fleet_goes_on_consuming_after_one_client_moves_to_the_consume
     assert ctx.runtime.group is None and group is not None and group.state.value == "Stable"
     assert {m.client_id: m.use_classic_protocol for m in group.members.values()} == {
         "c1": True, "c2": True, "c3": False}
-    classic = [r for r in ctx.rows("responses") if r["client_id"] in ("c1", "c2") and r["response_ts"] > converted_at]
-    assert {r["api"] for r in classic} >= {"JoinGroup", "SyncGroup", "Heartbeat"}
-    # REBALANCE_IN_PROGRESS is how a heartbeat tells a classic member to rejoin; nothing else fails.
-    assert {r["error"] for r in classic} <= {"NONE", "REBALANCE_IN_PROGRESS"}
-    assert ctx.runtime.metrics.failed_commits == 0
+    classic = classic_clients_rejoined(ctx, converted_at)
     settled = [r for r in classic if r["api"] == "Heartbeat" and r["response_ts"] > ctx.time - 20_000]
     assert settled and all(r["error"] == "NONE" for r in settled)
+    assert {c for o in single_owners(ctx).values() for c in o} == {"c1", "c2", "c3"}
+
+
+def classic_clients_rejoined(ctx: GroupContext, since: int) -> list[dict]:
+    """c1's and c2's responses since `since`, which must have rejoined, synced and heartbeated, and been
+    failed nothing but REBALANCE_IN_PROGRESS (how a heartbeat tells a classic member to rejoin)."""
+    classic = [r for r in ctx.rows("responses") if r["client_id"] in ("c1", "c2") and r["response_ts"] > since]
+    assert {r["api"] for r in classic} >= {"JoinGroup", "SyncGroup", "Heartbeat"}
+    assert {r["error"] for r in classic} <= {"NONE", "REBALANCE_IN_PROGRESS"}
+    assert ctx.runtime.metrics.failed_commits == 0
+    return classic
+
+
+def single_owners(ctx: GroupContext) -> dict[int, list[str]]:
+    """Partition -> the live clients owning it: every partition of orders, one owner each."""
     owners = {}
     for client in ctx.runtime.fleet.clients.values():
         if client.alive:
             for tp in client.owned:
                 owners.setdefault(tp.partition, []).append(client.client_id)
     assert sorted(owners) == list(range(6)) and all(len(o) == 1 for o in owners.values())
-    assert {c for o in owners.values() for c in o} == {"c1", "c2", "c3"}
+    return owners
 
 
 # -- the downgrade (state/consumer_group/downgrade.py) -------------------------------------------------------
@@ -520,14 +531,5 @@ def test_a_classic_fleet_goes_on_consuming_after_the_consumer_protocol_client_le
     ctx.sleep(60_000)
     group = ctx.runtime.group
     assert ctx.runtime.consumer_group is None and group.state.value == "Stable" and group.generation_id == 4
-    classic = [r for r in ctx.rows("responses") if r["client_id"] in ("c1", "c2")
-               and r["response_ts"] > downgraded_at]
-    assert {r["api"] for r in classic} >= {"JoinGroup", "SyncGroup", "Heartbeat"}
-    assert {r["error"] for r in classic} <= {"NONE", "REBALANCE_IN_PROGRESS"}
-    assert ctx.runtime.metrics.failed_commits == 0
-    owners = {}
-    for client in ctx.runtime.fleet.clients.values():
-        if client.alive:
-            for tp in client.owned:
-                owners.setdefault(tp.partition, []).append(client.client_id)
-    assert sorted(owners) == list(range(6)) and all(len(o) == 1 for o in owners.values())
+    classic_clients_rejoined(ctx, downgraded_at)
+    assert {c for o in single_owners(ctx).values() for c in o} == {"c1", "c2"}
