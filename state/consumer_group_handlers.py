@@ -30,9 +30,15 @@ when group.consumer.migration.policy is `disabled`) and is written as a heartbea
 and only move the member's timers; LeaveGroup fences the members it names (an admin's removal, or a member
 leaving). A join or sync timeout fences a classic member with cause `rebalance_timeout` or
 `pending_sync_timeout`.
-Not modelled: a JoinGroup replacing an empty consumer group (Kafka deletes it and creates a classic group;
-here it is answered INCONSISTENT_GROUP_PROTOCOL), the downgrade back to a classic group, and the deletion of
-an Empty consumer group whose offsets all expired (its offsets expire, state/offsets.py; the group stays).
+The way back (state.consumer_group.downgrade): a fencing that would leave only members using the classic
+protocol, or a classic static member replacing the last one using the consumer protocol, makes the group a
+classic group under `downgrade` / `bidirectional`: the consumer group's tombstones and the classic group's
+GroupMetadata record in one append, the consumer group Dead and its members removed, the classic group's
+members added and its state Stable at the group epoch, then its rebalance (all with cause
+`group_converted`). A JoinGroup to an Empty consumer group replaces it with a new classic group, whatever
+the policy (its tombstones open the classic group's first append: state/membership.py).
+Not modelled: the deletion of an Empty consumer group whose offsets all expired (its offsets expire,
+state/offsets.py; the group stays).
 """
 
 from __future__ import annotations
@@ -54,12 +60,14 @@ from state.consumer_group.heartbeat import (
     TimerChange,
     consumer_group_heartbeat,
     fence_members,
+    member_timer_cancels,
     on_loaded,
     on_member_timeout,
     on_rebalance_timeout,
     validate_request,
 )
 from state.consumer_group.messages import JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH, HeartbeatRequest, TopicPartitions
+from state.consumer_group.downgrade import Downgrade, convert_to_classic_group
 from state.consumer_group.migration import convert_to_consumer_group, validate_online_upgrade
 from state.consumer_group.offset_commit import validate_offset_commit
 from state.consumer_group.records import (
@@ -77,7 +85,7 @@ from state.events import (ConsumerGroupHeartbeat, Event, Heartbeat, JoinGroup, L
                           SyncGroup, TopicMetadata)
 from state.group_state import CONSUMER, GroupState
 from state.record_bytes import RECORD_BATCH_OVERHEAD, record_size
-from state.records import GroupMetadataRecord
+from state.records import GroupMetadataRecord, group_metadata_value
 
 # The kind (and the first element of the key) of the coordinator timers the consumer group arms.
 CONSUMER_GROUP_TIMER = "consumer_group"
@@ -194,8 +202,8 @@ class ConsumerGroupHandlers:
             if error is not None:
                 self.respond(event, error, generation_id=-1, leader_id="")
             elif not group.members:
-                # Kafka replaces the empty consumer group with a classic group: not modelled.
-                self.respond_generic_error(event, "INCONSISTENT_GROUP_PROTOCOL")
+                # classicGroupJoinToClassicGroup: a new classic group replaces the empty consumer group.
+                self.handle_join_group(event)
             else:
                 self._classic_group_join(event)
         elif event.type == "SYNC_GROUP" and not group.members:
@@ -299,7 +307,10 @@ class ConsumerGroupHandlers:
         """Write the result's records in one append and replay them, then apply its timer changes; returns the
         append's error (nothing is applied then), None otherwise. `converted`: the consumer group takes the
         classic group's place; the append starts with the classic group's tombstone, then the records
-        converting its members (none for an empty group), whose timers apply first."""
+        converting its members (none for an empty group), whose timers apply first. A result carrying a
+        downgrade makes the group a classic group instead (`_convert_to_classic_group`)."""
+        if result.downgrade is not None:
+            return self._convert_to_classic_group(result)
         if result.records:
             error = self.write()
             if error is not None:
@@ -316,6 +327,50 @@ class ConsumerGroupHandlers:
             self.consumer_group.metadata_expired = False
         return None
 
+    def _convert_to_classic_group(self, result: CoordinatorResult) -> str | None:
+        """convertToClassicGroup (state.consumer_group.downgrade), in one append: the result's records (a
+        joining static member's), the consumer group's tombstones, the classic group's GroupMetadata record.
+        They are not replayed: as in Kafka the classic group is set directly. Rows: the consumer group goes
+        Dead and its members are removed, then the classic group's record, its members added and its state
+        Stable at the group epoch (cause `group_converted`), its members' assignments at that generation; its
+        members' sessions start, and it prepares a rebalance (cause `group_converted`) unless the joining
+        member kept the target assignment. The consumer group's member timers are cancelled (Kafka leaves
+        them to find no consumer group)."""
+        group = self.consumer_group
+        tombstones, classic = convert_to_classic_group(group, result.downgrade, self.heartbeat_context().topics,
+                                                       self.now)
+        error = self.write()
+        if error is not None:
+            return error
+        for delta, record in enumerate([*result.records, *tombstones]):
+            self.log.append(record)
+            self._record_row(record, delta)
+        self._apply_timers(tuple(change for member_id in group.members for change in member_timer_cancels(member_id)))
+        self.unload_consumer_group("group_converted")
+        self.group = classic
+        self.appended([GroupMetadataRecord(group_metadata_value(classic, {m.member_id: m.assignment
+                                                                         for m in classic.all_members()}))])
+        for count, member in enumerate(classic.all_members(), 1):
+            self.record_member_change("added", member, "group_converted", count)
+        self.record_state_change(None, GroupState.STABLE, "group_converted")
+        self.record_assignments(classic)
+        for member in classic.all_members():
+            self.schedule_heartbeat(member)
+        if result.downgrade.rebalance:
+            self.prepare_rebalance("group_converted")
+        return None
+
+    def replace_empty_consumer_group(self) -> None:
+        """A JoinGroup to the Empty consumer group (maybeDeleteEmptyConsumerGroup), its write succeeded: the
+        group's tombstones open the append the new classic group's record closes; it goes Dead with cause
+        `group_converted`."""
+        tombstones, _ = convert_to_classic_group(self.consumer_group, Downgrade(), self.heartbeat_context().topics,
+                                                 self.now)
+        for delta, record in enumerate(tombstones):
+            self.log.append(record)
+            self._record_row(record, delta)
+        self.unload_consumer_group("group_converted")
+
     def _apply_timers(self, changes: tuple[TimerChange, ...]) -> None:
         for change in changes:
             key = (CONSUMER_GROUP_TIMER, *change.key)
@@ -330,7 +385,7 @@ class ConsumerGroupHandlers:
         """The classic group's GroupMetadata tombstone (ClassicGroup.createGroupTombstoneRecords). Its parked
         JoinGroup and SyncGroup requests are answered REBALANCE_IN_PROGRESS (convertToConsumerGroup's
         completeAllJoinFutures / completeAllSyncFutures: their members rejoin), its timers go, its members
-        leave the `members` table and it goes Dead; its committed offsets stay, the consumer group's now."""
+        leave the `members` table after it goes Dead; its committed offsets stay, the consumer group's now."""
         group = self.group
         self.appended([GroupMetadataRecord(None)])
         for member in group.all_members():
@@ -481,15 +536,16 @@ class ConsumerGroupHandlers:
         self._apply_timers(on_loaded(group, self.now, self.heartbeat_context()))
         return True
 
-    def unload_consumer_group(self) -> None:
-        """The coordinator lost the group: it goes Dead with its members (the log keeps its records)."""
+    def unload_consumer_group(self, cause: str = "coordinator_unload") -> None:
+        """The coordinator lost the group (the log keeps its records), or a classic group takes its place
+        (`group_converted`): it goes Dead with its members."""
         group = self.consumer_group
         if group is None:
             return
         self.flush_consumer_generation(stable_ts=None)
-        self._consumer_state_row(group.state, group, "coordinator_unload", ConsumerGroupState.DEAD)
+        self._consumer_state_row(group.state, group, cause, ConsumerGroupState.DEAD)
         members = list(group.members.values())
-        self._member_rows([("removed", m) for m in members], len(members), group, "coordinator_unload")
+        self._member_rows([("removed", m) for m in members], len(members), group, cause)
         self.consumer_group = None
 
 

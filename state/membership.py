@@ -70,6 +70,8 @@ class MembershipHandlers:
             if error is not None:
                 self._answer_failed_group_creation(req, error)
                 return
+            if self.consumer_group is not None:
+                self.replace_empty_consumer_group()  # its tombstones open this append
             self.group = ClassicGroup(self.group_id, self.now)
             self.record_state_change(None, EMPTY, "group_created")
             self.appended([GroupMetadataRecord(group_metadata_value(self.group, None, protocol_type=""))])
@@ -448,11 +450,11 @@ class MembershipHandlers:
             member.assignment_partitions = (
                 partitions if partitions is not None else decode_assignment_partitions(group.protocol_type, data))
         self._propagate_assignment(group, "NONE")
-        self._record_assignments(group)
+        self.record_assignments(group)
         self.transition(STABLE, "leader_sync_stored")
         self._flush_generation(stable_ts=self.now)
 
-    def _record_assignments(self, group: ClassicGroup) -> None:
+    def record_assignments(self, group: ClassicGroup) -> None:
         for member in group.all_members():
             for plist in member.assignment_partitions or ():
                 for partition in plist.partitions:

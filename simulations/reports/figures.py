@@ -93,7 +93,7 @@ class Bins:
 
 
 def rebalances(run: RunTables) -> pd.DataFrame:
-    return rebalance_starts(run["group_states"], run["generations"], run["consumer_group_records"])
+    return rebalance_starts(run["group_states"], run["generations"])
 
 
 def rank_groups(run: RunTables) -> list[str]:

@@ -35,11 +35,11 @@ COLUMNS = {
                   "coordinator_partition"),
     "generations": ("group_id", "generation_id", "protocol_name", "rebalance_start_ts", "join_complete_ts",
                     "stable_ts", "cause", "coordinator_partition"),
-    "consumer_group_records": ("group_id", "write_ts"),
     "assignments": ("group_id", "generation_id", "member_id", "group_instance_id", "topic", "partition", "assign_ts"),
     "offsets": ("group_id", "write_ts", "repeat_count", "repeat_interval_ms", "coordinator_partition"),
     "group_metadata": ("group_id", "write_ts", "coordinator_partition"),
-    "group_states": ("group_id", "ts", "from_state", "to_state", "cause", "generation_id", "coordinator_id"),
+    "group_states": ("group_id", "ts", "group_type", "from_state", "to_state", "cause", "generation_id",
+                     "coordinator_id"),
     "members": ("group_id", "ts"),  # only for the run's groups and time span (RunTables)
     "metrics": tuple(dict.fromkeys((*METRICS_COLUMNS, *figures.UNCONSUMED))),
     "rejects": ("line",),

@@ -1,10 +1,10 @@
 """Which of a run's rows are a consumer group's (KIP-848, `state/consumer_group`), and the consumer
 protocol's reading of the invariants that `invariants` states for both protocols.
 
-**Which rows.** A group id is one protocol for a life: a classic group may be replaced by (Empty) or
-converted to a consumer group (`group_converted`), never the other way round in this model. A group's rows are a consumer group's
-from the life (cut by its `group_states` rows from nothing) in which its first `consumer_group_records` row
-was written; the rows before are a classic group's.
+**Which rows.** A group id is one protocol for a life: a classic group may be replaced (Empty) by or
+converted to a consumer group, and a consumer group replaced (Empty) by or downgraded to a classic group
+(`group_converted`). A row is a consumer group's when its group's `group_type` was `consumer` when it was
+written (simulations/views/group_types.py; a `group_states` row says its own).
 
 **The records.** The rules here replay a group's `consumer_group_records` rows in output order, as a
 coordinator loading them would (the last value of each key), and compare the other tables with them:
@@ -28,6 +28,8 @@ import json
 import pandas as pd
 
 from simulations.validation.group_rows import Finding, first, history
+from simulations.views.group_types import CONSUMER, row_group_types
+from simulations.views.quiet_runs import repeat_counts
 
 METADATA = "ConsumerGroupMetadata"
 MEMBER = "ConsumerGroupMemberMetadata"
@@ -44,31 +46,32 @@ Partition = tuple[str, int]  # (topic id, partition)
 def split_protocols(tables: dict[str, pd.DataFrame]) -> tuple[dict[str, pd.DataFrame], dict[str, pd.DataFrame]]:
     """The tables' rows of classic groups, and those of consumer groups (see Which rows); a table without
     (group_id, out_seq) is in both as it is."""
-    records, states = tables["consumer_group_records"], tables["group_states"]
-    firsts = records.groupby("group_id", as_index=False)["out_seq"].min().astype({"out_seq": "int64"})
-    lives = states.loc[states["from_state"].isna(), ["group_id", "out_seq"]].astype({"out_seq": "int64"})
-    lives = lives.rename(columns={"out_seq": "start"}).sort_values("start")
-    starts = pd.merge_asof(firsts.sort_values("out_seq"), lives, left_on="out_seq", right_on="start", by="group_id",
-                           allow_exact_matches=False)
-    since = dict(zip(starts["group_id"], starts["start"].fillna(starts["out_seq"])))
+    states = tables["group_states"]
     classic, consumer = {}, {}
     for name, frame in tables.items():
         if "group_id" not in frame or "out_seq" not in frame:
             classic[name] = consumer[name] = frame
             continue
-        bound = frame["group_id"].map(since)
-        mask = (bound.notna() & (frame["out_seq"].astype("float64") >= bound.astype("float64"))).to_numpy(bool)
+        types = frame["group_type"] if name == "group_states" else row_group_types(frame, states)
+        runs = repeat_counts(frame) > 1
+        if name == "offsets" and runs.any():
+            # A quiet run of commits is written when it ends, at the group's next change: it is placed at its
+            # first commit (its write_ts), in the life it was committed in.
+            types[runs] = row_group_types(frame[runs], states, on="write_ts", states_on="ts")
+        mask = (types == CONSUMER).to_numpy(bool)
         classic[name], consumer[name] = frame[~mask], frame[mask]
     return classic, consumer
 
 
 def group_epochs(records: pd.DataFrame) -> pd.DataFrame:
     """The group epochs the ConsumerGroupMetadata records persist, in the columns of `group_metadata` the
-    invariants read (a consumer group is never deleted in this model: no tombstone)."""
+    invariants read (a tombstone: the group was converted to, or replaced by, a classic group)."""
     rows = records[records["record_type"] == METADATA]
+    tombstone = rows["tombstone"].astype(bool)
     return pd.DataFrame({"group_id": rows["group_id"], "out_seq": rows["out_seq"], "write_ts": rows["write_ts"],
-                         "tombstone": False,
-                         "generation_id": [json.loads(value)["epoch"] for value in rows["value"]]})
+                         "tombstone": tombstone,
+                         "generation_id": [None if dead else json.loads(value)["epoch"]
+                                           for dead, value in zip(tombstone, rows["value"])]})
 
 
 def _held(value: dict | None) -> dict[Partition, int]:
@@ -102,7 +105,7 @@ class _Group:
         member holds, with that member."""
         value = None if row.tombstone else json.loads(row.value)
         if row.record_type == METADATA:
-            self.group_epoch = value["epoch"]
+            self.group_epoch = None if value is None else value["epoch"]
         elif row.record_type == MEMBER:
             (self.members.add if value is not None else self.members.discard)(row.member_id)
         elif row.record_type == TARGET_METADATA:
@@ -198,10 +201,25 @@ def stable_at_target(tables: dict[str, pd.DataFrame]) -> Finding:
     return first(problems)
 
 
+def _at_first_commit(offsets: pd.DataFrame, records: pd.DataFrame) -> pd.DataFrame:
+    """`offsets` with each quiet run of commits (a classic client's, inside the consumer group: one row
+    standing for several, written when the run ends) placed at its first commit: right after the last record
+    written by then. Consumer-protocol clients are never elided (docs/consumer-protocol.md)."""
+    runs = repeat_counts(offsets) > 1
+    if not runs.any() or records.empty:
+        return offsets
+    firsts = offsets.loc[runs, ["group_id", "write_ts"]].astype({"write_ts": "int64"}).reset_index()
+    written = records[["group_id", "write_ts", "out_seq"]].astype({"write_ts": "int64", "out_seq": "int64"})
+    placed = pd.merge_asof(firsts.sort_values("write_ts"), written.sort_values("write_ts"), on="write_ts",
+                           by="group_id").set_index("index")["out_seq"].dropna()
+    placed_offsets = offsets.copy()
+    placed_offsets.loc[placed.index, "out_seq"] = placed
+    return placed_offsets
+
+
 def commits_member_epoch(tables: dict[str, pd.DataFrame]) -> Finding:
-    # Consumer-protocol clients are never elided (docs/consumer-protocol.md): each commit is a row of its own,
-    # written in output order.
     ids = {(group, name): topic_id for (group, topic_id), name in _topic_names(tables).items()}
+    tables = {**tables, "offsets": _at_first_commit(tables["offsets"], tables["consumer_group_records"])}
     problems = []
     for table, row, group, _ in _replayed(tables, ("offsets",), ("offset", "topic", "partition", "generation_id",
                                                                   "member_id")):

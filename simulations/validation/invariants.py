@@ -17,17 +17,19 @@ validate` runs them on a run's tables, and the Hypothesis tests of `state/` on t
 **Lives.** A group's rows are cut into lives by its `group_states` rows from nothing (`from_state` null): a
 life begins when the group is created (`group_created`, generation 0) or loaded after a coordinator move
 (`coordinator_load`, at its last persisted generation: Kafka persists a generation only when its leader's
-assignment is stored, so a generation abandoned by the move is numbered again) and ends at Dead. Generations
+assignment is stored, so a generation abandoned by the move is numbered again), or when a consumer group is
+downgraded to it (`group_converted`, Stable at the group epoch its GroupMetadata record just stored), and ends
+at Dead. Generations
 only grow within a life. A loaded life resumes the numbering of the group it reloads, while a group deleted
 (its offsets expired) and created again starts over at generation 1; so a generation's stored assignment is
 named by the group, how many times it was created so far, and the generation.
 
 **Protocols.** The rules above are a classic group's. Each invariant holds a consumer group (KIP-848) to the
-consumer protocol's counterpart instead (`consumer_groups` says which rows are a consumer group's and owns the
-rules that read its records): its group epochs grow from 1, persisted by ConsumerGroupMetadata records; its
-states are the consumer group's (any live state may follow any other); one owner per partition at a time;
-Stable means reconciled to the target assignment; a commit carries a member epoch Kafka accepts. Error names
-and the members replay read both protocols' rows alike.
+consumer protocol's counterpart instead (`consumer_groups` says which rows are a consumer group's, by the
+`group_type` of the group's life, and owns the rules that read its records): its group epochs grow from 1,
+persisted by ConsumerGroupMetadata records; its states are the consumer group's (any live state may follow
+any other); one owner per partition at a time; Stable means reconciled to the target assignment; a commit
+carries a member epoch Kafka accepts. Error names and the members replay read both protocols' rows alike.
 
 Each invariant is about one group at a time, so a run is checked one range of groups after another
 (`Invariants.add`) and the ranges' findings add up: how many things break it, and the first example in
@@ -45,6 +47,7 @@ import pandas as pd
 from simulations.validation import consumer_groups
 from simulations.validation.group_rows import LOAD, Finding, first, history
 from simulations.validation.result import Check
+from simulations.views.group_types import CONVERTED
 from simulations.views.quiet_runs import repeat_counts
 from state.consumer_group.group import ConsumerGroupState, initial_epoch
 from state.errors import ERROR_CODES
@@ -53,8 +56,10 @@ from state.group_state import VALID_PREVIOUS_STATES, GroupState
 COMMITTING_STATES = (GroupState.STABLE.value, GroupState.PREPARING_REBALANCE.value)
 # Per protocol: the states a group comes into existence in, by the cause of that row, and the states each
 # state may be entered from.
+# A classic group a consumer group was downgraded to starts Stable (ClassicGroup.fromConsumerGroup).
 CLASSIC_EXISTENCE = {"group_created": (GroupState.EMPTY.value,),
-                     LOAD: (GroupState.EMPTY.value, GroupState.STABLE.value)}  # Stable: its record has members
+                     LOAD: (GroupState.EMPTY.value, GroupState.STABLE.value),  # Stable: its record has members
+                     CONVERTED: (GroupState.STABLE.value,)}
 CLASSIC_MOVES = {state.value: {before.value for before in VALID_PREVIOUS_STATES[state]} for state in GroupState}
 # A consumer group's state is derived after each write (ConsumerGroup.maybeUpdateGroupState): any live state
 # may follow any other; Dead only on unload. A loaded group is in whatever state its records derive.
@@ -88,6 +93,9 @@ def _one_owner(tables: dict[str, pd.DataFrame]) -> Finding:
     return len(shared), f"{group} generation {generation} {topic}-{partition}: {', '.join(members)}"
 
 
+_BEGINNINGS = {LOAD: "loaded", CONVERTED: "converted"}
+
+
 def _generations_grow(tables: dict[str, pd.DataFrame], created_at: int = 0) -> Finding:
     """`created_at`: the generation a group is created at; `group_metadata`: the rows that persist one."""
     problems = []
@@ -107,10 +115,13 @@ def _generations_grow(tables: dict[str, pd.DataFrame], created_at: int = 0) -> F
             else:
                 persisted = generation
         elif table == "group_states" and pd.isna(row.from_state):
-            expected = created_at if row.cause != LOAD or persisted is None else persisted
+            # A loaded group, or a group converted from the other protocol (its record written first), resumes
+            # the last persisted generation.
+            resumes = row.cause in (LOAD, CONVERTED) and persisted is not None
+            expected = persisted if resumes else created_at
             if generation != expected:
-                why = f"its last persisted generation is {expected}" if row.cause == LOAD else f"not {expected}"
-                problem = f"{'loaded' if row.cause == LOAD else 'created'} at generation {generation}, {why}"
+                why = f"its last persisted generation is {expected}" if resumes else f"not {expected}"
+                problem = f"{_BEGINNINGS.get(row.cause, 'created')} at generation {generation}, {why}"
             latest = state_floor = generation
         elif table == "group_states":
             if state_floor is not None and generation < state_floor:

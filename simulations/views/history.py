@@ -8,8 +8,8 @@
   Empty, Dead: none;
   PreparingRebalance: the `members` table replayed up to TS (members join and leave within this state).
 
-A consumer group (KIP-848: it has `consumer_group_records` rows) is described as ConsumerGroupDescribe
-answers, in every state: its members from the `members` table replayed up to TS, each with the partitions it
+A consumer group (KIP-848: its last `group_states` row by TS says `group_type` consumer) is described as
+ConsumerGroupDescribe answers, in every state: its members from the `members` table replayed up to TS, each with the partitions it
 holds (its last `assignments` rows at its member epoch then, none when its last CurrentMemberAssignment
 record holds nothing), and the assignor of its last target assignment. The members come in java.util.HashMap
 order; Kafka keeps them in a TimelineHashMap, whose order this does not model.
@@ -23,6 +23,7 @@ import json
 
 import pandas as pd
 
+from simulations.views.group_types import CONSUMER
 from simulations.views.quiet_runs import expand_runs
 from simulations.views.run_tables import RunTables
 from state import consumer_protocol
@@ -87,7 +88,10 @@ def group_at(run: RunTables, group_id: str, ts: int) -> GroupAt:
     view.state = last["to_state"]
     view.generation_id = int(last["generation_id"])
     records = run.group("consumer_group_records", group_id)
-    if len(records):
+    # The group's type at TS (a group id may change protocol online, both ways); a run written before
+    # `group_states.group_type` existed had a consumer group from its first record on.
+    consumer = last["group_type"] == CONSUMER if "group_type" in states else len(records) > 0
+    if consumer:
         if view.exists:
             _describe_consumer_group(run, view, records[records["write_ts"] <= ts], states)
         return view

@@ -52,7 +52,6 @@ COLUMNS = {
     "responses": ("group_id", "request_ts", "response_ts", "api", "api_version", "error", "results",
                   "repeat_count", "repeat_interval_ms"),
     "generations": ("group_id", "rebalance_start_ts", "join_complete_ts", "stable_ts", "cause"),
-    "consumer_group_records": ("group_id", "write_ts"),
     "assignments": ("group_id", "assign_ts"),
     "offsets": ("group_id", "topic", "partition", "offset", "commit_ts", "write_ts", "out_seq", "repeat_count",
                 "repeat_interval_ms", "records_per_second", "rate_origin_ts"),
@@ -130,7 +129,7 @@ def counts_at(run: RunTables, at: int) -> Counts:
     """The cumulative counters at `at`: events at or before it."""
     states = run["group_states"]
     stable = (states["ts"] <= at) & (states["to_state"] == STABLE) & (states["cause"] == COMPLETED_REBALANCE_CAUSE)
-    started = rebalance_starts(states, run["generations"], run["consumer_group_records"])
+    started = rebalance_starts(states, run["generations"])
     bumps = (started["ts"] <= at) & (started["protocol"] == CONSUMER)
     offsets = run["offsets"]
     tombstone = offsets["offset"].isna()

@@ -6,29 +6,28 @@ header and panels, the run summary and the Prometheus counters agree with it.
   coordinator's NumGroupsPreparingRebalance sees it;
 - a consumer group (KIP-848) rebalances each time its group epoch is bumped, as Kafka's
   consumer-group-rebalance-count counts: one `generations` row per group epoch, at its `rebalance_start_ts`,
-  whether its members reconciled to it or a later epoch superseded it. Both protocols' rows say
-  protocol_type `consumer`; a consumer group's are those from its first `consumer_group_records` row on (a
-  group id that was classic first, until a consumer group replaced it, keeps its classic rows before).
+  whether its members reconciled to it or a later epoch superseded it. Both protocols' `generations` rows say
+  protocol_type `consumer`; a consumer group's are those written while the group id named a consumer group,
+  as its `group_states` rows' `group_type` says (simulations/views/group_types.py): a group id may change
+  protocol online, both ways.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
+from simulations.views.group_types import CLASSIC, CONSUMER, row_group_types
+
 PREPARING = "PreparingRebalance"
-CLASSIC, CONSUMER = "classic", "consumer"
-COLUMNS = {"group_states": ("group_id", "ts", "to_state", "cause"),
-           "generations": ("group_id", "rebalance_start_ts", "cause"),
-           "consumer_group_records": ("group_id", "write_ts")}
+COLUMNS = {"group_states": ("group_id", "ts", "group_type", "to_state", "cause"),
+           "generations": ("group_id", "rebalance_start_ts", "cause")}
 
 
-def rebalance_starts(group_states: pd.DataFrame, generations: pd.DataFrame,
-                     consumer_group_records: pd.DataFrame) -> pd.DataFrame:
+def rebalance_starts(group_states: pd.DataFrame, generations: pd.DataFrame) -> pd.DataFrame:
     """One row per rebalance: group_id, ts (its start), cause, protocol (`classic` or `consumer`), by time."""
     classic = group_states[group_states["to_state"] == PREPARING]
-    since = consumer_group_records.groupby("group_id")["write_ts"].min()
-    became = generations["group_id"].map(since)
-    epochs = generations[became.notna() & (generations["rebalance_start_ts"] >= became)]
+    types = row_group_types(generations, group_states, on="rebalance_start_ts", states_on="ts")
+    epochs = generations[(types == CONSUMER).to_numpy(bool)]
     rows = pd.concat([
         pd.DataFrame({"group_id": classic["group_id"], "ts": classic["ts"].astype("int64"),
                       "cause": classic["cause"], "protocol": CLASSIC}),
@@ -36,3 +35,4 @@ def rebalance_starts(group_states: pd.DataFrame, generations: pd.DataFrame,
                       "cause": epochs["cause"], "protocol": CONSUMER}),
     ], ignore_index=True)
     return rows.sort_values(["ts", "group_id"], kind="stable", ignore_index=True)
+

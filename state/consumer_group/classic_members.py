@@ -17,9 +17,9 @@ join timer (its rebalance timeout, armed when it is told to rejoin) and a sync t
 JoinGroup) fence it if it does not rejoin or sync in time.
 
 Pure, as `heartbeat` is: each function reads the group and returns a CoordinatorResult whose response is a
-`ClassicResponse`. Not modelled: the downgrade a classic JoinGroup or LeaveGroup may trigger
-(convertToClassicGroup, when no member would use the consumer protocol any more): the group stays a
-consumer group.
+`ClassicResponse`. A JoinGroup whose static member replaces the last member using the consumer protocol
+downgrades the group when the policy allows (`state.consumer_group.downgrade`): its result carries the
+join's records and the `Downgrade`, which the runtime writes instead of replaying them.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from state import consumer_protocol
+from state.consumer_group.downgrade import Downgrade, downgrade_allowed_with_replaced_member
 from state.consumer_group.group import ConsumerGroup, ConsumerGroupMember, topic_partitions
 from state.consumer_group.heartbeat import (
     JOIN_TIMEOUT,
@@ -101,12 +102,21 @@ def classic_group_join(group: ConsumerGroup, *, member_id: str, instance_id: str
         if unknown_member and instance_id is None and api_version >= REQUIRES_KNOWN_MEMBER_ID_VERSION:
             return CoordinatorResult(response=ClassicResponse("MEMBER_ID_REQUIRED", member_id=member_id))
         member = update.find_member()
+        # A static member taking the place of the last member using the consumer protocol downgrades the group.
+        replaced = group.static_member(instance_id)
+        downgrading = replaced is not None and downgrade_allowed_with_replaced_member(group, replaced, context.config)
         if subscription is None:
             raise HeartbeatError("INCONSISTENT_GROUP_PROTOCOL",
                                  "Malformed embedded consumer protocol in subscription deserialization.")
-        joined, refreshed = update.update(member)
+        joined, refreshed = update.update(member, downgrading)
     except HeartbeatError as error:
         return _fail(error)
+    if downgrading:
+        # The classic group arms its members' sessions; the consumer group's timers go with it.
+        response = ClassicResponse(member_id=member_id, generation_id=joined.member_epoch,
+                                   protocol_type=CONSUMER_PROTOCOL_TYPE, protocol_name=protocols[0].name)
+        return CoordinatorResult(tuple(update.records), response,
+                                 downgrade=Downgrade(joining=joined, rebalance=update.stale_target))
     timers = (TimerChange((JOIN_TIMEOUT, member_id), None),
               session_timer(member_id, now, context.config, session_timeout_ms),
               TimerChange((SYNC_TIMEOUT, member_id), now + rebalance_timeout_ms, "on_sync_timeout", (member_id,)))

@@ -34,6 +34,7 @@ from typing import Iterable, Mapping
 
 from state.config import CoordinatorConfig
 from state.consumer_group import SERVER_ASSIGNORS, Assignor
+from state.consumer_group.downgrade import Downgrade, downgrade_with_fenced_members
 from state.consumer_group.group import (
     Assignment,
     ConsumerGroup,
@@ -105,6 +106,9 @@ class CoordinatorResult:
     timers: tuple[TimerChange, ...] = ()
     # The heartbeat recomputed the group's metadata hash: the runtime clears `group.metadata_expired`.
     metadata_refreshed: bool = False
+    # The group becomes a classic group (state.consumer_group.downgrade): `records` are then the join's records
+    # that precede the downgrade's, and the runtime writes the downgrade instead of replaying them.
+    downgrade: Downgrade | None = None
 
 
 @dataclass(frozen=True)
@@ -273,7 +277,7 @@ def _static_member_leave(member: ConsumerGroupMember) -> CoordinatorResult:
         response=HeartbeatResponse(member_id=member.member_id, member_epoch=STATIC_LEAVE_EPOCH))
 
 
-def _timer_cancels(member_id: str) -> tuple[TimerChange, ...]:
+def member_timer_cancels(member_id: str) -> tuple[TimerChange, ...]:
     """cancelTimers: every timer a member may have."""
     return tuple(TimerChange((name, member_id), None)
                  for name in (SESSION_TIMEOUT, REBALANCE_TIMEOUT, JOIN_TIMEOUT, SYNC_TIMEOUT))
@@ -283,8 +287,13 @@ def fence_members(group: ConsumerGroup, members: Iterable[ConsumerGroupMember], 
                   context: HeartbeatContext) -> CoordinatorResult:
     """Remove members: their tombstones, one group epoch bump (always, with the hash of what the remaining
     members subscribe to) and, when nobody is left, the assignment epoch brought up to the new group epoch
-    (4.4+) so the next member's assignment is not held back. The next heartbeat computes the new target."""
+    (4.4+) so the next member's assignment is not held back. The next heartbeat computes the new target.
+    Unless only members using the classic protocol would remain and the policy allows a downgrade: then the
+    group becomes a classic group instead (consumerGroupFenceMembers)."""
     members = list(members)
+    downgrade = downgrade_with_fenced_members(group, members, context.config)
+    if downgrade is not None:
+        return CoordinatorResult(response=response, downgrade=downgrade)
     records: list[ConsumerGroupRecord] = []
     names = Counter(group.subscribed_topic_names)
     for member in members:
@@ -295,7 +304,7 @@ def fence_members(group: ConsumerGroup, members: Iterable[ConsumerGroupMember], 
     records.append(ConsumerGroupMetadata(GroupEpoch(group_epoch, metadata_hash)))
     if len(members) == len(group.members) and not context.kafka_4_0:
         records.append(ConsumerGroupTargetAssignmentMetadata(AssignmentMetadata(group_epoch, 0)))
-    timers = tuple(change for member in members for change in _timer_cancels(member.member_id))
+    timers = tuple(change for member in members for change in member_timer_cancels(member.member_id))
     return CoordinatorResult(tuple(records), response, timers)
 
 
@@ -351,6 +360,7 @@ class MemberUpdate:
         self.owned = None if request.topic_partitions is None else dict(request.topic_partitions)
         self.records: list[ConsumerGroupRecord] = []
         self.timers: list[TimerChange] = []
+        self.stale_target = False
 
     def run(self) -> CoordinatorResult:
         request = self.request
@@ -375,11 +385,13 @@ class MemberUpdate:
             raise ValueError("a v0 join with an empty member id needs generated_member_id")
         return self._member() if self.request.instance_id is None else self._static_member()
 
-    def update(self, member: ConsumerGroupMember) -> tuple[ConsumerGroupMember, bool]:
+    def update(self, member: ConsumerGroupMember, downgrading: bool = False) -> tuple[ConsumerGroupMember, bool]:
         """Apply the request to the member: its new subscription, the group epoch bumped if that changes what
         the group subscribes to, the target assignment computed if the group epoch is ahead of it, the member
         reconciled towards its target. Returns the member as its records leave it, and whether the group's
-        metadata hash was recomputed."""
+        metadata hash was recomputed. `downgrading`: a classic JoinGroup about to downgrade the group computes
+        no target; it reconciles the member to the current one unless the epoch is now ahead of it
+        (`stale_target`: the classic group will rebalance instead)."""
         group = self.group
         updated = self._updated(member)
 
@@ -406,6 +418,12 @@ class MemberUpdate:
                 self.records.append(ConsumerGroupMetadata(GroupEpoch(group_epoch, metadata_hash)))
             refreshed = True
 
+        if downgrading:
+            self.stale_target = group.assignment_epoch < group_epoch
+            if self.stale_target:
+                return updated, refreshed
+            target = group.target_of(updated.member_id, updated.instance_id)
+            return self._reconcile(updated, group.assignment_epoch, target, names_changed), refreshed
         target_epoch, target = self._target_assignment(builder, group_epoch, member, updated, sub_type)
         return self._reconcile(updated, target_epoch, target, names_changed), refreshed
 

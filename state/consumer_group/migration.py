@@ -1,6 +1,6 @@
 """Online migration of a classic group to a consumer group (Kafka's GroupMetadataManager.validateOnlineUpgrade
 and convertToConsumerGroup, ConsumerGroup.fromClassicGroup and createConsumerGroupRecords, trunk), under
-`group.consumer.migration.policy` (ConsumerGroupMigrationPolicy).
+`group.consumer.migration.policy` (ConsumerGroupMigrationPolicy). The way back: `downgrade`.
 
 A ConsumerGroupHeartbeat joining a non-empty classic group converts it when the policy allows an upgrade, the
 classic group uses the consumer embedded protocol and it has no more members than
@@ -38,9 +38,8 @@ from state.consumer_group.records import (
 from state.consumer_group.topics import TopicsImage
 from state.group import CONSUMER_PROTOCOL_TYPE, ClassicGroup, ClassicGroupMember
 
-# ConsumerGroupMigrationPolicy: the policies under which each direction is enabled.
+# ConsumerGroupMigrationPolicy.isUpgradeEnabled (the downgrade's: state.consumer_group.downgrade).
 UPGRADE_POLICIES = ("upgrade", "bidirectional")
-DOWNGRADE_POLICIES = ("downgrade", "bidirectional")
 
 
 def validate_online_upgrade(classic: ClassicGroup, config: CoordinatorConfig) -> None:

@@ -234,8 +234,7 @@ def test_a_broker_failure_moves_its_groups_after_fencing_and_the_election_gives_
 
 def test_protocol_comparison_summarizes_each_protocol_by_one_definition_of_its_figures():
     r = run(shipped_small("protocol-comparison", sets={"*": {"groups": 1, "members": 3}}))
-    started = rebalance_starts(*(pd.DataFrame(r.rows(table)) for table in
-                                 ("group_states", "generations", "consumer_group_records")))
+    started = rebalance_starts(*(pd.DataFrame(r.rows(table)) for table in ("group_states", "generations")))
     for set_name, protocol in (("classic", "classic"), ("consumer", "consumer")):
         [group_id] = r.group_ids(set_name)
         metrics, generations = r.metrics(group_id), r.rows("generations", group_id)

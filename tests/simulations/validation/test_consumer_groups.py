@@ -16,6 +16,8 @@ from simulations.validation.raw_tables import read_range, rows_frame
 from simulations.validation.suites import Suites
 from tableio.parquet import write_tables
 
+from tests.state.test_consumer_group_migration import upgraded_fleet
+
 from ..scenarios.helpers import run, shipped_small
 
 GROW = "generations only grow within a life of a group"
@@ -78,6 +80,25 @@ def test_a_consumer_group_moved_twice_validates_clean():
     tables = {name: rows_frame(name, rows) for name, rows in run(scenario).result.tables.items()}
     assert (tables["group_states"]["cause"] == "coordinator_load").sum() == 2
     assert failures(tables) == {}
+
+
+def test_a_group_upgraded_then_downgraded_validates_clean(tmp_path):
+    """A classic fleet converted to a consumer group by a client using the consumer protocol, and back to a
+    classic group when that client stops (its leave): `coordsim validate`'s checks pass, each life read as the
+    protocol its `group_states` rows' group_type says."""
+    ctx = upgraded_fleet()
+    ctx.send("CLIENT_STOP", client_id="c3")
+    ctx.sleep(60_000)
+    ctx.finish()
+    write_tables(tmp_path, ctx.tables)
+    result = validate(tmp_path)
+    assert result.success, result.summary()
+    classic, consumer_rows = split_protocols(read_range(tmp_path, WHOLE)[0])
+    assert consumer_rows["group_states"][["to_state", "cause"]].iloc[-1].tolist() == ["Dead", "group_converted"]
+    assert consumer_rows["consumer_group_records"]["tombstone"].iloc[-1]
+    assert classic["group_states"]["cause"].tolist()[-4:] == [
+        "group_converted", "group_converted", "all_members_joined", "leader_sync_stored"]
+    assert classic["group_metadata"]["generation_id"].tolist()[-2:] == [3, 4]  # the downgrade's, then the rebalance's
 
 
 def test_a_group_epoch_going_back_fails(tables):
