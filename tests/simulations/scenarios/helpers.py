@@ -25,15 +25,18 @@ group_sets:
 """
 
 
-def shipped_small(name: str, sets: dict | None = None, timeline: list | None = None, **top) -> Scenario:
+def shipped_small(name: str, sets: dict | None = None, timeline: list | None = None, then: list | None = None,
+                  **top) -> Scenario:
     """The shipped scenario `name` with changes: `sets` maps a set name (or "*": every set) to keys to replace,
-    `timeline` replaces the timeline's actions' keys one by one, `top` replaces top-level keys."""
+    `timeline` replaces the timeline's actions' keys one by one, `then` appends actions, `top` replaces
+    top-level keys."""
     document = yaml.safe_load(scenarios.shipped()[name].read_text())
     for group_set in document["group_sets"]:
         group_set.update((sets or {}).get("*", {}))
         group_set.update((sets or {}).get(group_set["name"], {}))
     for action, changes in zip(document.get("timeline") or [], timeline or []):
         action.update(changes)
+    document["timeline"] = [*(document.get("timeline") or []), *(then or [])]
     document.update(top)
     return scenarios.parse_scenario(yaml.safe_dump(document, sort_keys=False), f"{name}.yaml", name)
 

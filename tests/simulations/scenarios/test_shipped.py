@@ -293,3 +293,24 @@ def test_a_rolling_restart_to_group_protocol_consumer_converts_each_group_and_le
     events.write_text(to_jsonl(r.generated.rows))
     result = validate(out, events=[events], until=r.generated.until_ms)
     assert result.success, result.summary()
+
+
+def test_a_second_rolling_restart_back_to_classic_downgrades_each_group_again(tmp_path):
+    # The rollback docs/scenarios.md describes: the last member using the consumer protocol leaving converts
+    # the group back (the online downgrade, default migration policy).
+    rollback = {"at": "4m", "action": "rolling_restart", "downtime": "10s", "gap": "20s", "jitter": "5s",
+                "config": {"group.protocol": "classic"}}
+    r = run(shipped_small("upgrade-to-consumer-protocol", sets={"*": {"groups": 1}}, then=[rollback],
+                          duration="8m"))
+    for group_id in r.group_ids():
+        states = r.rows("group_states", group_id)
+        assert [(row["group_type"], row["from_state"], row["to_state"]) for row in states
+                if row["cause"] == "group_converted"] == [
+            ("classic", "Stable", "Dead"), ("consumer", "Empty", "Stable"),
+            ("consumer", "Stable", "Dead"), ("classic", None, "Stable"), ("classic", "Stable", "PreparingRebalance")]
+        assert (states[-1]["group_type"], states[-1]["to_state"], states[-1]["member_count"]) == ("classic", "Stable", 4)
+    out = write_tables(tmp_path / "run", r.result.tables)
+    events = tmp_path / "events.jsonl"
+    events.write_text(to_jsonl(r.generated.rows))
+    assert validate(out, events=[events], until=r.generated.until_ms).success
+
