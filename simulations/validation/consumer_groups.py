@@ -47,6 +47,10 @@ def split_protocols(tables: dict[str, pd.DataFrame]) -> tuple[dict[str, pd.DataF
     """The tables' rows of classic groups, and those of consumer groups (see Which rows); a table without
     (group_id, out_seq) is in both as it is."""
     states = tables["group_states"]
+    if not (states["group_type"] == CONSUMER).any():
+        # No consumer group (a conversion writes the new group's rows in the same step): every row is classic.
+        return dict(tables), {name: frame.iloc[0:0] if "group_id" in frame and "out_seq" in frame else frame
+                              for name, frame in tables.items()}
     classic, consumer = {}, {}
     for name, frame in tables.items():
         if "group_id" not in frame or "out_seq" not in frame:
