@@ -24,8 +24,8 @@ SAMPLE_CUTS = [T0 + 60_000, T0 + 150_000, T0 + 10**9]  # the sample's first minu
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 needs_chromium = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="needs Debian's chromium and chromium-driver")
 # A storm small enough for a test: 2 minutes, a rolling restart restarting a member every 20 s from 10 s
-# on, run by Spark in 30 s slices held to 12x real time, so each slice stays on the page for at least 2.5 s
-# (8 refreshes of the page at 0.3 s) and the first three all move partitions.
+# on, run by Spark in 30 s slices held to 6x real time, so each slice stays on the page for at least 5 s and
+# the first three all move partitions.
 STORM = """
 name: storm
 start: 2026-06-01T00:00:00Z
@@ -40,7 +40,7 @@ group_sets:
 timeline:
   - {at: 10s, action: rolling_restart, downtime: 5s, gap: 15s}
 """
-STORM_SLICE_MS, STORM_SPEED = 30_000, 12.0
+STORM_SLICE_MS, STORM_SPEED = 30_000, 6.0
 
 
 @pytest.fixture
