@@ -16,6 +16,7 @@ machine may be shared).
     .venv/bin/python benchmarks/storm.py                      # the target size: 10,000 x 10
     .venv/bin/python benchmarks/storm.py --groups 3 --engines runtime   # work per group-hour, both modes
     .venv/bin/python benchmarks/storm.py --groups 200 --engines spark --runs storm --slice 1m   # in slices
+    .venv/bin/python benchmarks/storm.py --groups 100 --engines local --protocol consumer   # KIP-848 fleet
 
 `--slice` runs the Spark engine in slices of simulated time (docs/spark.md, "Slices"); a Spark row then
 also has the run's micro-batches and its wall time per phase (`OUT/_run.json`). `visits` counts, in this
@@ -57,7 +58,10 @@ UNTIL = "2026-01-01T01:00:00Z"  # the scenarios' default start plus one hour
 TIME = "/usr/bin/time"
 
 
-def scenario(groups: int, members: int, storm: bool) -> str:
+def scenario(groups: int, members: int, storm: bool, protocol: str = "classic") -> str:
+    # The consumer protocol's fleet: the same groups, the coordinator's range assignor in place of the clients'.
+    assignment = ("config: {group.protocol: consumer, group.remote.assignor: range}" if protocol == "consumer"
+                  else "assignors: [range]")
     text = f"""\
 name: {"storm" if storm else "quiet"}
 duration: 1h
@@ -67,7 +71,7 @@ group_sets:
     groups: {groups}
     members: {members}
     topics: [{{name: orders, partitions: {2 * members}, records_per_second: 100}}]
-    assignors: [range]
+    {assignment}
 """
     if storm:
         text += "timeline:\n  - {at: 5m, action: rolling_restart, downtime: 20s, gap: 30s, jitter: 5s}\n"
@@ -214,22 +218,24 @@ def main() -> None:
                         help="Spark: another engine or spark.* setting, e.g. spark.driver.memory=12g")
     parser.add_argument("--slice", metavar="DURATION", help="Spark: simulated time per micro-batch (--slice)")
     parser.add_argument("--runs", nargs="+", choices=["storm", "quiet"], default=["storm", "quiet"])
+    parser.add_argument("--protocol", choices=["classic", "consumer"], default="classic",
+                        help="group.protocol of the fleet (consumer: KIP-848, the coordinator's range assignor)")
     parser.add_argument("--work", type=Path, default=Path("/tmp/coordsim-storm"))
     parser.add_argument("--results", type=Path, default=REPO / "benchmarks" / "results" / "storm.jsonl")
     args = parser.parse_args()
     args.results.parent.mkdir(parents=True, exist_ok=True)
-    folder = args.work / f"g{args.groups}-m{args.members}"
+    folder = args.work / f"g{args.groups}-m{args.members}{'-consumer' if args.protocol == 'consumer' else ''}"
     folder.mkdir(parents=True, exist_ok=True)
     rows = []
     for engine in args.engines:
         walls = {}
         for kind in args.runs:
             scenario_file = folder / f"{kind}.yaml"
-            scenario_file.write_text(scenario(args.groups, args.members, kind == "storm"))
+            scenario_file.write_text(scenario(args.groups, args.members, kind == "storm", args.protocol))
             if engine in ("runtime", "visits"):
                 measure = runtime_work if engine == "runtime" else slice_visits
                 row = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "engine": engine,
-                       "run": kind, "groups": args.groups, "members": args.members,
+                       "run": kind, "protocol": args.protocol, "groups": args.groups, "members": args.members,
                        "load_average": [round(x, 1) for x in os.getloadavg()], **measure(scenario_file)}
                 record(args.results, row)
                 continue
@@ -237,7 +243,7 @@ def main() -> None:
             wall, peak = run(engine, scenario_file, out, args.buckets, args.spark_set, args.slice)
             walls[kind] = wall
             row = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "engine": engine,
-                   "run": kind, "groups": args.groups, "members": args.members,
+                   "run": kind, "protocol": args.protocol, "groups": args.groups, "members": args.members,
                    "buckets": args.buckets if engine == "spark" else 0,
                    "spark_settings": args.spark_set if engine == "spark" else [],
                    **(spark_run(out, args.slice) if engine == "spark" else {}), "wall_s": round(wall, 1),
@@ -247,13 +253,13 @@ def main() -> None:
                 row["quiet_over_storm"] = round(wall / walls["storm"], 2)
             rows.append(row)
             record(args.results, row)
-    print("\n| engine | run | groups × members | wall (s) | speed-up | peak MB | directives | client requests "
+    print("\n| engine | run | protocol | groups × members | wall (s) | speed-up | peak MB | directives | client requests "
           "| rows written | quiet / storm |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         label = ", ".join([*([f"{r['buckets']} buckets"] if r["buckets"] else []),
                            *([f"slice {r['slice']}"] if r.get("slice") else [])])
-        print(f"| {r['engine']}{f' ({label})' if label else ''} | {r['run']} "
+        print(f"| {r['engine']}{f' ({label})' if label else ''} | {r['run']} | {r['protocol']} "
               f"| {r['groups']:,} × {r['members']} | {r['wall_s']} | {r['speed_up']}× | {r['peak_mb'] or '-'} "
               f"| {r['directives']:,} | {r['requests']:,} | {r['rows_written']:,} | {r.get('quiet_over_storm', '-')} |")
 
