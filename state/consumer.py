@@ -467,6 +467,9 @@ class ConsumerFleet(ConsumerGroupClients):
         if chain == "commit":
             fields, typed = self._commit_fields(client, self.positions(client, sent))
             return self._request(client, chain, request_id, sent, "OFFSET_COMMIT", fields, typed, seq)
+        if client.membership is not None:  # a steady member's ConsumerGroupHeartbeat (consumer_group_client.py)
+            fields, typed = self.heartbeat_fields(client.membership.steady_request())
+            return self._request(client, chain, request_id, sent, "CONSUMER_GROUP_HEARTBEAT", fields, typed, seq)
         fields = dict(member_id=client.member_id, generation_id=client.generation)
         typed = dict(fields, group_instance_id=client.group_instance_id)
         if client.group_instance_id is not None:

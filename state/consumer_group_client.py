@@ -24,11 +24,12 @@ AsyncKafkaConsumer's two threads do:
 During close() the callbacks run at once (close runs them on the application thread itself), and the client
 stops once the leave is sent and nothing is pending, or after KafkaConsumer.close()'s default 30 s.
 
-Simplified: the application's own commits (enable.auto.commit=false) are sent as commits from the poll loop
-without blocking it. Not covered: periodic elision (state/periodic.py, state/lookup.py) only takes over
-classic clients (they need Phase.STABLE, which these never have), so every heartbeat of these clients is a
-step. The membership is plain data (its continuations and random draws included), stored with the rest of
-the group's state (state/encoding.py), so these clients run on both engines.
+A Stable member's heartbeats that carry nothing but who it is, and the poll loop's commits, are periodic
+requests (chains "heartbeat" and "commit"), written as quiet runs and elided while the member and its group
+are steady, as the classic clients' are (state/periodic.py). Simplified: the application's own commits
+(enable.auto.commit=false) are sent as commits from the poll loop without blocking it. The membership is
+plain data (its continuations and random draws included), stored with the rest of the group's state
+(state/encoding.py), so these clients run on both engines.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from state.consumer_group.client.member import Membership
 from state.consumer_group.client.member_config import MemberConfig
 from state.consumer_group.client.member_state import MemberState
 from state.consumer_group.client.seeded_random import SeededRandom
-from state.consumer_group.messages import HeartbeatRequest, HeartbeatResponse
+from state.consumer_group.messages import UNCHANGED_REBALANCE_TIMEOUT, HeartbeatRequest, HeartbeatResponse
 from state.consumer_protocol import TopicPartition
 from state.events import PartitionList
 from state.output import partitions_column
@@ -204,6 +205,20 @@ class ConsumerGroupClients:
         return bool(taken)
 
     def _send_heartbeat(self, client, request: HeartbeatRequest) -> None:
+        fields, typed = self.heartbeat_fields(request)
+        if _steady(client.membership, request):
+            # The same request every heartbeat.interval.ms: a periodic one, written as a quiet run
+            # (state/periodic.py).
+            event, raw, sent_to = self._request(client, "heartbeat", self.periodic_request_id(client, "heartbeat", self.now),
+                                                self.now, "CONSUMER_GROUP_HEARTBEAT", fields, typed)
+            self.host.transmit(event, raw, sent_to)
+            client.member_requests[event.request_id] = request
+            return
+        self._send(client, None, "CONSUMER_GROUP_HEARTBEAT", fields, **typed)
+        client.member_requests[client.request_id(client.request_counter)] = request
+
+    def heartbeat_fields(self, request: HeartbeatRequest) -> tuple[dict, dict]:
+        """A ConsumerGroupHeartbeat's row columns and its event's fields."""
         owned = None if request.topic_partitions is None else tuple(
             PartitionList(self._topic_name(topic_id), partitions) for topic_id, partitions in request.topic_partitions)
         typed = dict(member_id=request.member_id, member_epoch=request.member_epoch, instance_id=request.instance_id,
@@ -216,8 +231,7 @@ class ConsumerGroupClients:
             fields["subscribed_topic_names"] = list(fields["subscribed_topic_names"])
         if owned is not None:
             fields["topic_partitions"] = partitions_column(owned)
-        self._send(client, None, "CONSUMER_GROUP_HEARTBEAT", fields, **typed)
-        client.member_requests[client.request_id(client.request_counter)] = request
+        return fields, typed
 
     def _send_commit(self, client, slot: str | None, action: actions.Action | None) -> None:
         """An OffsetCommit of what the client processed, as the member it is now (the member epoch as the
@@ -229,6 +243,9 @@ class ConsumerGroupClients:
                 client.membership.action_done(self.now, action)
             return
         client.member_id, client.generation = client.membership.member_id, client.membership.member_epoch
+        if action is None:  # the poll loop's auto-commit: a periodic request, as the classic client's
+            self.send_periodic(client, "commit", self.now)
+            return
         fields, typed = self._commit_fields(client, positions)
         self._send(client, slot, "OFFSET_COMMIT", fields, **typed)
         if action is not None:
@@ -320,3 +337,11 @@ class ConsumerGroupClients:
     def _by_name(self, partitions) -> tuple[TopicPartition, ...]:
         return tuple(sorted(TopicPartition(self._topic_name(topic_id), p) for topic_id, p in partitions))
 
+
+def _steady(membership: Membership, request: HeartbeatRequest) -> bool:
+    """A Stable member's heartbeat that carries nothing but who it is (the Java client sends only what changed):
+    the same request every heartbeat.interval.ms while nothing changes."""
+    return (membership.state is MemberState.STABLE and request.member_epoch > 0 and request.rack_id is None
+            and request.rebalance_timeout_ms == UNCHANGED_REBALANCE_TIMEOUT and request.subscribed_topic_names is None
+            and request.subscribed_topic_regex is None and request.server_assignor is None
+            and request.topic_partitions is None)

@@ -20,16 +20,24 @@ without an open run gets the run its next request would open, predicted when the
 request as the client builds it, answered as a Stable group answers a current member's heartbeat or
 commit); the run joins the open runs when the request arrives in closed form, among runs opened alike in
 the order their first requests arrived. So a member is elided as soon as its SyncGroup and OffsetFetch
-answers make it steady. A mixin of `GroupRuntime`.
+answers make it steady. A consumer-protocol client (KIP-848) has the same chains: its steady
+ConsumerGroupHeartbeats (Stable at the group's epoch, carrying only who it is) and its poll loop's commits;
+it is elided once both runs are open and its consumer group is Stable, its session follows its heartbeats
+alone, and putting it back also puts its membership where those heartbeats and polls leave it
+(`Membership.catch_up`). A mixin of `GroupRuntime`.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from state.consumer import Phase, SyntheticConsumer
+from state.consumer_group.group import ConsumerGroupState
+from state.consumer_group.heartbeat import SESSION_TIMEOUT
+from state.consumer_group_handlers import CONSUMER_GROUP_TIMER
+from state.events import EVENT_CLASSES
 from state.group_state import GroupState
 from state.membership import MemberError, validate_member
 from state.output import request_json
@@ -39,6 +47,9 @@ from state.timers import request_item
 
 HEARTBEAT_CHAIN = "heartbeat"
 COMMIT_CHAIN = "commit"
+HEARTBEATS = ("HEARTBEAT", "CONSUMER_GROUP_HEARTBEAT")
+# Request types whose input rows may stand for a run (`repeat_count`, docs/events.md "Repeated requests").
+REPEATABLE = frozenset(t for t, cls in EVENT_CLASSES.items() if "repeat_count" in {f.name for f in fields(cls)})
 # Response fields that differ from one request of a run to the next; everything else must be equal.
 VARYING_RESPONSE = ("request_ts", "response_ts", "request_id", "request_seq", "out_seq")
 VARYING_OFFSET = ("offset", "log_end_offset", "commit_ts", "write_ts", "out_seq")
@@ -123,7 +134,7 @@ class PeriodicHandlers:
         table, response = rows[-1] if rows else (None, None)
         if table != "responses" or response["error"] != "NONE":
             return None
-        if event.type == "HEARTBEAT":
+        if event.type in HEARTBEATS:
             return [] if len(rows) == 1 else None
         offsets = [row for t, row in rows[:-1] if t == "offsets"]
         if (len(offsets) != len(rows) - 1 or len(offsets) != len(event.offsets)
@@ -176,7 +187,8 @@ class PeriodicHandlers:
     def close_run(self, key: str) -> None:
         run = self.runs.pop(key)
         if run.raw is not None:
-            self.out.request(_run_raw(run), run.count, run.interval)
+            for raw, count, interval in _run_requests(run):
+                self.out.request(raw, count, interval)
         for table, row in _run_rows(run):
             self.out.emit(table, row)
 
@@ -186,12 +198,11 @@ class PeriodicHandlers:
         self.fold_elided(self.now + 1)
         rows: dict[str, list[dict]] = {"requests": [], "offsets": [], "responses": []}
         for run in self.runs.values():
-            if run.raw is not None:
-                raw = _run_raw(run)
+            for raw, count, interval in _run_requests(run) if run.raw is not None else ():
                 rows["requests"].append({"group_id": self.group_id, "ts": raw["ts"], "seq": raw["seq"],
                                          "type": raw["type"], "client_id": raw["client_id"],
                                          "request_id": raw["request_id"], "raw": request_json(raw),
-                                         "repeat_count": run.count, "repeat_interval_ms": run.interval})
+                                         "repeat_count": count, "repeat_interval_ms": interval})
             for table, row in _run_rows(run):
                 rows[table].append(row)
         return rows
@@ -216,47 +227,66 @@ class PeriodicHandlers:
         changed nothing another client's steadiness depends on, so only that client is tried; a step that
         concerned the whole group tries them all."""
         group = self.group
-        if group is None or group.state != GroupState.STABLE or self.loading_until is not None or self.write_failures:
+        if self.loading_until is not None or self.write_failures:
             return
+        if group is not None and group.state != GroupState.STABLE:
+            return
+        consumer_group = self.consumer_group
+        if group is None and (consumer_group is None or consumer_group.metadata_expired
+                              or consumer_group.state != ConsumerGroupState.STABLE):
+            return  # no group, or a consumer group not Stable (or whose next heartbeat refreshes its metadata)
         clients = self.fleet.clients
         for client in clients.values() if whole_group else filter(None, (clients.get(target),)):
-            # A request in flight is the usual reason not to: checked before anything costlier.
+            # A request in flight is the usual reason not to: checked before anything costlier. A classic
+            # client in a classic group, a consumer-protocol one (`membership`) in a consumer group.
             if (not client.in_flight and client.client_id not in self.elided and client.alive
-                    and client.phase == Phase.STABLE):
+                    and (client.phase == Phase.STABLE if client.membership is None else group is None)):
                 self._try_elide(client, group)
 
     def _try_elide(self, client: SyntheticConsumer, group) -> None:
         now, cfg = self.now, client.config
         latency = cfg.request_latency_ms + cfg.response_latency_ms
-        if (client.closing or not client.heartbeat_enabled or client.rejoin_needed or client.awaiting
-                or client.paused_until > now or client.poll_stalled_until > now
-                or client.generation != group.generation_id or not group.has_member(client.member_id)
-                or client.coordinator != self.coordinator_epoch
-                or latency >= cfg.heartbeat_interval_ms):
+        if (client.closing or client.awaiting or client.paused_until > now or client.poll_stalled_until > now
+                or client.coordinator != self.coordinator_epoch):
             return
+        membership = client.membership
+        if membership is None:
+            if (not client.heartbeat_enabled or client.rejoin_needed or client.generation != group.generation_id
+                    or not group.has_member(client.member_id) or latency >= cfg.heartbeat_interval_ms):
+                return
+            interval = cfg.heartbeat_interval_ms
+            identity = commit_identity = (client.member_id, client.generation, client.group_instance_id)
+        else:
+            interval = self._steady_member_interval(client, latency)
+            if interval is None:
+                return
+            identity = commit_identity = (membership.member_id, membership.member_epoch, client.group_instance_id)
         timers = {t.key[2]: t for t in self._client_timers(client)}
         heartbeat, poll, metadata = (timers.pop(kind, None) for kind in ("heartbeat", "poll", "metadata"))
         if timers or heartbeat is None or heartbeat.deadline <= now:
             return
-        interval = cfg.heartbeat_interval_ms
         origin = client.origin
         # A chain's run is open (and must take its next request as it stands), or it opens with the chain's
-        # next request, predicted below once every cheaper check passed.
+        # next request, predicted below once every cheaper check passed (a classic client's only: a member
+        # of a consumer group waits for its first steady heartbeat and commit to open them).
         run = self.runs.get(f"{origin}/{HEARTBEAT_CHAIN}")
-        if run is not None and not self._continues(client, run, heartbeat.deadline, interval):
+        if run is not None and not self._continues(client, run, heartbeat.deadline, interval, identity):
+            return
+        if run is None and membership is not None:
             return
         commit = commit_run = None
         if poll is not None:
             p = poll.deadline
-            period = client.next_poll(p + cfg.commit_interval_ms) - p
-            if (p <= now or p < client.next_auto_commit or not cfg.commits_periodically or latency >= period):
+            period = self._poll_period(client, p, interval)
+            if p <= now or period is None or latency >= period:
                 return
-            if client.owned:
+            if client.owned and cfg.commits_periodically:
                 commit_run = self.runs.get(f"{origin}/{COMMIT_CHAIN}")
                 if commit_run is None:
-                    if not client.consuming or client.unpositioned:
+                    if not client.consuming or client.unpositioned or membership is not None:
                         return  # its commits would not fold
-                elif not (self._continues(client, commit_run, p, period) and self._commits_fold(client, commit_run)):
+                elif not (self._continues(client, commit_run, p, period, commit_identity)
+                          and self._commits_fold(client, commit_run)):
                     return
             commit = Chain(p, period)
         if metadata is not None:
@@ -267,20 +297,62 @@ class PeriodicHandlers:
         opening: dict[str, tuple[tuple, QuietRun]] = {}
         if run is None and not self._predict(client, HEARTBEAT_CHAIN, heartbeat.deadline, opening):
             return
-        if commit is not None and client.owned and commit_run is None and not (
+        sends_commits = bool(client.owned) and cfg.commits_periodically
+        if commit is not None and sends_commits and commit_run is None and not (
                 self._predict(client, COMMIT_CHAIN, commit.first, opening)
                 and self._commits_fold(client, opening[f"{origin}/{COMMIT_CHAIN}"][1])):
             return
-        session = self.timers.take(("heartbeat", client.member_id))
+        session = self.timers.take(self._session_key(client))
         if session is None:
             return
         for t in (heartbeat, poll, metadata):
             if t is not None:
                 self.fleet.timers.cancel(t.key)
         self.elided[client.client_id] = ElidedClient(
-            heartbeat=Chain(heartbeat.deadline, interval), commit=commit, sends_commits=bool(client.owned),
+            heartbeat=Chain(heartbeat.deadline, interval), commit=commit, sends_commits=sends_commits,
             metadata=None if metadata is None else Chain(metadata.deadline, cfg.metadata_max_age_ms),
             session=session, opening=opening)
+
+    def _steady_member_interval(self, client: SyntheticConsumer, round_trip: int) -> int | None:
+        """A consumer-protocol client's heartbeat interval if it is steady: its member Stable at the group's
+        epoch (the group Stable: nothing to revoke or receive), nothing awaited, pending or to retry."""
+        membership = client.membership
+        member = self.consumer_group.members.get(membership.member_id)
+        if (member is None or member.member_epoch != membership.member_epoch or member.use_classic_protocol
+                or client.member_requests or client.commit_retry is not None or client.unpositioned):
+            return None
+        return membership.steady_interval(self.now, round_trip)
+
+    def _poll_period(self, client: SyntheticConsumer, p: int, heartbeat_interval: int) -> int | None:
+        """The time from the poll at `p` to the next, the same from then on; None if the polls are not yet (or
+        not at all) at a fixed cadence. A classic client's poll loop is a chain only while it commits."""
+        cfg = client.config
+        if client.membership is None:
+            if p < client.next_auto_commit or not cfg.commits_periodically:
+                return None
+            return client.next_poll(p + cfg.commit_interval_ms) - p
+        # consumer_group_client._member_poll: the next poll when a commit is due, at least every half
+        # max.poll.interval.ms (a member owning nothing polls on, its next auto-commit long due).
+        half = cfg.max_poll_interval_ms // 2
+        if not cfg.commits_periodically:
+            step = half
+        elif p < client.next_auto_commit or (client.owned and cfg.commit_interval_ms > half):
+            return None
+        else:
+            step = cfg.commit_interval_ms if client.owned else 1
+        period = client.next_poll(p + step) - p
+        # Its poll timer never expires, nor comes before the next heartbeat is due.
+        return period if period + heartbeat_interval < cfg.max_poll_interval_ms else None
+
+    def _session_key(self, client: SyntheticConsumer) -> tuple:
+        if client.membership is None:
+            return ("heartbeat", client.member_id)
+        return (CONSUMER_GROUP_TIMER, SESSION_TIMEOUT, client.membership.member_id)
+
+    def _session_timeout(self, client: SyntheticConsumer) -> int:
+        if client.membership is None:
+            return self.group.member(client.member_id).session_timeout_ms
+        return self.config.group_consumer_session_timeout_ms
 
     def _predict(self, client: SyntheticConsumer, chain: str, sent: int, opening: dict) -> bool:
         """Open the client's `chain` run in closed form (in `opening`): its first request is the one the client
@@ -336,16 +408,16 @@ class PeriodicHandlers:
         return position + rate * (self.now - since) / 1000 < base + produced * (self.now - origin) / 1000
 
     @staticmethod
-    def _continues(client: SyntheticConsumer, run: QuietRun | None, sent: int, period: int) -> bool:
-        """The client's open run would take its next periodic request, sent at `sent`, as it stands."""
+    def _continues(client: SyntheticConsumer, run: QuietRun | None, sent: int, period: int, identity: tuple) -> bool:
+        """The client's open run would take its next periodic request, sent at `sent`, as it stands: answered to
+        `identity` (member id, generation or member epoch, instance id)."""
         response = None if run is None else run.response
         return (run is not None and run.last_ts + period == sent + client.config.request_latency_ms
-                and run.interval in (None, period) and response["member_id"] == client.member_id
-                and response["generation_id"] == client.generation
-                and response["group_instance_id"] == client.group_instance_id)
+                and run.interval in (None, period)
+                and (response["member_id"], response["generation_id"], response["group_instance_id"]) == identity)
 
     def _client_timers(self, client: SyntheticConsumer) -> list:
-        return [t for kind in ("heartbeat", "poll", "metadata", "poll_timeout", "resume", "assigned")
+        return [t for kind in ("heartbeat", "poll", "metadata", "poll_timeout", "resume", "assigned", "commit", "close")
                 if (t := self.fleet.timers.get(("client", client.client_id, kind))) is not None]
 
     def catch_up(self, at: int, target: str | None, whole_group: bool) -> bool:
@@ -417,8 +489,9 @@ class PeriodicHandlers:
                 run.interval = chain.period
             run.last_ts = chain.first + (arrived - 1) * chain.period + latency
             chain.arrived = arrived
-            reset = (run.last_ts, request_item(client.request_counter, client.member_id))
-            elided.last_reset = reset if elided.last_reset is None else max(elided.last_reset, reset)
+            if key == HEARTBEAT_CHAIN or client.membership is None:  # a consumer member's commits keep no session
+                reset = (run.last_ts, request_item(client.request_counter, _member_id(client)))
+                elided.last_reset = reset if elided.last_reset is None else max(elided.last_reset, reset)
             if key == COMMIT_CHAIN:
                 self._commit_in_closed_form(run)
         if elided.metadata is not None:
@@ -448,36 +521,68 @@ class PeriodicHandlers:
         del self.elided[client.client_id]
         cfg = client.config
         latency, back = cfg.request_latency_ms, cfg.response_latency_ms
+        session = elided.session
         if elided.last_reset is None:
-            self.timers.restore(elided.session)
+            self.timers.restore(session)
         else:
             ts, item = elided.last_reset
-            member = self.group.member(client.member_id)
-            self.timers.schedule_as_of(ts, item, ("heartbeat", client.member_id),
-                                       ts + member.session_timeout_ms, "heartbeat", client.member_id)
+            self.timers.schedule_as_of(ts, item, session.key, ts + self._session_timeout(client), session.kind,
+                                       *session.args)
+        membership = client.membership
+        awaited = None  # a consumer member's steady heartbeat still awaited
         for chain, key in ((elided.heartbeat, HEARTBEAT_CHAIN), (elided.commit, COMMIT_CHAIN)):
             if chain is None:
                 continue
             kind = "heartbeat" if key == HEARTBEAT_CHAIN else "poll"
             self.fleet.client_timer(client, kind, chain.first + chain.done * chain.period)
-            if key == COMMIT_CHAIN and chain.done:
+            sends = key == HEARTBEAT_CHAIN or elided.sends_commits
+            if key == COMMIT_CHAIN and chain.done and (membership is None or sends):
                 client.next_auto_commit = chain.first + (chain.done - 1) * chain.period + cfg.commit_interval_ms
-            if chain.done == 0 or (key == COMMIT_CHAIN and not elided.sends_commits):
+            if chain.done == 0 or not sends:
                 continue
             sent = chain.first + (chain.done - 1) * chain.period
+            # A member's heartbeat is awaited by its membership, not in a slot of the client's.
+            member_heartbeat = membership is not None and key == HEARTBEAT_CHAIN
+            if member_heartbeat and sent + latency + back >= at:
+                awaited = membership.steady_request()
             if chain.arrived < chain.done:  # on the wire
-                self.fleet.send_periodic(client, key, sent)
+                if member_heartbeat:
+                    event, raw, sent_to = self.fleet.periodic_request(client, key, sent)
+                    client.member_requests[event.request_id] = awaited
+                    self.transmit(event, raw, sent_to)
+                else:
+                    self.fleet.send_periodic(client, key, sent)
             elif sent + latency + back >= at:  # answered, the answer on its way back
                 run = self.runs[f"{client.origin}/{key}"]
                 row = dict(run.response, request_ts=sent + latency, response_ts=sent + latency,
                            request_id=self.fleet.periodic_request_id(client, key, sent), request_seq=client.request_counter)
-                client.in_flight[key] = row["request_id"]
+                if member_heartbeat:
+                    client.member_requests[row["request_id"]] = awaited
+                else:
+                    client.in_flight[key] = row["request_id"]
                 client.awaiting += 1
                 self.fleet.timers.schedule(("deliver", client.client_id, row["request_id"]), sent + latency + back,
                                      "deliver", client.client_id, client.incarnation, row)
+        if membership is not None:
+            self._restore_membership(client, elided, at, awaited)
         if elided.metadata is not None:
             m = elided.metadata
             self.fleet.client_timer(client, "metadata", m.first + m.done * m.period)
+
+    def _restore_membership(self, client: SyntheticConsumer, elided: ElidedClient, at: int, awaited) -> None:
+        """Where the elided heartbeats and polls leave a consumer-protocol client's membership at `at`, and
+        its heartbeat timer where its background thread would have set it."""
+        heartbeat, poll = elided.heartbeat, elided.commit
+        round_trip = client.config.request_latency_ms + client.config.response_latency_ms
+        answers = min(heartbeat.done, self._count_before(heartbeat, round_trip, at))
+        client.membership.catch_up(
+            sent=heartbeat.first + (heartbeat.done - 1) * heartbeat.period if heartbeat.done else None,
+            answered=heartbeat.first + (answers - 1) * heartbeat.period + round_trip if answers else None,
+            answers=answers, in_flight=awaited,
+            polled=poll.first + (poll.done - 1) * poll.period if poll is not None and poll.done else None)
+        deadline = client.membership.next_deadline(at)
+        if deadline is not None:
+            self.fleet.client_timer(client, "heartbeat", max(deadline, at))
 
     def elided_session_deadlines(self) -> list[int]:
         """Where the elided members' session timers would stand now."""
@@ -485,14 +590,32 @@ class PeriodicHandlers:
         for client_id, elided in self.elided.items():
             client = self.fleet.clients[client_id]
             latency = client.config.request_latency_ms
+            # A consumer member's commits keep no session.
+            commit_resets = elided.sends_commits and client.membership is None
             last = [chain.first + (n - 1) * chain.period + latency
-                    for chain, sends in ((elided.heartbeat, True), (elided.commit, elided.sends_commits))
+                    for chain, sends in ((elided.heartbeat, True), (elided.commit, commit_resets))
                     if chain is not None and sends and (n := self._count_before(chain, latency, self.now + 1))]
             if last:
-                deadlines.append(max(last) + self.group.member(client.member_id).session_timeout_ms)
+                deadlines.append(max(last) + self._session_timeout(client))
             else:
                 deadlines.append(elided.session.deadline)
         return deadlines
+
+
+def _member_id(client: SyntheticConsumer) -> str:
+    return client.member_id if client.membership is None else client.membership.member_id
+
+
+def _run_requests(run: QuietRun) -> list[tuple[dict, int, int | None]]:
+    """The run's `requests` rows as (raw, repeat count, interval): one row standing for the run, or one per
+    request for a type whose input rows take no repeat (a ConsumerGroupHeartbeat, state/events.py), so that
+    the table still replays as the requests sent."""
+    raw = run.raw
+    if run.count == 1 or raw["type"] in REPEATABLE:
+        return [(_run_raw(run), run.count, run.interval)]
+    return [(dict(raw, ts=raw["ts"] + i * run.interval,
+                  request_id=repeated_request_id(raw["request_id"], i * run.interval)), 1, None)
+            for i in range(run.count)]
 
 
 def _run_raw(run: QuietRun) -> dict:

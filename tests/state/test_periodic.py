@@ -51,21 +51,42 @@ def stable_group(members: int, rate: float = 10.0, **config):
     return events
 
 
-def test_a_quiet_hour_is_a_handful_of_rows_and_steps_in_both_modes():
-    events = stable_group(10)
+@pytest.mark.parametrize("config, api, interval, runs", [
+    ({}, "Heartbeat", 3_000, 4),
+    # group.protocol=consumer: group.consumer.heartbeat.interval.ms, 5 s; the joining and reconciling
+    # heartbeats are written on their own
+    ({"group.protocol": "consumer"}, "ConsumerGroupHeartbeat", 5_000, 8)])
+def test_a_quiet_hour_is_a_handful_of_rows_and_steps_in_both_modes(config, api, interval, runs):
+    events = stable_group(10, **config)
     explicit, slow = simulate(EXPLICIT, events, [], HOUR)
     elided, fast = simulate(ELIDED, events, [], HOUR)
     assert explicit == elided
-    beats = [r for r in elided["responses"] if r["api"] == "Heartbeat"]
-    assert sum(r["repeat_count"] for r in beats) > 10 * HOUR // 3_000 * 0.99
-    assert len(beats) <= 4 * 10  # a run per member, bar the first rebalance's beats
+    beats = [r for r in elided["responses"] if r["api"] == api]
+    assert sum(r["repeat_count"] for r in beats) > 10 * HOUR // interval * 0.99
+    assert len(beats) <= runs * 10  # a run per member, bar the first rebalance's beats
     assert len(elided["offsets"]) < 200
     # Explicit mode applies every heartbeat, commit and answer; elided mode a number of steps independent
     # of the length of the quiet period.
-    assert slow.steps > 10 * HOUR // 3_000 * 3
+    assert slow.steps > 10 * HOUR // interval * 3
     assert fast.steps < 1_000
     _, day = simulate(ELIDED, events, [], 24 * HOUR)
     assert day.steps == fast.steps
+
+
+def test_static_consumer_protocol_members_are_elided_around_a_crash_and_a_restart():
+    # The crashed member's session expires (its heartbeats no longer come), the group epoch goes up, and the
+    # restarted one takes its instance back: each step gives the elided members back their explicit state.
+    config = {"group.protocol": "consumer"}
+    events = [directive(0, "TOPIC_METADATA", 0, topics=[{"topic": "t", "partitions": 6, "records_per_second": 10}])]
+    events += [directive(0, "CLIENT_START", i + 1, client_id=f"c{i}", group_instance_id=f"i{i}", topics=["t"],
+                         config=config) for i in range(3)]
+    events += [directive(200_000, "CLIENT_CRASH", 9, client_id="c1"),
+               directive(230_000, "CLIENT_START", 10, client_id="c1", group_instance_id="i1", topics=["t"],
+                         config=config)]
+    explicit, slow = simulate(EXPLICIT, events, [], 600_000)
+    elided, fast = simulate(ELIDED, events, [100_000, 215_000], 600_000, reencode=True)
+    assert elided == explicit
+    assert fast.steps < slow.steps // 5
 
 
 @pytest.mark.parametrize("config", [{}, {"enable.auto.commit": False, "coordsim.manual.commit": "sync"},
@@ -191,14 +212,28 @@ CLIENT_CONFIGS = st.fixed_dictionaries({}, optional={
 })
 
 
+# group.protocol=consumer (KIP-848): the heartbeat interval is the coordinator's, the session too.
+CONSUMER_CLIENT_CONFIGS = st.fixed_dictionaries({"group.protocol": st.just("consumer")}, optional={
+    "auto.commit.interval.ms": st.sampled_from([1_000, 5_000, 7_777]),
+    "enable.auto.commit": st.booleans(),
+    "coordsim.manual.commit": st.sampled_from(["sync", "async", "none"]),
+    "coordsim.manual.commit.interval.ms": st.sampled_from([0, 250, 1_000]),
+    "coordsim.network.rtt.ms": st.sampled_from([0, 1, 2, 9, 3_500]),
+    "coordsim.poll.interval.ms": st.sampled_from([100, 333]),
+    "max.poll.interval.ms": st.sampled_from([20_000, 300_000]),
+    "group.remote.assignor": st.sampled_from(["uniform", "range"]),
+    "coordsim.consume.records.per.second": st.sampled_from([0, 2, 10, 40]),
+})
+
+
 @st.composite
-def timelines(draw):
+def timelines(draw, configs=CLIENT_CONFIGS):
     clients = draw(st.integers(1, 4))
     rate = draw(st.sampled_from([0, 10, 3.3]))
     rows = [("TOPIC_METADATA", 0, {"topics": [{"topic": "t", "partitions": draw(st.integers(1, 6)),
                                                "records_per_second": rate}]})]
     for i in range(clients):
-        fields = {"client_id": f"c{i}", "topics": ["t"], "config": draw(CLIENT_CONFIGS)}
+        fields = {"client_id": f"c{i}", "topics": ["t"], "config": draw(configs)}
         if draw(st.booleans()):
             fields["group_instance_id"] = f"i{i}"
         rows.append(("CLIENT_START", draw(st.integers(0, 5_000)), fields))
@@ -208,7 +243,7 @@ def timelines(draw):
                                      "TOPIC_METADATA", "COORDINATOR_FAULT", "SUBSCRIBE"]))
         client = f"c{draw(st.integers(0, clients - 1))}"
         if kind == "CLIENT_START":
-            fields = {"client_id": client, "topics": ["t"], "config": draw(CLIENT_CONFIGS)}
+            fields = {"client_id": client, "topics": ["t"], "config": draw(configs)}
         elif kind == "CLIENT_PAUSE":
             fields = {"client_id": client, "duration_ms": draw(st.sampled_from([500, 20_000, 400_000])),
                       "scope": draw(st.sampled_from(["process", "poll"]))}
@@ -235,3 +270,14 @@ def test_explicit_and_elided_runs_write_the_same_rows(timeline, reencode):
     elided, _ = simulate(ELIDED, events, stops, 500_000, reencode=reencode)
     assert elided == explicit
 
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(timelines(CONSUMER_CLIENT_CONFIGS), st.booleans())
+def test_explicit_and_elided_consumer_protocol_runs_write_the_same_rows(timeline, reencode):
+    # The same timelines with KIP-848 clients: joins and leaves bump the group epoch, so every member's next
+    # heartbeat gets a new assignment, and its runs end where the explicit rows change.
+    events, stops = timeline
+    explicit, _ = simulate(EXPLICIT, events, [], 500_000)
+    elided, _ = simulate(ELIDED, events, stops, 500_000, reencode=reencode)
+    assert elided == explicit

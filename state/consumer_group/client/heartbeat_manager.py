@@ -48,6 +48,15 @@ class HeartbeatState:
     def reset(self) -> None:
         self.sent = SentFields()
 
+    def unchanged(self) -> bool:
+        """Whether the next heartbeat carries no field but who the member is (`build_request` unchanged)."""
+        mm = self._membership
+        config = mm.config
+        return (mm.state is not MemberState.JOINING and self.sent.rebalance_timeout_ms == config.max_poll_interval_ms
+                and mm.subscription == self.sent.subscribed_topic_names
+                and (config.group_remote_assignor is None or config.group_remote_assignor == self.sent.server_assignor)
+                and mm.current_assignment == self.sent.local_assignment)
+
     def build_request(self) -> HeartbeatRequest:
         mm = self._membership
         config = mm.config

@@ -140,3 +140,45 @@ class Membership:
 
     def on_request_failed(self, now: int, request: HeartbeatRequest, error: str) -> None:
         self._heartbeat.on_request_failed(now, request, error)
+
+    # -- periodic elision (state/periodic.py) ---------------------------------------------------------------
+
+    def steady_interval(self, now: int, round_trip_ms: int) -> int | None:
+        """The heartbeat interval if the member is steady now: Stable, nothing awaited or pending, and its
+        heartbeats the same request every interval, each answer back (and its success backoff over) before the
+        next is due; None otherwise."""
+        hb, mm = self._heartbeat, self._manager
+        state = hb.request_state
+        interval = state.heartbeat_interval_ms
+        backoff = state._backoff
+        longest_backoff = min(backoff.max_ms, int(backoff.initial_ms * (1 + backoff.jitter)) + 1)
+        if (mm.state is not MemberState.STABLE or mm.member_epoch <= 0 or not hb.coordinator_known or hb.in_flight
+                or state.request_in_flight or state.num_attempts or mm.leave_in_progress or mm.actions.pending()
+                or interval <= 0 or round_trip_ms + longest_backoff >= interval
+                or not hb.heartbeat_state.unchanged() or hb.poll_timer_expired(now)
+                or hb.next_deadline(now) != state._timer_deadline_ms):
+            return None
+        return interval
+
+    def steady_request(self) -> HeartbeatRequest:
+        """The heartbeat a steady member sends (building it changes nothing: nothing changed since the last)."""
+        return self._heartbeat.heartbeat_state.build_request()
+
+    def catch_up(self, sent: int | None, answered: int | None, answers: int, in_flight: HeartbeatRequest | None,
+                 polled: int | None) -> None:
+        """Put the member where its steady heartbeats and polls leave it: the last heartbeat sent at `sent`, the
+        last answer handled at `answered` after `answers` answers in all, `in_flight` still awaited, and the
+        application's last poll at `polled` (None: nothing of that kind happened)."""
+        hb = self._heartbeat
+        state = hb.request_state
+        if sent is not None:
+            state.reset_timer(sent)
+        if answers:
+            for _ in range(answers - 1):
+                state._backoff.backoff(0)  # the jitter each answer drew
+            state.on_successful_attempt(answered)
+        if in_flight is not None:
+            state.on_send_attempt()
+            hb.in_flight.append((in_flight, True))
+        if polled is not None:
+            hb.poll_deadline_ms = polled + self.config.max_poll_interval_ms
