@@ -228,6 +228,8 @@ class ConsumerGroupHeartbeat(Event):
     server_assignor: str | None = None
     topic_partitions: tuple[PartitionList, ...] | None = None
     client_host: str = ""  # not a request field: the address the broker saw, as for JoinGroup
+    repeat_count: int = 1  # a steady member's heartbeats, alike but for their time, as one row
+    repeat_interval_ms: int = 0
 
     @property
     def group_instance_id(self) -> str | None:
@@ -860,6 +862,7 @@ def _consumer_group_heartbeat(raw: Mapping, header: dict) -> ConsumerGroupHeartb
         topic_partitions=None if partitions is None else _partition_lists(
             _list(raw, "topic_partitions"), "topic_partitions"),
         client_host=_str(raw, "client_host", ""),
+        **_repeat(raw),
     )
 
 

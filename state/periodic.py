@@ -31,13 +31,12 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
 from state.consumer import Phase, SyntheticConsumer
 from state.consumer_group.group import ConsumerGroupState
 from state.consumer_group.heartbeat import SESSION_TIMEOUT
 from state.consumer_group_handlers import CONSUMER_GROUP_TIMER
-from state.events import EVENT_CLASSES
 from state.group_state import GroupState
 from state.membership import MemberError, validate_member
 from state.output import request_json
@@ -49,7 +48,6 @@ HEARTBEAT_CHAIN = "heartbeat"
 COMMIT_CHAIN = "commit"
 HEARTBEATS = ("HEARTBEAT", "CONSUMER_GROUP_HEARTBEAT")
 # Request types whose input rows may stand for a run (`repeat_count`, docs/events.md "Repeated requests").
-REPEATABLE = frozenset(t for t, cls in EVENT_CLASSES.items() if "repeat_count" in {f.name for f in fields(cls)})
 # Response fields that differ from one request of a run to the next; everything else must be equal.
 VARYING_RESPONSE = ("request_ts", "response_ts", "request_id", "request_seq", "out_seq")
 VARYING_OFFSET = ("offset", "log_end_offset", "commit_ts", "write_ts", "out_seq")
@@ -187,8 +185,7 @@ class PeriodicHandlers:
     def close_run(self, key: str) -> None:
         run = self.runs.pop(key)
         if run.raw is not None:
-            for raw, count, interval in _run_requests(run):
-                self.out.request(raw, count, interval)
+            self.out.request(*_run_request(run))
         for table, row in _run_rows(run):
             self.out.emit(table, row)
 
@@ -198,7 +195,8 @@ class PeriodicHandlers:
         self.fold_elided(self.now + 1)
         rows: dict[str, list[dict]] = {"requests": [], "offsets": [], "responses": []}
         for run in self.runs.values():
-            for raw, count, interval in _run_requests(run) if run.raw is not None else ():
+            if run.raw is not None:
+                raw, count, interval = _run_request(run)
                 rows["requests"].append({"group_id": self.group_id, "ts": raw["ts"], "seq": raw["seq"],
                                          "type": raw["type"], "client_id": raw["client_id"],
                                          "request_id": raw["request_id"], "raw": request_json(raw),
@@ -238,9 +236,11 @@ class PeriodicHandlers:
         clients = self.fleet.clients
         for client in clients.values() if whole_group else filter(None, (clients.get(target),)):
             # A request in flight is the usual reason not to: checked before anything costlier. A classic
-            # client in a classic group, a consumer-protocol one (`membership`) in a consumer group.
+            # client in a classic group, a consumer-protocol one (`membership`) in a consumer group; a classic
+            # client inside a consumer group (an online migration) stays explicit.
             if (not client.in_flight and client.client_id not in self.elided and client.alive
-                    and (client.phase == Phase.STABLE if client.membership is None else group is None)):
+                    and (client.phase == Phase.STABLE and group is not None if client.membership is None
+                         else group is None)):
                 self._try_elide(client, group)
 
     def _try_elide(self, client: SyntheticConsumer, group) -> None:
@@ -606,16 +606,9 @@ def _member_id(client: SyntheticConsumer) -> str:
     return client.member_id if client.membership is None else client.membership.member_id
 
 
-def _run_requests(run: QuietRun) -> list[tuple[dict, int, int | None]]:
-    """The run's `requests` rows as (raw, repeat count, interval): one row standing for the run, or one per
-    request for a type whose input rows take no repeat (a ConsumerGroupHeartbeat, state/events.py), so that
-    the table still replays as the requests sent."""
-    raw = run.raw
-    if run.count == 1 or raw["type"] in REPEATABLE:
-        return [(_run_raw(run), run.count, run.interval)]
-    return [(dict(raw, ts=raw["ts"] + i * run.interval,
-                  request_id=repeated_request_id(raw["request_id"], i * run.interval)), 1, None)
-            for i in range(run.count)]
+def _run_request(run: QuietRun) -> tuple[dict, int, int | None]:
+    """The run's `requests` row as (raw, repeat count, interval): one row standing for the run."""
+    return _run_raw(run), run.count, run.interval
 
 
 def _run_raw(run: QuietRun) -> dict:
