@@ -188,6 +188,12 @@ def test_repeat_fields_are_validated():
         parse_event(dict(commit, offsets=[{"topic": "t", "partition": 0, "offset": 1, "records_per_second": -1}]))
     with pytest.raises(EventError, match="rate_origin_ts"):
         parse_event(dict(commit, offsets=[{"topic": "t", "partition": 0, "offset": 1, "records_per_second": 2}]))
+    heartbeat = {"ts": 0, "group_id": "g", "type": "CONSUMER_GROUP_HEARTBEAT", "member_id": "m", "member_epoch": 1}
+    with pytest.raises(EventError, match="repeat_interval_ms"):
+        parse_event(dict(heartbeat, repeat_count=2))
+    with pytest.raises(EventError, match="repeat_count"):
+        parse_event(dict(heartbeat, repeat_count="many", repeat_interval_ms=5_000))
+    assert parse_event(dict(heartbeat, repeat_count=3, repeat_interval_ms=5_000)).repeat_count == 3
     with pytest.raises(ConfigError, match="coordsim.periodic.elision"):
         CoordinatorConfig.from_kafka({"coordsim.periodic.elision": 2})
 
