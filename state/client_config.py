@@ -104,6 +104,11 @@ class ClientConfig:
             raise ConfigError("auto.offset.reset must be earliest or latest")
         if self.group_protocol not in GROUP_PROTOCOLS:
             raise ConfigError(f"group.protocol must be one of {', '.join(GROUP_PROTOCOLS)}, got {self.group_protocol!r}")
+        if self.group_protocol == "consumer" and self.coordsim_network_rtt_ms < 1:
+            # The new consumer resends a joining member's heartbeat as soon as an error answer comes back
+            # (COORDINATOR_LOAD_IN_PROGRESS from a loading coordinator): it repeats at the network's round trip,
+            # and with none at all it would repeat forever within one millisecond.
+            raise ConfigError("coordsim.network.rtt.ms must be >= 1 with group.protocol=consumer")
         if self.coordsim_manual_commit not in MANUAL_COMMIT_MODES:
             raise ConfigError(f"coordsim.manual.commit must be one of {', '.join(MANUAL_COMMIT_MODES)}, "
                               f"got {self.coordsim_manual_commit!r}")

@@ -145,6 +145,30 @@ def test_settings_the_consumer_protocol_refuses_are_an_error_naming_them(setting
         ClientConfig.from_kafka({"group.remote.assignor": "range"})
 
 
+def test_the_consumer_protocol_needs_a_network_round_trip():
+    # A joining member resends at once on an error answer; a round trip of 0 would repeat it forever at one instant.
+    with pytest.raises(ConfigError, match=r"^coordsim.network.rtt.ms must be >= 1 with group.protocol=consumer$"):
+        ClientConfig.from_kafka(dict(CONSUMER, **{"coordsim.network.rtt.ms": 0}))
+    ClientConfig.from_kafka({"coordsim.network.rtt.ms": 0})
+
+
+@pytest.mark.parametrize("rtt", [1, 2])
+def test_a_member_joining_while_the_coordinator_loads_resends_its_join_at_each_round_trip(rtt):
+    # AbstractHeartbeatRequestManager.poll: a JOINING member heartbeats now, whatever the backoff, so each
+    # COORDINATOR_LOAD_IN_PROGRESS answer is followed by the next full heartbeat one round trip later.
+    ctx = GroupContext()
+    ctx.fault(fault="move", load_delay_ms=2_000)
+    ctx.sleep(500)
+    start(ctx, 1, {"coordsim.network.rtt.ms": rtt})
+    ctx.sleep(5_000)
+    joins = [r for r in ctx.rows("responses") if r["api"] == "ConsumerGroupHeartbeat"]
+    loading = [r for r in joins if r["error"] == "COORDINATOR_LOAD_IN_PROGRESS"]
+    gaps = {b["request_ts"] - a["request_ts"] for a, b in zip(loading, loading[1:])}
+    assert gaps == {rtt} and abs(len(loading) - 1_500 // rtt) <= 1
+    assert joins[len(loading)]["error"] == "NONE" and joins[len(loading)]["request_ts"] >= 2_000
+    assert ctx.runtime.fleet.clients["c0"].membership.state is MemberState.STABLE
+
+
 def test_a_stalled_poll_loop_leaves_at_max_poll_interval_and_rejoins_at_epoch_zero():
     ctx = GroupContext()
     start(ctx, 2, {"max.poll.interval.ms": 20_000})
