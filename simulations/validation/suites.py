@@ -14,6 +14,7 @@ every validation's time (docs/benchmarks.md). They keep their names, order and f
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -127,12 +128,24 @@ class _Outcome:
         self.unexpected += list(result.get("partial_unexpected_list") or [])[:PARTIAL_UNEXPECTED - len(self.unexpected)]
 
 
+def _keep_spark_connect_from_exiting() -> None:
+    """great-expectations imports pyspark.sql.connect, which ends the process with status 0 when the main module
+    has neither a file nor a spec (`python -c`, a pytest-xdist worker): it takes that for a doctest run
+    without Spark Connect's dependencies. There, the package is marked absent first, so the import fails as
+    great-expectations expects (it then goes without Spark Connect, which coordsim does not use)."""
+    main = sys.modules.get("__main__")
+    if (main is not None and getattr(main, "__spec__", None) is None and not hasattr(main, "__file__")
+            and not hasattr(sys, "ps1")):
+        sys.modules.setdefault("pyspark.sql.connect", None)
+
+
 class Suites:
     """The tables' suites over a run's ranges of groups: `add` each range's tables, then `checks`. With
     `data_docs_dir`, great-expectations' data docs are built there, each table's from its first range with
     rows (the whole table when the run has one range)."""
 
     def __init__(self, data_docs_dir: Path | None = None) -> None:
+        _keep_spark_connect_from_exiting()
         import great_expectations as gx
         from great_expectations.data_context.types.base import ProgressBarsConfig
 

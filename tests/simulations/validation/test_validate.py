@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -290,3 +292,10 @@ def test_suites_name_contract_tables_and_known_value_sets():
             assert kind.startswith("expect_")
             assert not any(isinstance(v, str) and v.startswith("$") for v in kwargs.values())
     assert "REBALANCE_IN_PROGRESS" in VALUE_SETS["kafka_errors"]
+
+
+def test_validation_runs_under_python_c():
+    # pyspark.sql.connect, which great-expectations imports, exits 0 under a main module without a file.
+    code = "from simulations.validation.suites import Suites; Suites(); print('reached')"
+    done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[3], capture_output=True, text=True, timeout=300)
+    assert (done.returncode, done.stdout.strip()) == (0, "reached"), done.stderr[-2000:]
