@@ -360,16 +360,17 @@ class ConsumerGroupHandlers:
             self.prepare_rebalance("group_converted")
         return None
 
-    def replace_empty_consumer_group(self) -> None:
-        """A JoinGroup to the Empty consumer group (maybeDeleteEmptyConsumerGroup), its write succeeded: the
-        group's tombstones open the append the new classic group's record closes; it goes Dead with cause
-        `group_converted`."""
+    def delete_empty_consumer_group(self, cause: str) -> None:
+        """The Empty consumer group's tombstones (ConsumerGroup.createGroupTombstoneRecords), their write
+        succeeded, and the group goes Dead with `cause`: `group_converted` when a JoinGroup replaces it
+        (maybeDeleteEmptyConsumerGroup; the new classic group's record closes the append), `group_expired`
+        when the offsets sweep deletes it (maybeDeleteGroup; the expired offsets' tombstones open the append)."""
         tombstones, _ = convert_to_classic_group(self.consumer_group, Downgrade(), self.heartbeat_context().topics,
                                                  self.now)
         for delta, record in enumerate(tombstones):
             self.log.append(record)
             self._record_row(record, delta)
-        self.unload_consumer_group("group_converted")
+        self.unload_consumer_group(cause)
 
     def _apply_timers(self, changes: tuple[TimerChange, ...]) -> None:
         for change in changes:

@@ -71,7 +71,7 @@ class MembershipHandlers:
                 self._answer_failed_group_creation(req, error)
                 return
             if self.consumer_group is not None:
-                self.replace_empty_consumer_group()  # its tombstones open this append
+                self.delete_empty_consumer_group("group_converted")  # its tombstones open this append
             self.group = ClassicGroup(self.group_id, self.now)
             self.record_state_change(None, EMPTY, "group_created")
             self.appended([GroupMetadataRecord(group_metadata_value(self.group, None, protocol_type=""))])

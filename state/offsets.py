@@ -21,7 +21,7 @@ result is the same as sweeping at every tick because nothing changes between tic
 
 from __future__ import annotations
 
-from state.consumer_group.group import ConsumerGroup
+from state.consumer_group.group import ConsumerGroup, ConsumerGroupState
 from state.consumer_group.offset_commit import validate_offset_fetch
 from state.errors import append_error_to_response_error
 from state.events import OffsetCommit, OffsetFetch
@@ -166,8 +166,10 @@ class OffsetHandlers:
         return base(committed) + self.config.offsets_retention_ms
 
     def _deletes_when_emptied(self) -> bool:
-        """Whether a sweep that leaves no offsets deletes the group: an Empty classic group. (An Empty consumer
-        group is deleted by Kafka too; that deletion is not modelled.)"""
+        """Whether a sweep that leaves no offsets deletes the group (maybeDeleteGroup): an Empty group, classic
+        or consumer."""
+        if self.consumer_group is not None:
+            return self.consumer_group.state is ConsumerGroupState.EMPTY
         return self.group is not None and self.group.is_in(GroupState.EMPTY)
 
     def next_expiry_due(self) -> int | None:
@@ -186,7 +188,7 @@ class OffsetHandlers:
 
     def sweep_expired_offsets(self) -> None:
         """Kafka's cleanupGroupMetadata for this group: its expired offsets, unless the group subscribes to
-        their topic (isSubscribedToTopic), are tombstoned; an Empty classic group left without offsets is deleted."""
+        their topic (isSubscribedToTopic), are tombstoned; an Empty group left without offsets is deleted."""
         group = self._offsets_group()
         if group is None:
             return
@@ -205,14 +207,18 @@ class OffsetHandlers:
         if not expired and not delete_group:
             return
         records = [OffsetCommitRecord(topic, partition, None) for topic, partition in expired]
-        if delete_group:
+        if delete_group and self.group is not None:
             records.append(GroupMetadataRecord(None))
         if self.append(records) is not None:
             return  # the sweep's records were not written; the next tick tries again
-        if delete_group:
+        if not delete_group:
+            return
+        if self.group is not None:
             self.transition(GroupState.DEAD, "group_expired")
             self.group = None
-            self.timers.cancel_all()
+        else:
+            self.delete_empty_consumer_group("group_expired")  # the group's tombstones close the append
+        self.timers.cancel_all()
 
     # -- replay --------------------------------------------------------------------------------------------
     def replay_offset_commit(self, record: OffsetCommitRecord) -> None:

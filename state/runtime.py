@@ -552,8 +552,10 @@ class GroupRuntime(MembershipHandlers, ConsumerGroupHandlers, OffsetHandlers, Me
         group = self.group
         common = (self.offsets_version, self.loading_until, self.last_sweep_ts)
         if group is None and self.consumer_group is not None:
-            # A consumer group's offsets expire from their commits: only its subscriptions matter.
-            return (id(self.consumer_group), frozenset(self.consumer_group.subscribed_topic_names)) + common
+            # A consumer group's offsets expire from their commits: only its subscriptions matter, and whether
+            # it is Empty (then deleted once they are gone).
+            cg = self.consumer_group
+            return (id(cg), not cg.members, frozenset(cg.subscribed_topic_names)) + common
         if group is None:
             return (None,) + common
         return (id(group), group.state, group.protocol_type, group.subscribed_topics, group.current_state_ts) + common

@@ -126,25 +126,28 @@ def test_cleanup_expired_offsets():
 
 def test_offset_expiration_condition():
     # ConsumerGroupTest.testOffsetExpirationCondition: the base timestamp is the commit's, also in an Empty group
-    # (a classic group counts from when it became Empty).
+    # (a classic group counts from when it became Empty: foo-2 would go at 70000 with foo-0).
     ctx = consumer_group()
+    ctx.sleep(500 - ctx.time)
+    ctx.commit({FOO0: 10}, member_id="A", generation_id=3)             # due at 60500
     ctx.sleep(1_000 - ctx.time)
     heartbeat(ctx, "A", -1)
     heartbeat(ctx, "B", -1)
     assert ctx.runtime.consumer_group.state.value == "Empty"
-    ctx.sleep(30_000 - ctx.time)
-    ctx.commit({FOO0: 10})                               # an admin's commit to the Empty group, at 30000
+    ctx.sleep(25_000 - ctx.time)
+    ctx.commit({("foo", 2): 12})                         # an admin's commit to the Empty group: due at 85000
     ctx.sleep(45_000 - ctx.time)
     ctx.commit({("foo", 1): 11}, version=3, retention_time_ms=5_000)   # explicit expire timestamp 50000
     ctx.sleep(50_000 - ctx.time)
-    assert ctx.committed() == {FOO0: 10}
+    assert ctx.committed() == {FOO0: 10, ("foo", 2): 12}
+    ctx.sleep(70_000 - ctx.time)
+    assert ctx.committed() == {("foo", 2): 12}
     ctx.sleep(89_999 - ctx.time)
-    assert ctx.committed() == {FOO0: 10}
-    ctx.sleep(1)                                         # 30000 + 60000
+    assert ctx.committed() == {("foo", 2): 12} and ctx.runtime.consumer_group is not None
+    ctx.sleep(1)
     assert ctx.committed() == {}
-    # Deleting the Empty group once its offsets are gone is not modelled: it stays.
-    ctx.sleep(CHECK_MS)
-    assert ctx.runtime.consumer_group is not None and ctx.runtime.group is None
+    # The sweep that expired the last offset deleted the Empty group too.
+    assert ctx.runtime.consumer_group is None and ctx.runtime.group is None
 
 
 def test_is_subscribed_to_topic_follows_the_members_subscriptions():
@@ -172,3 +175,55 @@ def test_the_sweep_survives_encoding():
     decoded = GroupRuntime.decode(ctx.runtime.encode(), ctx.config)
     assert decoded.offsets == ctx.runtime.offsets and decoded.next_expiry_due() == 61_000
     assert decoded.timers.pending() == ctx.runtime.timers.pending()
+
+
+# -- deletion ------------------------------------------------------------------------------------------------
+
+def test_cleanup_group_metadata_for_consumer_group():
+    # GroupCoordinatorShardTest.testCleanupGroupMetadataForConsumerGroup with GroupMetadataManagerTest's
+    # testConsumerGroupDelete: once every offset of the Empty group expired, one append carries their tombstones
+    # and the group's (target assignment metadata, subscription metadata, group epoch); the group goes Dead.
+    ctx = consumer_group()
+    ctx.sleep(1_000 - ctx.time)
+    ctx.commit({FOO0: 10}, member_id="A", generation_id=3)
+    heartbeat(ctx, "A", -1)
+    heartbeat(ctx, "B", -1)
+    ctx.sleep(69_999 - ctx.time)                        # the offset is due at 61000; the tick is 70000
+    assert ctx.runtime.consumer_group.state.value == "Empty" and ctx.committed() == {FOO0: 10}
+    before = len(ctx.tables["consumer_group_records"])
+    ctx.sleep(1)
+    assert ctx.runtime.consumer_group is None and ctx.committed() == {}
+    assert [(r["topic"], r["offset"], r["write_ts"]) for r in ctx.rows("offsets")][-1] == ("foo", None, 70_000)
+    deleted = ctx.tables["consumer_group_records"][before:]
+    assert [(r["record_type"], r["value"], r["write_ts"]) for r in deleted] == [
+        ("ConsumerGroupTargetAssignmentMetadata", None, 70_000), ("ConsumerGroupPartitionMetadata", None, 70_000),
+        ("ConsumerGroupMetadata", None, 70_000)]
+    dead = ctx.rows("group_states")[-1]
+    assert (dead["to_state"], dead["cause"], dead["ts"], dead["group_type"]) == ("Dead", "group_expired", 70_000,
+                                                                                 "consumer")
+    # A new member starts a new group, as the first one did.
+    assert heartbeat(ctx, "C", 0).generation_id == 2
+
+
+def test_an_empty_consumer_group_without_offsets_is_deleted_at_the_next_sweep():
+    # OffsetMetadataManager.cleanupExpiredOffsets: a group with no offsets has "all offsets expired".
+    ctx = consumer_group()
+    ctx.sleep(12_345 - ctx.time)
+    heartbeat(ctx, "A", -1)
+    heartbeat(ctx, "B", -1)
+    ctx.sleep(19_999 - ctx.time)
+    assert ctx.runtime.consumer_group is not None
+    ctx.sleep(1)
+    assert ctx.runtime.consumer_group is None and ctx.rows("group_states")[-1]["cause"] == "group_expired"
+
+
+def test_a_failed_sweep_write_deletes_nothing_and_the_next_tick_tries_again():
+    ctx = consumer_group()
+    heartbeat(ctx, "A", -1)
+    heartbeat(ctx, "B", -1)
+    ctx.sleep(9_999 - ctx.time)
+    ctx.fault(fault="write_failure", count=1)
+    ctx.sleep(10_000 - ctx.time)
+    assert ctx.runtime.consumer_group is not None and ctx.runtime.consumer_group.state.value == "Empty"
+    ctx.sleep(10_000)
+    assert ctx.runtime.consumer_group is None
