@@ -33,3 +33,11 @@ def spark():
     session = build_session("local")
     yield session
     session.stop()
+
+
+def pytest_collection_modifyitems(items):
+    # Under pytest-xdist (`-n`), the tests of the one shared SparkSession run on one worker, so the suite starts
+    # a single JVM for them while the other workers take everything else.
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("spark-session"))
