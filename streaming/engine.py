@@ -3,9 +3,10 @@
 One streaming query per run, checkpointed under `OUT/_checkpoints/events`, run with `availableNow` in up to
 three phases; each phase is a restart of the same query over a longer file list:
 
-1. main: every input file. The watermark trails the latest event by `streaming.watermark.delay.ms`.
-   With a slice (`slice_ms`, `--slice`), the input's rows are first split by event time into slice files
-   under `OUT/_slices/`, read one per micro-batch in their place: each micro-batch moves the horizon by one
+1. main: every input file, its rows first written by the driver to `OUT/_source/` (streaming/source.py).
+   The watermark trails the latest event by `streaming.watermark.delay.ms`. With a slice (`slice_ms`,
+   `--slice`), the input's rows are split by event time into slice files there instead, read one per
+   micro-batch: each micro-batch moves the horizon by one
    slice of simulated time, and `speed` holds each slice to the wall clock (streaming/slices.py).
 2. drain to L (skipped with `until`): a control file whose sentinel row moves the watermark to L + 1, L
    being the last event's time, and whose wake rows bring every group to L, as the local engine's groups
@@ -44,15 +45,17 @@ from streaming.buckets import bucket_labels
 from streaming import sink as batches
 from streaming.progress import ProgressListener, RunDisplay, print_summary, warn_late_rows
 from streaming.session import get_session, resolve_settings, run_session, stop_session
-from streaming.source import (SLICE_SUFFIX, SOURCE_NAME, EventFileSource, input_rows, read_control_final, write_control,
-                              write_slice)
+from streaming.source import (SCHEMA, SOURCE_DIR, input_rows, read_control_final, source_file, write_control,
+                              write_rows)
 from streaming.step import (ARROW_BATCH_ENVELOPES, META_TABLE, OUTPUT_SCHEMA, STATE_SCHEMA, GroupFacts, decode_facts,
                             make_step)
 
-# Control files, in the order the phases write them (the source reads files in list order).
-DRAIN_TO_LAST = "1-drain-to-last-event.control"
-ADVANCE_TO_FINAL = "2-advance-to-final.control"
-END_OF_RUN = "3-end-of-run.control"
+# Control files, in the order the phases write them, after the main phase's files (their place in the list).
+DRAIN_TO_LAST = (0, "drain-to-last-event")
+ADVANCE_TO_FINAL = (1, "advance-to-final")
+END_OF_RUN = (2, "end-of-run")
+# Lists the main phase's files, written last (`_`: Spark's listing skips it).
+MAIN_FILES = "_main.json"
 
 
 class RunMismatch(Exception):
@@ -139,7 +142,6 @@ def run_spark(paths: Sequence[str], out_dir: str, config: CoordinatorConfig, unt
     # end of this run, whatever run wrote the files there.
     (Path(out_dir) / RUN_FILE).unlink(missing_ok=True)
     spark = run_session(get_session(profile, master, resolved), resolved)
-    spark.dataSource.register(EventFileSource)
     spark.streams.addListener(run.listener)
     try:
         with run.display:
@@ -171,7 +173,8 @@ class _Run:
         self.buckets = settings["streaming.state.buckets"]
         # Spark's default; both profiles set it. Bucket labels depend on it (streaming.buckets).
         self.partitions = int(settings.get("spark.sql.shuffle.partitions", 200))
-        self.control = out / "_control"
+        self.source = out / SOURCE_DIR
+        self.main_files = 0  # files of the main phase in `source`; the control files come after them
         self.slices = out / slices.SLICES_DIR
         self.checkpoint = out / "_checkpoints" / "events"
         self.batches = out / "_batches"
@@ -189,7 +192,8 @@ class _Run:
     def identity(self) -> dict:
         identity = {"inputs": [list(pair) for pair in self.inputs], "until": self.until,
                     "coordinator": self.config.to_kafka(), "streaming.watermark.delay.ms": self.delay,
-                    "streaming.state.buckets": self.buckets, "batches_format": batches.FORMAT}
+                    "streaming.state.buckets": self.buckets, "batches_format": batches.FORMAT,
+                    "source_format": "parquet files"}
         if self.buckets:
             identity["state_partitions"] = self.partitions  # the keys' labels depend on it
         if self.captured is not None:
@@ -213,15 +217,17 @@ class _Run:
 
     # -- phases --------------------------------------------------------------------------------------------
     def execute(self, spark) -> SparkRunResult:
-        self.control.mkdir(parents=True, exist_ok=True)
-        sources = self.inputs
+        self.source.mkdir(parents=True, exist_ok=True)
         if self.slice_ms is not None:
             self.begin("slicing the input")
-            sources = self.ensure_slices()
+            self.ensure_slices()
             self.pace = slices.Pace(self.slice_ms, self.speed)
+        else:
+            self.begin("reading the input")
+            self.ensure_inputs()
         self.begin("main")
         # No trailing no-data micro-batch: the next phase's first batch fires the same timeouts anyway.
-        self.run_query(spark, sources, no_data_batches=False)
+        self.run_query(spark, no_data_batches=False)
         self.pace = None
         facts = self.facts()
         final = self.until
@@ -230,7 +236,7 @@ class _Run:
                 last = facts.max_event_ts
                 self.ensure_control(DRAIN_TO_LAST, last, last, wake_groups=facts.known)
                 self.begin("drain to the last event")
-                self.run_query(spark, sources)
+                self.run_query(spark)
                 facts = self.facts()
                 decided, pending = self.decided_final(), facts.max_pending_deadline()
                 final = decided if decided is not None else final_time(None, last, [pending])
@@ -238,7 +244,7 @@ class _Run:
             self.ensure_control(ADVANCE_TO_FINAL, beyond, final)
             self.ensure_control(END_OF_RUN, beyond, final, facts.known)
             self.begin("finish at the final time")
-            self.run_query(spark, sources)
+            self.run_query(spark)
         self.begin("compaction")
         result = self.compact(final)
         self.begin(None)
@@ -254,9 +260,24 @@ class _Run:
         if phase is not None:
             self.display.phase(phase)
 
-    def ensure_slices(self) -> list[tuple[str, str]]:
-        """The slice files, written unless a previous attempt of this run did (their horizons, written last,
-        say it finished): a resumed query must read the very files its checkpoint counted."""
+    def ensure_inputs(self) -> None:
+        """The input files' rows in the source folder, one file per `streaming.files.per.trigger` input files
+        (0: all in one), written unless a previous attempt of this run did (the count of them, written last,
+        says it finished): a resumed query must read the very files its checkpoint counted."""
+        done = self.source / MAIN_FILES
+        if not done.exists():
+            per_file = self.settings["streaming.files.per.trigger"] or max(len(self.inputs), 1)
+            groups = [self.inputs[i:i + per_file] for i in range(0, max(len(self.inputs), 1), per_file)]
+            for index, group in enumerate(groups):
+                rows = (row for path, name in group
+                        for row in input_rows(path, name, self.captured, self.variant_names))
+                write_rows(source_file(self.source, index, "input"), index, rows)
+            self._write_done(done, len(groups))
+        self.main_files = json.loads(done.read_text(encoding="utf-8"))
+
+    def ensure_slices(self) -> None:
+        """The slice files in the source folder, written unless a previous attempt of this run did (their
+        horizons, written last, say it finished)."""
         done = self.slices / slices.HORIZONS_FILE
         if not done.exists():
             self.slices.mkdir(parents=True, exist_ok=True)
@@ -264,21 +285,19 @@ class _Run:
                     for row in input_rows(path, name, self.captured, self.variant_names)]
             parts = slices.split(rows, self.slice_ms, self.until)
             for index, (horizon, part) in enumerate(parts):
-                write_slice(self._slice_file(index), part, horizon + self.delay + 1)
-            temp = done.with_name(done.name + ".tmp")
-            temp.write_text(json.dumps([horizon for horizon, _ in parts]), encoding="utf-8")
-            os.replace(temp, done)
+                write_rows(source_file(self.source, index, "slice"), index, part, horizon + self.delay + 1)
+            self._write_done(done, [horizon for horizon, _ in parts])
         horizons = json.loads(done.read_text(encoding="utf-8"))
+        self.main_files = len(horizons)
         self.display.sliced(horizons)
-        return [(str(self._slice_file(i)),) * 2 for i in range(len(horizons))]
 
-    def _slice_file(self, index: int) -> Path:
-        return self.slices / f"{index:06d}{SLICE_SUFFIX}"
+    @staticmethod
+    def _write_done(path: Path, value) -> None:
+        temp = path.with_name(path.name + ".tmp")
+        temp.write_text(json.dumps(value), encoding="utf-8")
+        os.replace(temp, path)
 
-    def files(self, sources: list[tuple[str, str]]) -> list[tuple[str, str]]:
-        return sources + [(str(p), str(p)) for p in sorted(self.control.glob("*.control"))]
-
-    def run_query(self, spark, sources: list[tuple[str, str]], no_data_batches: bool = True) -> None:
+    def run_query(self, spark, no_data_batches: bool = True) -> None:
         from pyspark.errors import StreamingQueryException
         from pyspark.sql import functions as F
         from pyspark.sql.streaming.state import GroupStateTimeout
@@ -288,12 +307,10 @@ class _Run:
         spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(ARROW_BATCH_ENVELOPES))
         # Spark runs no streaming query with adaptive execution; asked for it, it warns and turns it off.
         spark.conf.set("spark.sql.adaptive.enabled", "false")
-        rows = (spark.readStream.format(SOURCE_NAME)
-                .option("files", json.dumps(self.files(sources)))
-                .option("files_per_trigger", self.settings["streaming.files.per.trigger"])
-                .option("captured", self.captured or "")
-                .option("variants", json.dumps(self.variant_names) if self.variants is not None else "")
-                .load()
+        # One file per micro-batch, in the order of their modification times (streaming.source).
+        rows = (spark.readStream.format("parquet").schema(SCHEMA)
+                .option("maxFilesPerTrigger", 1)
+                .load(str(self.source))
                 .withWatermark("event_time", f"{self.delay} milliseconds"))
         # Catalyst pushes a filter below the watermark unless it reads the event time: this one does, so
         # sentinel rows move the watermark before they are dropped. Rejects (null event time) stay.
@@ -348,16 +365,20 @@ class _Run:
         for group_id, payload in zip(part["group_id"].to_pylist(), part["payload"].to_pylist()):
             yield group_id, decode_facts(payload)
 
-    def ensure_control(self, name: str, beyond: int, final: int, end_groups: Sequence[str] = (),
+    def ensure_control(self, control: tuple[int, str], beyond: int, final: int, end_groups: Sequence[str] = (),
                        wake_groups: Sequence[str] = ()) -> None:
-        """Write control file `name` unless a previous attempt of this run already did: its sentinel sits
+        """Write a control file unless a previous attempt of this run already did: its sentinel sits
         `delay + 1` ms after `beyond`, so the watermark reaches beyond + 1 and nothing it carries is late."""
-        path = self.control / name
+        index, path = self._control_file(control)
         if not path.exists():
-            write_control(path, beyond + self.delay + 1, final, end_groups, wake_groups)
+            write_control(path, index, beyond + self.delay + 1, final, end_groups, wake_groups)
+
+    def _control_file(self, control: tuple[int, str]) -> tuple[int, Path]:
+        index = self.main_files + control[0]
+        return index, source_file(self.source, index, control[1])
 
     def decided_final(self) -> int | None:
-        path = self.control / ADVANCE_TO_FINAL
+        _, path = self._control_file(ADVANCE_TO_FINAL)
         return read_control_final(path) if path.exists() else None
 
     # -- results -------------------------------------------------------------------------------------------

@@ -1,17 +1,22 @@
-"""The engine's streaming source: a fixed, ordered list of files in, one row per input row out.
+"""The engine's streaming source: the run's rows in Parquet files of one folder, `OUT/_source/`, which Spark's
+own file source reads one file per micro-batch, in the order the engine wrote them.
 
-Input files are read with the local engine's own reader (`tableio.inputs.read_events`), so every row is
-validated and numbered exactly as `coordsim replay --engine local` does it. Offsets are indexes into the
-file list, so a query restarted from its checkpoint replays exactly the same micro-batches; the engine only
-ever appends to the list. After the input files come the engine's control files (`*.control`, written by
-`write_control`): the sentinel, wake and end-of-run rows that drain a finite run. A sliced run reads slice
-files (`*.slice`, written by `write_slice`: its input rows of one slice of simulated time, already read and
-validated, and a sentinel; streaming/slices.py) in place of its input files. A control or slice file always
-travels alone in its micro-batch, so the watermark it moves is in force before the next one is read.
+Before a query starts, the driver writes what it will read: the input files' rows, read with the local
+engine's own reader (`tableio.inputs.read_events`, so every row is validated and numbered exactly as
+`coordsim replay --engine local` does it) into one file (or one per `streaming.files.per.trigger` input
+files), or a sliced run's slice files (streaming/slices.py: one slice of simulated time each, and a
+sentinel); then, phase by phase, the engine's control files (`write_control`: the sentinel, wake and
+end-of-run rows that drain a finite run). A file is one micro-batch, so the watermark a control or slice file
+moves is in force before the next one is read.
 
-With a captured-responses file (`captured` option, `coordsim replay --compare-captured`), each event gets
-the captured broker's answer to it attached, as the local engine's replay does (tableio/captured_answers.py);
-every reading process loads the file once.
+Spark's file source takes new files in the order of their modification times: each file's is set from its
+place in the list (`ORIGIN` + index seconds), so the order depends on neither the clock nor the file system's
+listing. A query restarted from its checkpoint reads the micro-batches its log recorded, then the files added
+since; the engine only ever adds files. (A Python data source did this before, at the cost of four Python
+planner processes started one after the other at every query start: about 10 s per query on 2 cores.)
+
+With a captured-responses file (`captured`, `coordsim replay --compare-captured`), each event gets the
+captured broker's answer to it attached, as the local engine's replay does (tableio/captured_answers.py).
 
 Rows: `kind` ('event' | 'reject' | 'sentinel' | 'wake' | 'end'), `key` (the group id, or in a sweep the
 group key of state/variants.py; null for rejects and sentinels), `event_time` (null for rejects),
@@ -23,25 +28,25 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
-import json
 import os
 import pickle
 from pathlib import Path
 from typing import Iterable, Iterator
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles, SupportsTriggerAvailableNow
+import pyarrow.parquet as pq
 
-SOURCE_NAME = "coordsim_events"
+SOURCE_DIR = "_source"
 SCHEMA = "kind string, key string, event_time timestamp, payload binary"
-CONTROL_SUFFIX = ".control"
-SLICE_SUFFIX = ".slice"
 ROW_SCHEMA = pa.schema([("kind", pa.string()), ("key", pa.string()),
                         ("event_time", pa.timestamp("us", tz="UTC")), ("payload", pa.binary())])
-# Rows per Arrow batch handed to Spark: bounds a worker's memory on large files.
+# Rows per Arrow batch (and Parquet row group): bounds the driver's memory on large inputs, and lets Spark
+# split a large file between tasks.
 ROWS_PER_BATCH = 20_000
-
+# The modification time of file 0 (2020-01-01T00:00:00Z, in ns); file i's is i seconds later.
+ORIGIN_NS = 1_577_836_800 * 10**9
+# Where a control file keeps the final time it was written for.
+FINAL_KEY = b"coordsim.final"
 
 # Payload of an end-of-run row; a pickled event never starts like this (pickles start with b"\x80").
 END_OF_RUN = b"coordsim-end-of-run:"
@@ -69,120 +74,55 @@ def wake_at(payload: bytes) -> int | None:
     return int(payload[len(WAKE):]) if payload.startswith(WAKE) else None
 
 
-def is_control(path: str) -> bool:
-    return path.endswith(CONTROL_SUFFIX)
+def source_file(folder: Path, index: int, label: str) -> Path:
+    """The path of the folder's file number `index` (`label` says what it holds, for a reader)."""
+    return folder / f"{index:06d}-{label}.parquet"
 
 
-def travels_alone(path: str) -> bool:
-    return path.endswith((CONTROL_SUFFIX, SLICE_SUFFIX))
+def write_rows(path: Path, index: int, rows: Iterable[tuple], sentinel_ts: int | None = None,
+               final: int | None = None) -> None:
+    """Write file number `index` atomically: `rows` (as `input_rows` yields them), then a sentinel row at
+    `sentinel_ts` if given; `final`, if given, is kept in the file's metadata (`read_control_final`). Its
+    modification time, set before it appears, is its place in the list."""
+    if sentinel_ts is not None:
+        rows = itertools.chain(rows, [("sentinel", None, sentinel_ts, b"")])
+    schema = ROW_SCHEMA if final is None else ROW_SCHEMA.with_metadata({FINAL_KEY: str(final).encode("ascii")})
+    temp = path.with_name(f".{path.name}.tmp")  # hidden from Spark's listing until renamed
+    with pq.ParquetWriter(str(temp), schema) as writer:
+        wrote = False
+        for batch in _arrow_batches(rows):
+            writer.write_batch(batch.replace_schema_metadata(schema.metadata))
+            wrote = True
+        if not wrote:
+            writer.write_table(schema.empty_table())
+    with open(temp, "rb+") as handle:
+        os.fsync(handle.fileno())
+    mtime = ORIGIN_NS + index * 10**9
+    os.utime(temp, ns=(mtime, mtime))
+    os.replace(temp, path)
 
 
-def write_control(path: Path, sentinel_ts: int, final: int, end_groups: Iterable[str] = (),
+def write_control(path: Path, index: int, sentinel_ts: int, final: int, end_groups: Iterable[str] = (),
                   wake_groups: Iterable[str] = ()) -> None:
-    """Write a control file atomically: a sentinel row at `sentinel_ts` (it moves the watermark), one wake
+    """Write control file number `index`: a sentinel row at `sentinel_ts` (it moves the watermark), one wake
     row per group of `wake_groups` and one end-of-run row per group of `end_groups`, both for `final`.
     `final` is kept in the file either way, so a resumed run reads the decision back instead of recomputing
     it from state that has moved on since."""
-    lines = [json.dumps({"kind": "sentinel", "ts": sentinel_ts, "final": final})]
-    lines += [json.dumps({"kind": "wake", "ts": sentinel_ts, "final": final, "group_id": g}) for g in wake_groups]
-    lines += [json.dumps({"kind": "end", "ts": sentinel_ts, "final": final, "group_id": g}) for g in end_groups]
-    temp = path.with_name(path.name + ".tmp")
-    with temp.open("w", encoding="utf-8") as handle:
-        handle.write("\n".join(lines) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temp, path)
-
-
-def write_slice(path: Path, rows: Iterable[tuple], sentinel_ts: int) -> None:
-    """Write a slice file atomically: `rows` (as `input_rows` yields them) and a sentinel row at
-    `sentinel_ts`, as Arrow IPC, which `read` hands to Spark as it is."""
-    temp = path.with_name(path.name + ".tmp")
-    with pa.OSFile(str(temp), "wb") as sink, pa.ipc.new_file(sink, ROW_SCHEMA) as writer:
-        for batch in _arrow_batches(itertools.chain(rows, [("sentinel", None, sentinel_ts, b"")])):
-            writer.write_batch(batch)
-    with open(temp, "rb+") as handle:
-        os.fsync(handle.fileno())
-    os.replace(temp, path)
-
-
-def _slice_batches(path: str) -> Iterator:
-    with pa.OSFile(path, "rb") as source:  # copies: the batches outlive the file handle
-        reader = pa.ipc.open_file(source)
-        for index in range(reader.num_record_batches):
-            yield reader.get_batch(index)
+    rows = [("sentinel", None, sentinel_ts, b"")]
+    rows += [("wake", g, sentinel_ts, wake_payload(final)) for g in wake_groups]
+    rows += [("end", g, sentinel_ts, end_of_run_payload(final)) for g in end_groups]
+    write_rows(path, index, rows, final=final)
 
 
 def read_control_final(path: Path) -> int:
-    with path.open(encoding="utf-8") as handle:
-        return json.loads(handle.readline())["final"]
+    return int(pq.read_schema(str(path)).metadata[FINAL_KEY])
 
 
-class EventFileSource(DataSource):
-    """Options: `files` (JSON list of [path to read, name], in order), `files_per_trigger` (0 = no limit),
-    `captured` (absolute path of a captured-responses file; empty or absent: none).
-    The name is the path as the user gave it (relative, say): rows carry it as their `source`, as the local
-    engine's do, while executors, whose working folder differs, read the absolute path."""
-
-    @classmethod
-    def name(cls) -> str:
-        return SOURCE_NAME
-
-    def schema(self) -> str:
-        return SCHEMA
-
-    def streamReader(self, schema) -> "EventFileReader":
-        variants = self.options.get("variants")
-        return EventFileReader(json.loads(self.options["files"]), int(self.options.get("files_per_trigger", 0)),
-                               self.options.get("captured") or None, json.loads(variants) if variants else None)
-
-
-class FilePartition(InputPartition):
-    def __init__(self, path: str, name: str) -> None:
-        super().__init__(path)
-        self.name = name
-
-
-class EventFileReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, files: list[list[str]], files_per_trigger: int, captured: str | None = None,
-                 variants: list[str] | None = None) -> None:
-        self.files = files
-        self.files_per_trigger = files_per_trigger
-        self.captured = captured
-        self.variants = variants
-        self.target: int | None = None
-
-    def initialOffset(self) -> dict:
-        return {"file": 0}
-
-    def prepareForTriggerAvailableNow(self) -> None:
-        self.target = len(self.files)
-
-    def getDefaultReadLimit(self):
-        return ReadMaxFiles(self.files_per_trigger) if self.files_per_trigger else ReadAllAvailable()
-
-    def latestOffset(self, start: dict, limit) -> dict:
-        begin = start["file"]
-        end = len(self.files) if self.target is None else self.target
-        if isinstance(limit, ReadMaxFiles):
-            end = min(end, begin + limit.max_files)
-        if begin < end and travels_alone(self.files[begin][0]):
-            end = begin + 1
-        else:
-            end = next((i for i in range(begin, end) if travels_alone(self.files[i][0])), end)
-        return {"file": max(begin, end)}
-
-    def partitions(self, start: dict, end: dict) -> list[FilePartition]:
-        return [FilePartition(*self.files[i]) for i in range(start["file"], end["file"])]
-
-    def read(self, partition: FilePartition) -> Iterator:
-        path = partition.value
-        if path.endswith(SLICE_SUFFIX):
-            yield from _slice_batches(path)
-            return
-        rows = (_control_rows(path) if is_control(path)
-                else input_rows(path, partition.name, self.captured, self.variants))
-        yield from _arrow_batches(rows)
+def read_rows(path: Path) -> Iterator[tuple]:
+    """A source file's rows, as they were written (event times in ms)."""
+    for batch in pq.ParquetFile(str(path)).iter_batches():
+        for kind, key, ts, payload in zip(*(batch.column(i).to_pylist() for i in range(4))):
+            yield kind, key, None if ts is None else int(ts.timestamp() * 1000), payload
 
 
 def input_rows(path: str, name: str, captured: str | None, variants: list[str] | None = None) -> Iterator[tuple]:
@@ -210,23 +150,11 @@ def input_rows(path: str, name: str, captured: str | None, variants: list[str] |
 
 @functools.lru_cache(maxsize=2)
 def _captured_answers(path: str, mtime_ns: int) -> dict:
-    """The file's answers by request id, kept for the process's later partitions (`mtime_ns`: a file
-    rewritten since is read again)."""
+    """The file's answers by request id, read once for all the input files (`mtime_ns`: a file rewritten
+    since is read again)."""
     from tableio.captured_answers import captured_answers
 
     return captured_answers(path)
-
-
-def _control_rows(path: str) -> Iterator[tuple]:
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            row = json.loads(line)
-            if row["kind"] == "sentinel":
-                yield "sentinel", None, row["ts"], b""
-            elif row["kind"] == "wake":
-                yield "wake", row["group_id"], row["ts"], wake_payload(row["final"])
-            else:
-                yield "end", row["group_id"], row["ts"], end_of_run_payload(row["final"])
 
 
 def _arrow_batches(rows: Iterable[tuple]) -> Iterator:

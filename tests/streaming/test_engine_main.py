@@ -104,9 +104,11 @@ def test_a_sliced_run_is_not_resumed_with_another_slice(tmp_path, capsys):
 
 @pytest.mark.spark
 def test_a_python_worker_that_does_not_connect_back_in_time_ends_the_run_with_one_line(tmp_path):
-    # 1 ms: no Python worker starts that fast, as none did within 15 s on a busy machine.
+    # 1 ms: no Python worker starts that fast, as none did within 15 s on a busy machine. Spark waits for a
+    # worker's connection so only for a worker it starts on its own, not forked by its daemon.
     done = subprocess.run([sys.executable, "-m", "streaming.engine", SAMPLE, "--out", str(tmp_path / "out"), "--quiet",
-                           "--spark-set", "spark.python.authenticate.socketTimeout=1ms"],
+                           "--spark-set", "spark.python.authenticate.socketTimeout=1ms",
+                           "--spark-set", "spark.python.use.daemon=false"],
                           cwd=REPO, env=environment(), capture_output=True, text=True, timeout=600)
     assert done.returncode == 1, done.stderr[-3000:]
     # Spark's and the late worker's own reports come first; the run's last word is one line saying what to do.

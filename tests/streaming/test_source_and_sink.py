@@ -1,48 +1,39 @@
-"""The source's micro-batch plan, control files, and the sink's commit log."""
+"""The source's files (their order, control files, captured answers), and the sink's commit log."""
 
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import shutil
 
 import pytest
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles
 
 from state.events import CapturedAnswer
 from streaming import sink, source
-from streaming.source import (EventFileReader, FilePartition, _control_rows, end_of_run_final, read_control_final,
-                              wake_at, write_control)
+from streaming.source import (SCHEMA, end_of_run_final, input_rows, read_control_final, read_rows, source_file,
+                              wake_at, write_control, write_rows)
 from streaming.step import OUTPUT_SCHEMA
 from tableio import captured_answers
 
 
-def plan(files: list[str], files_per_trigger: int) -> list[list[str]]:
-    """The files of each micro-batch an availableNow run reads."""
-    reader = EventFileReader([[f, f] for f in files], files_per_trigger)
-    reader.prepareForTriggerAvailableNow()
-    limit = reader.getDefaultReadLimit()
-    batches, start = [], reader.initialOffset()
-    while (end := reader.latestOffset(start, limit)) != start:
-        batches.append([p.value for p in reader.partitions(start, end)])
-        start = end
-    return batches
+@pytest.mark.spark
+def test_spark_reads_one_file_per_micro_batch_in_the_order_of_their_places(spark, tmp_path):
+    # Written last to first, and named against their order: only the places (modification times) count.
+    folder = tmp_path / "source"
+    folder.mkdir()
+    for index in (2, 1, 0):
+        write_rows(folder / f"{9 - index}.parquet", index, [("event", f"g{index}", 1_000 * index, b"x")])
+    batches: list[list[str]] = []
+    query = (spark.readStream.format("parquet").schema(SCHEMA).option("maxFilesPerTrigger", 1).load(str(folder))
+             .writeStream.option("checkpointLocation", str(tmp_path / "checkpoint"))
+             .foreachBatch(lambda df, _: batches.append([r.key for r in df.collect()]))
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    assert batches == [["g0"], ["g1"], ["g2"]]
 
 
-def test_control_files_travel_alone():
-    files = ["a.jsonl", "b.jsonl", "c.parquet", "1.control", "2.control", "3.control"]
-    assert plan(files, 0) == [["a.jsonl", "b.jsonl", "c.parquet"], ["1.control"], ["2.control"], ["3.control"]]
-    assert plan(files, 2) == [["a.jsonl", "b.jsonl"], ["c.parquet"], ["1.control"], ["2.control"], ["3.control"]]
-
-
-def test_all_available_limit_and_a_longer_list_keep_earlier_offsets():
-    reader = EventFileReader([["a.jsonl", "a"], ["b.jsonl", "b"]], 1)
-    assert reader.latestOffset({"file": 0}, ReadAllAvailable()) == {"file": 2}
-    longer = EventFileReader([["a.jsonl", "a"], ["b.jsonl", "b"], ["x.control", "x"]], 1)
-    assert longer.latestOffset({"file": 2}, ReadMaxFiles(1)) == {"file": 3}
-
-
-def test_events_carry_their_captured_answers_and_a_process_reads_the_file_once(tmp_path, monkeypatch):
+def test_events_carry_their_captured_answers_and_the_file_is_read_once(tmp_path, monkeypatch):
     events = tmp_path / "events.jsonl"
     events.write_text("".join(json.dumps({"ts": 1_000 + i, "group_id": "g", "type": "HEARTBEAT", "member_id": "0x1",
                                           "generation_id": 2, "request_id": f"r{i}"}) + "\n" for i in range(2)))
@@ -53,23 +44,23 @@ def test_events_carry_their_captured_answers_and_a_process_reads_the_file_once(t
     monkeypatch.setattr(captured_answers, "captured_answers",
                         lambda path, read=captured_answers.captured_answers: reads.append(path) or read(path))
     source._captured_answers.cache_clear()
-    reader = EventFileReader([[str(events), "events.jsonl"]], 0, str(captured))
-    for _ in range(2):  # two partitions of the same file, as a re-executed micro-batch reads them
-        batches = reader.read(FilePartition(str(events), "events.jsonl"))
-        payloads = [p for batch in batches for p in batch.column("payload").to_pylist()]
-        assert [pickle.loads(p).captured for p in payloads] == [CapturedAnswer("c1", "NONE", "0x1", 2), None]
+    for _ in range(2):  # two input files answered by the same captured file
+        rows = list(input_rows(str(events), "events.jsonl", str(captured)))
+        assert [pickle.loads(p).captured for _, _, _, p in rows] == [CapturedAnswer("c1", "NONE", "0x1", 2), None]
     assert reads == [str(captured)]
 
 
 def test_control_file_round_trip(tmp_path):
-    path = tmp_path / "3.control"
-    write_control(path, sentinel_ts=2_000, final=1_000, end_groups=["g1", "g2"], wake_groups=["g3"])
-    rows = list(_control_rows(str(path)))
+    path = source_file(tmp_path, 3, "end-of-run")
+    write_control(path, 3, sentinel_ts=2_000, final=1_000, end_groups=["g1", "g2"], wake_groups=["g3"])
+    rows = list(read_rows(path))
     assert rows[0] == ("sentinel", None, 2_000, b"")
     assert [(kind, key, ts, end_of_run_final(p), wake_at(p)) for kind, key, ts, p in rows[1:]] == [
         ("wake", "g3", 2_000, None, 1_000), ("end", "g1", 2_000, 1_000, None), ("end", "g2", 2_000, 1_000, None)]
     assert end_of_run_final(pickle.dumps({"a": 1})) is None
     assert read_control_final(path) == 1_000
+    assert os.stat(path).st_mtime_ns == source.ORIGIN_NS + 3 * 10**9
+    assert not list(tmp_path.glob(".*"))
 
 
 @pytest.mark.spark
