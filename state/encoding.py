@@ -78,7 +78,7 @@ STORED: dict[str, tuple[str, ...]] = {
     "state.consumer_group.client.member.Membership": ("config", "_manager", "_heartbeat"),
     "state.consumer_group.client.member_config.MemberConfig": (),
     "state.consumer_group.client.membership_manager.MembershipManager": (
-        "config", "member_id", "member_epoch", "state", "subscription", "has_rebalance_listener", "owned",
+        "config", "member_id", "member_epoch", "state", "subscription", "pattern", "has_rebalance_listener", "owned",
         "current_assignment", "target_assignment", "leave_group_operation", "leave_in_progress",
         "_reconciliation_in_progress", "_rejoined_while_reconciliation_in_progress", "_subscription_updated",
         "_is_poll_timer_expired", "_stale_assignment_released", "_rejoin_when_stale_assignment_released",
