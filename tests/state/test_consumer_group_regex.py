@@ -171,3 +171,23 @@ def test_a_captured_heartbeat_with_an_invalid_regex_is_answered_invalid_regular_
                       subscribed_topic_regex="[", topic_partitions=[], api_version=1)
     ctx.sleep(1)
     assert handle.error == "INVALID_REGULAR_EXPRESSION"
+
+
+def test_elided_and_explicit_runs_of_a_group_with_regexes_write_the_same_rows():
+    # state/periodic.py folds steady heartbeats; any heartbeat of a group with regexes may resolve them again
+    # (refresh interval, new topics), so such a group stays explicit and both modes agree, a member
+    # subscribing by name included.
+    from state.config import CoordinatorConfig
+    from tests.state.test_periodic import directive as at, simulate
+    events = [at(0, "TOPIC_METADATA", 0, topics=[{"topic": "orders-eu", "partitions": 2, "records_per_second": 5},
+                                                 {"topic": "payments", "partitions": 2, "records_per_second": 5}]),
+              at(0, "CLIENT_START", 1, client_id="c0", topic_pattern="orders-.*", config=CONSUMER),
+              at(0, "CLIENT_START", 2, client_id="c1", topics=["payments"], config=CONSUMER),
+              at(130_000, "TOPIC_METADATA", 3, topics=[{"topic": "orders-us", "partitions": 2}]),
+              at(400_000, "CLIENT_STOP", 4, client_id="c0")]
+    settings = {"group_consumer_regex_refresh_interval_ms": 60_000, "group_consumer_assignment_interval_ms": 0}
+    explicit, _ = simulate(CoordinatorConfig(coordsim_periodic_elision=0, **settings), events, [], 600_000)
+    elided, _ = simulate(CoordinatorConfig(**settings), events, [200_000], 600_000, reencode=True)
+    assert elided == explicit
+    records = [r for r in explicit["consumer_group_records"] if r["record_type"] == "ConsumerGroupRegularExpression"]
+    assert len(records) > 3 and records[-1]["tombstone"]
