@@ -37,8 +37,11 @@ GroupMetadata record in one append, the consumer group Dead and its members remo
 members added and its state Stable at the group epoch, then its rebalance (all with cause
 `group_converted`). A JoinGroup to an Empty consumer group replaces it with a new classic group, whatever
 the policy (its tombstones open the classic group's first append: state/membership.py).
-Not modelled: the deletion of an Empty consumer group whose offsets all expired (its offsets expire,
-state/offsets.py; the group stays).
+An Empty consumer group whose offsets all expired is deleted by the offsets sweep (state/offsets.py,
+`delete_empty_consumer_group`).
+A heartbeat (or classic JoinGroup) that asks for the group's regular expressions to be resolved
+(state.consumer_group.regex) is followed, once written and answered, by the resolution's own append at the
+same ms (`resolve_regular_expressions`, cause `regex_resolved`).
 """
 
 from __future__ import annotations
