@@ -22,7 +22,6 @@ from state.consumer_group.records import (
     member_tombstones,
 )
 from state.consumer_group.regex import (
-    REGEX_BATCH_REFRESH_MIN_INTERVAL_MS,
     InvalidRegularExpression,
     compile_regex,
     resolve_regular_expressions,
