@@ -51,6 +51,9 @@ class CoordinatorConfig:
     group_consumer_assignment_interval_ms: int = 1_000
     group_consumer_min_assignment_interval_ms: int = 0
     group_consumer_max_assignment_interval_ms: int = 15_000
+    # How often a group's regular expressions are resolved again at the latest (an internal Kafka setting,
+    # default 10 minutes, at least 10 s), checked at each heartbeat (state.consumer_group.regex).
+    group_consumer_regex_refresh_interval_ms: int = 600_000
     # 1: a steady member's heartbeats and auto-commits (state/periodic.py) and the lookups of a client whose
     # coordinator's broker is down or has no leader (state/lookup.py) are computed in closed form;
     # 0: simulated one by one. The output is the same either way.
@@ -125,6 +128,8 @@ class CoordinatorConfig:
             ]
         assignors = self.group_consumer_assignors
         checks += [
+            (self.group_consumer_regex_refresh_interval_ms >= 10_000,
+             "group.consumer.regex.refresh.interval.ms must be >= 10000"),
             (self.group_consumer_heartbeat_interval_ms < self.group_consumer_session_timeout_ms,
              "group.consumer.heartbeat.interval.ms must be < group.consumer.session.timeout.ms"),
             (len(assignors) > 0 and len(set(assignors)) == len(assignors),

@@ -107,6 +107,8 @@ class SyntheticConsumer:
     # commit of the batch in hand fails locally (CommitFailedException) when its poll loop resumes.
     kicked_out: bool = False
     metadata_snapshot: dict[str, int] | None = None  # leader: partition counts its assignment was made with
+    # group.protocol=consumer: the broker-side pattern subscribed to instead of `topics` (then empty).
+    topic_pattern: str | None = None
     # group.protocol=consumer: the membership the client runs instead of the classic join loop
     # (state/consumer_group_client.py), and its requests in flight that the membership waits for (request id
     # -> the heartbeat, or the commit action).
@@ -197,7 +199,8 @@ class ConsumerFleet(ConsumerGroupClients):
             client = SyntheticConsumer(event.client_id, incarnation, event.group_instance_id, event.config,
                                        event.topics, started_ts=self.now, index=index,
                                        coordinator=self.host.discoverable_coordinator,
-                                       next_auto_commit=self.now + event.config.commit_interval_ms)
+                                       next_auto_commit=self.now + event.config.commit_interval_ms,
+                                       topic_pattern=event.topic_pattern)
             self.clients[event.client_id] = client
             if event.config.group_protocol == "consumer":
                 self.start_membership(client)
@@ -225,9 +228,13 @@ class ConsumerFleet(ConsumerGroupClients):
             self.client_timer(client, "resume", until)
         elif isinstance(event, Subscribe):
             if client.membership is not None:
-                client.topics = event.topics
-                client.membership.subscribe(self.now, set(event.topics))
+                client.topics, client.topic_pattern = event.topics, event.topic_pattern
+                client.membership.subscribe(self.now, set(event.topics), pattern=event.topic_pattern)
                 self._schedule_poll(client, self.now)
+            elif event.topic_pattern is not None:
+                # ClassicKafkaConsumer.subscribe(SubscriptionPattern) throws UnsupportedOperationException.
+                self.host.reject(event, f"client {event.client_id!r} uses group.protocol=classic: a topic_pattern "
+                                        "(subscribe(SubscriptionPattern)) needs group.protocol=consumer")
             elif set(event.topics) != set(client.topics):
                 client.topics = event.topics
                 client.rejoin_needed = True

@@ -69,7 +69,7 @@ class ConsumerGroupClients:
         # The member id and the backoff jitter are drawn from the client's incarnation: runs repeat.
         membership = Membership(member_config, SeededRandom(client.origin), self.now)
         client.membership = membership
-        membership.subscribe(self.now, set(client.topics))
+        membership.subscribe(self.now, set(client.topics), pattern=client.topic_pattern)
         if client.coordinator is not None:
             membership.coordinator_found()  # a starting client is taken to know its coordinator (consumer.py)
         self._member_poll(client)

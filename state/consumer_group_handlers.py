@@ -37,8 +37,11 @@ GroupMetadata record in one append, the consumer group Dead and its members remo
 members added and its state Stable at the group epoch, then its rebalance (all with cause
 `group_converted`). A JoinGroup to an Empty consumer group replaces it with a new classic group, whatever
 the policy (its tombstones open the classic group's first append: state/membership.py).
-Not modelled: the deletion of an Empty consumer group whose offsets all expired (its offsets expire,
-state/offsets.py; the group stays).
+An Empty consumer group whose offsets all expired is deleted by the offsets sweep (state/offsets.py,
+`delete_empty_consumer_group`).
+A heartbeat (or classic JoinGroup) that asks for the group's regular expressions to be resolved
+(state.consumer_group.regex) is followed, once written and answered, by the resolution's own append at the
+same ms (`resolve_regular_expressions`, cause `regex_resolved`).
 """
 
 from __future__ import annotations
@@ -64,8 +67,10 @@ from state.consumer_group.heartbeat import (
     on_loaded,
     on_member_timeout,
     on_rebalance_timeout,
+    on_regular_expressions_resolved,
     validate_request,
 )
+from state.consumer_group.regex import resolve_regular_expressions
 from state.consumer_group.messages import JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH, HeartbeatRequest, TopicPartitions
 from state.consumer_group.downgrade import Downgrade, convert_to_classic_group
 from state.consumer_group.migration import convert_to_consumer_group, validate_online_upgrade
@@ -104,15 +109,25 @@ class ConsumerGroupHandlers:
     # -- topics ---------------------------------------------------------------------------------------------
     def note_topic_ids(self, event: TopicMetadata) -> None:
         """The ids of the topics a TOPIC_METADATA row declares: the row's, else the one the topic already has,
-        else the one derived from its name. A change to a subscribed topic makes the consumer group recompute
-        its metadata hash at its next heartbeat (Kafka: the metadata image changed)."""
+        else the one derived from its name. A change to a subscribed topic (by name or through a resolved
+        regex) makes the consumer group recompute its metadata hash at its next heartbeat (Kafka: the metadata
+        image changed). A row that changes anything is a new image version; one that creates a topic also
+        makes the next heartbeat resolve the group's regexes again (onMetadataUpdate's
+        lastMetadataImageWithNewTopics), subject to the 10 s minimum between two resolutions."""
+        changed_any = created = False
         for topic, partitions in event.topics:
             given = event.topic_ids.get(topic)
             topic_id = TopicId.from_string(given) if given else self.topic_ids.get(topic) or derived_topic_id(topic)
             changed = self.topic_ids.get(topic) != topic_id or self.cluster_topics.get(topic) != partitions
+            created |= topic not in self.cluster_topics or self.topic_ids.get(topic) != topic_id
+            changed_any |= changed
             self.topic_ids[topic] = topic_id
-            if changed and self.consumer_group is not None and topic in self.consumer_group.subscribed_topic_names:
+            if changed and self.consumer_group is not None and self.consumer_group.is_subscribed_to(topic):
                 self.consumer_group.metadata_expired = True
+        if changed_any:
+            self.metadata_version += 1
+            if created:
+                self.new_topics_version = self.metadata_version
 
     def topic_id(self, topic: str) -> TopicId:
         """A topic's id; a topic the coordinator was never told of gets the id derived from its name."""
@@ -121,7 +136,8 @@ class ConsumerGroupHandlers:
     def heartbeat_context(self) -> HeartbeatContext:
         image = TopicsImage({topic: (self.topic_id(topic), partitions)
                              for topic, partitions in self.cluster_topics.items()})
-        return HeartbeatContext.from_config(self.config, image)
+        return HeartbeatContext.from_config(self.config, image, metadata_version=self.metadata_version,
+                                            new_topics_version=self.new_topics_version)
 
     def _by_topic_id(self, partitions: tuple[PartitionList, ...] | None) -> TopicPartitions | None:
         if partitions is None:
@@ -184,6 +200,19 @@ class ConsumerGroupHandlers:
         self.respond(event, "NONE", member_id=response.member_id, generation_id=response.member_epoch,
                      heartbeat_interval_ms=response.heartbeat_interval_ms,
                      assignment=None if response.assignment is None else self._by_topic_name(response.assignment))
+        self.resolve_regular_expressions(result.resolve_regexes)
+
+    def resolve_regular_expressions(self, regexes: tuple[str, ...] | None) -> None:
+        """The resolution a heartbeat asked for (Kafka's executor running TopicRegexResolver, then
+        handleRegularExpressionsResult): resolved against the coordinator's topics now and written as its own
+        append, after the heartbeat's write and response, at the same ms (cause `regex_resolved`). Kafka
+        only logs a failed write of it; the next heartbeat asks again."""
+        if not regexes or self.consumer_group is None:
+            return
+        context = self.heartbeat_context()
+        resolved = resolve_regular_expressions(regexes, context.topics.topics, context.metadata_version, self.now)
+        self.apply_consumer_group_result(on_regular_expressions_resolved(self.consumer_group, resolved, context),
+                                         "regex_resolved")
 
     def fire_consumer_group_timer(self, kind: str, *args) -> None:
         """A member's session, rebalance, join or sync timeout: fence it (Kafka only logs a failed write of the
@@ -236,6 +265,7 @@ class ConsumerGroupHandlers:
         self.respond(req, "NONE", member_id=response.member_id, generation_id=response.generation_id,
                      protocol_type=response.protocol_type, protocol_name=response.protocol_name, leader_id="",
                      skip_assignment=False, members=[])
+        self.resolve_regular_expressions(result.resolve_regexes)
 
     def _classic_group_sync(self, req: SyncGroup) -> None:
         result = classic_group_sync(self.consumer_group, member_id=req.member_id, instance_id=req.group_instance_id,
@@ -323,8 +353,15 @@ class ConsumerGroupHandlers:
                 first_delta = 1 + len(converted.records)
             self._replay_written(list(result.records), cause, first_delta)
         self._apply_timers(result.timers)
-        if result.metadata_refreshed:
-            self.consumer_group.metadata_expired = False
+        group = self.consumer_group
+        if result.metadata_refreshed and group is not None:
+            group.metadata_expired = False
+        if group is not None and group.subscribed_regexes:
+            # Any member's next heartbeat may resolve the group's regexes again (the periodic refresh), which
+            # state/periodic.py's closed-form runs cannot foresee: the flag keeps such a group's heartbeats
+            # simulated one by one. It costs each heartbeat a recomputation of the metadata hash, to the value
+            # it has (a topic change sets the flag anyway), so the output is the same.
+            group.metadata_expired = True
         return None
 
     def _convert_to_classic_group(self, result: CoordinatorResult) -> str | None:

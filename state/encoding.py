@@ -44,7 +44,8 @@ STORED: dict[str, tuple[str, ...]] = {
         "coordinators", "down_epochs", "now", "member_id_counter", "write_failures", "last_write_error", "loading_until", "log", "pending_generation",
         "last_sweep_ts", "_held", "_last_key", "last_event_ts", "cluster_topics", "production",
         "requests_in_flight", "runs", "elided", "lookups", "steps", "metrics", "offsets_version", "captured_ids",
-        "_captured_retries", "consumer_group", "consumer_generation", "topic_ids"),
+        "_captured_retries", "consumer_group", "consumer_generation", "topic_ids", "metadata_version",
+        "new_topics_version"),
     "state.consumer.ConsumerFleet": ("group_id", "clients", "timers"),
     "state.consumer.SyntheticConsumer": (),
     "state.client_config.ClientConfig": (),
@@ -62,8 +63,8 @@ STORED: dict[str, tuple[str, ...]] = {
     # A consumer group and what its log holds (state.consumer_group).
     "state.consumer_group.group.ConsumerGroup": (
         "group_id", "group_epoch", "metadata_hash", "assignment_epoch", "assignment_timestamp_ms", "members",
-        "target_assignment", "static_members", "subscribed_topic_names", "server_assignors", "partition_epochs",
-        "metadata_expired"),
+        "target_assignment", "static_members", "subscribed_topic_names", "server_assignors", "subscribed_regexes",
+        "resolved_regexes", "regex_topic_names", "partition_epochs", "metadata_expired"),
     "state.consumer_group.group.ConsumerGroupMember": (),
     "state.consumer_group.reconciliation.CurrentAssignment": (),
     "state.consumer_group.reconciliation.CurrentPartitionEpochs": ("_epochs",),
@@ -72,11 +73,12 @@ STORED: dict[str, tuple[str, ...]] = {
     "state.consumer_group.records.ClassicMemberMetadata": (),
     "state.consumer_group.records.ClassicProtocol": (),
     "state.consumer_group.records.AssignmentMetadata": (),
+    "state.consumer_group.records.ResolvedRegularExpression": (),
     # A consumer-protocol client's membership (state.consumer_group.client), with its requests in flight.
     "state.consumer_group.client.member.Membership": ("config", "_manager", "_heartbeat"),
     "state.consumer_group.client.member_config.MemberConfig": (),
     "state.consumer_group.client.membership_manager.MembershipManager": (
-        "config", "member_id", "member_epoch", "state", "subscription", "has_rebalance_listener", "owned",
+        "config", "member_id", "member_epoch", "state", "subscription", "pattern", "has_rebalance_listener", "owned",
         "current_assignment", "target_assignment", "leave_group_operation", "leave_in_progress",
         "_reconciliation_in_progress", "_rejoined_while_reconciliation_in_progress", "_subscription_updated",
         "_is_poll_timer_expired", "_stale_assignment_released", "_rejoin_when_stale_assignment_released",

@@ -25,6 +25,7 @@ from typing import Any
 from state import consumer_protocol
 from state.client_config import ClientConfig
 from state.config import ConfigError
+from state.consumer_group.regex import InvalidRegularExpression, compile_regex
 
 # The newest request versions the simulator models (Kafka 4.x's classic group APIs).
 NEWEST_API_VERSION = {
@@ -260,11 +261,13 @@ class CoordinatorFault(Event):
 
 @dataclass(slots=True, unsafe_hash=True)
 class ClientStart(Event):
-    """A synthetic consumer process starts (again, if `client_id` ran before) and subscribes to `topics`."""
+    """A synthetic consumer process starts (again, if `client_id` ran before) and subscribes to `topics`, or
+    (group.protocol=consumer only) to the broker-side pattern `topic_pattern` (subscribe(SubscriptionPattern))."""
 
     group_instance_id: str | None = None
     topics: tuple[str, ...] = ()
     config: ClientConfig = field(default_factory=ClientConfig)
+    topic_pattern: str | None = None
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -288,7 +291,10 @@ class ClientPause(Event):
 
 @dataclass(slots=True, unsafe_hash=True)
 class Subscribe(Event):
+    """The application subscribes to `topics`, or to the broker-side pattern `topic_pattern`."""
+
     topics: tuple[str, ...] = ()
+    topic_pattern: str | None = None
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -838,6 +844,23 @@ def _topic_names(raw: Mapping, name: str) -> tuple[str, ...]:
     return topics
 
 
+def _subscription(raw: Mapping) -> tuple[tuple[str, ...], str | None]:
+    """A directive's `topics`, or its `topic_pattern` (a broker-side RE2J pattern, checked as the coordinator
+    checks one: state.consumer_group.regex), never both."""
+    pattern = _opt_str(raw, "topic_pattern")
+    if pattern is None:
+        return _topic_names(raw, "topics"), None
+    if raw.get("topics"):
+        raise EventError("give either 'topics' or 'topic_pattern', not both")
+    if pattern == "":
+        raise EventError("field 'topic_pattern' must be a non-empty regular expression")
+    try:
+        compile_regex(pattern)
+    except InvalidRegularExpression as error:
+        raise EventError(f"field 'topic_pattern': {error}") from None
+    return (), pattern
+
+
 def _opt_strings(raw: Mapping, name: str) -> tuple[str, ...] | None:
     if raw.get(name) is None:
         return None
@@ -898,14 +921,20 @@ def _client_directive(etype: str, raw: Mapping, header: dict) -> Event:
         instance = _opt_str(raw, "group_instance_id")
         if instance == "":
             raise EventError("field 'group_instance_id' must be non-empty when set (as the Java client requires)")
-        return ClientStart(**header, group_instance_id=instance, topics=_topic_names(raw, "topics"), config=config)
+        topics, pattern = _subscription(raw)
+        if pattern is not None and config.group_protocol != "consumer":
+            raise EventError("field 'topic_pattern' needs config group.protocol=consumer: the classic consumer "
+                             "refuses subscribe(SubscriptionPattern) (UnsupportedOperationException); a client-side "
+                             "java.util.regex.Pattern subscription is not modelled")
+        return ClientStart(**header, group_instance_id=instance, topics=topics, config=config, topic_pattern=pattern)
     if etype == "CLIENT_PAUSE":
         scope = _str(raw, "scope", "process")
         if scope not in PAUSE_SCOPES:
             raise EventError(f"field 'scope' must be one of {', '.join(PAUSE_SCOPES)}, got {scope!r}")
         return ClientPause(**header, duration_ms=_int(raw, "duration_ms", lo=0), scope=scope)
     if etype == "SUBSCRIBE":
-        return Subscribe(**header, topics=_topic_names(raw, "topics"))
+        topics, pattern = _subscription(raw)
+        return Subscribe(**header, topics=topics, topic_pattern=pattern)
     if etype == "TOPIC_METADATA":
         topics, rates, topic_ids = [], {}, {}
         for entry in _list(raw, "topics"):

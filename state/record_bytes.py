@@ -16,7 +16,7 @@ with no producer id outside transactions, and every record of one append carries
 within a batch of one operation the timestamp delta is 0 and the offset delta counts the records.
 
 A consumer group's records (state.consumer_group.records) are written the same way, their key type being
-the key schema's id (3 to 8) and every value at version 0, which is a flexible version: strings and arrays
+the key schema's id (3 to 8, 16 for ConsumerGroupRegularExpression) and every value at version 0, which is a flexible version: strings and arrays
 are compact (unsigned varint length + 1, 0 for null), a topic id is its 16 bytes, and each structure ends
 with its tagged fields, of which a 4.x broker writes ConsumerGroupMetadataValue.MetadataHash (4.1+) and
 ConsumerGroupTargetAssignmentMetadataValue.AssignmentTimestamp (4.3+) when not 0 and each partition list's
@@ -98,6 +98,7 @@ def key_bytes(record: Record | cg.ConsumerGroupRecord, group_id: str) -> bytes:
     if isinstance(record, OffsetCommitRecord):
         return _int16(OFFSET_COMMIT) + _string(group_id) + _string(record.topic) + _int32(record.partition)
     if isinstance(record, _CONSUMER_GROUP_RECORDS):
+        # The member id, or a ConsumerGroupRegularExpressionKey's RegularExpression, follows the group id.
         record_type, *member_id = record.key
         return _int16(record_type) + _string(group_id) + b"".join(_string(m) for m in member_id)
     return _int16(GROUP_METADATA) + _string(group_id)
@@ -140,7 +141,7 @@ def _group_metadata_value(v: dict) -> bytes:
 CONSUMER_GROUP_VALUE_VERSION = 0
 _CONSUMER_GROUP_RECORDS = (cg.ConsumerGroupMetadata, cg.ConsumerGroupPartitionMetadata, cg.ConsumerGroupMemberMetadata,
                            cg.ConsumerGroupTargetAssignmentMetadata, cg.ConsumerGroupTargetAssignmentMember,
-                           cg.ConsumerGroupCurrentMemberAssignment)
+                           cg.ConsumerGroupCurrentMemberAssignment, cg.ConsumerGroupRegularExpression)
 
 
 def _uvarint_len(n: int) -> bytes:
@@ -192,6 +193,10 @@ def _consumer_group_value(record) -> bytes:
     if isinstance(record, cg.ConsumerGroupTargetAssignmentMember):
         topics = [_uuid(topic_id) + _compact_int32s(partitions) + _tagged({}) for topic_id, partitions in v]
         return _uvarint_len(len(topics)) + b"".join(topics) + _tagged({})
+    if isinstance(record, cg.ConsumerGroupRegularExpression):
+        # ConsumerGroupRegularExpressionValue: Topics (compact array of compact strings), Version, Timestamp.
+        topics = _uvarint_len(len(v.topics)) + b"".join(map(_compact_string, v.topics))
+        return topics + _int64(v.version) + _int64(v.timestamp) + _tagged({})
     if isinstance(record, cg.ConsumerGroupCurrentMemberAssignment):
         return (_int32(v.member_epoch) + _int32(v.previous_member_epoch) + struct.pack(">b", v.state)
                 + _partition_epochs(v.assigned_partitions) + _partition_epochs(v.partitions_pending_revocation)

@@ -95,6 +95,10 @@ class GroupRuntime(MembershipHandlers, ConsumerGroupHandlers, OffsetHandlers, Me
         self.last_event_ts = -1
         self.cluster_topics: dict[str, int] = {}
         self.topic_ids: dict[str, TopicId] = {}
+        # The coordinator's metadata image version (TOPIC_METADATA rows that changed a topic) and the last one
+        # that created a topic: what refreshes a consumer group's regexes (state.consumer_group.regex).
+        self.metadata_version = 0
+        self.new_topics_version = -1
         self.production: dict[str, tuple[int, float, int]] = {}  # topic -> (since_ts, records/s, base offset)
         self.requests_in_flight: dict[str, tuple[dict, int | None]] = {}  # request id -> (row, sent to)
         self.runs: dict = {}    # open quiet runs by chain

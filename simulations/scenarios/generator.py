@@ -98,7 +98,10 @@ class GroupPlan:
         fields = {"client_id": member.client_id}
         if member.instance_id is not None:
             fields["group_instance_id"] = member.instance_id
-        fields["topics"] = [topic.name for topic in self.set.topics]
+        if self.set.topic_pattern is not None:
+            fields["topic_pattern"] = self.set.topic_pattern
+        else:
+            fields["topics"] = [topic.name for topic in self.set.topics]
         if member.config:
             fields["config"] = member.config
         self.emit(t, "CLIENT_START", **fields)

@@ -22,6 +22,7 @@ from state.cluster import (AUTO_LEADER_REBALANCE, DEFAULT_NUM_PARTITIONS, DEFAUL
                            SESSION_TIMEOUT, Broker, Cluster, ClusterError, ControllerSettings, TopicDescription,
                            parse_topic_description)
 from state.config import ConfigError, CoordinatorConfig
+from state.consumer_group.regex import InvalidRegularExpression, compile_regex
 from state.events import TOPIC_MAX_LENGTH
 
 DEFAULT_START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z: fixed, so a scenario without `start` reproduces
@@ -32,7 +33,8 @@ ASSIGNMENT_STRATEGY = "partition.assignment.strategy"
 SWEEP_KEY = "sweep"
 TOP_LEVEL_KEYS = ("name", "description", "start", "duration", "seed", "broker", "cluster", "group_sets", "timeline",
                   SWEEP_KEY)
-GROUP_SET_KEYS = ("name", "groups", "members", "topics", "assignors", "membership", "config", "stagger")
+GROUP_SET_KEYS = ("name", "groups", "members", "topics", "topic_pattern", "assignors", "membership", "config",
+                  "stagger")
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,9 @@ class GroupSet:
     config: dict[str, Any]  # consumer settings under Kafka's names, as CLIENT_START carries them
     stagger_ms: int
     line: int
+    # The members subscribe to this broker-side pattern (group.protocol=consumer) instead of `topics`, which
+    # then only make the cluster's topics.
+    topic_pattern: str | None = None
 
 
 @dataclass(frozen=True)
@@ -426,7 +431,26 @@ def _group_set(node: Node) -> GroupSet:
     stagger_ms = _optional(section, "stagger", as_duration_ms, None)
     if stagger_ms is None:
         stagger_ms = default_stagger_ms(ClientConfig.from_kafka(config))
-    return GroupSet(name, groups, members, topics, membership == "static", config, stagger_ms, node.line)
+    pattern = _topic_pattern(section.get("topic_pattern"), config)
+    return GroupSet(name, groups, members, topics, membership == "static", config, stagger_ms, node.line, pattern)
+
+
+def _topic_pattern(node: Node | None, config: dict[str, Any]) -> str | None:
+    """A group set's `topic_pattern`: a broker-side (RE2J) pattern the coordinator can compile, for consumers
+    with group.protocol=consumer (the classic consumer refuses subscribe(SubscriptionPattern))."""
+    if node is None or node.value is None:
+        return None
+    pattern = as_str(node)
+    if not pattern:
+        raise node.error("must be a non-empty regular expression")
+    try:
+        compile_regex(pattern)
+    except InvalidRegularExpression as error:
+        raise node.error(str(error)) from None
+    if ClientConfig.from_kafka(config).group_protocol != "consumer":
+        raise node.error("needs config group.protocol: consumer (the classic consumer refuses "
+                         "subscribe(SubscriptionPattern); a client-side java.util.regex.Pattern is not modelled)")
+    return pattern
 
 
 def default_stagger_ms(config: ClientConfig) -> int:

@@ -122,7 +122,8 @@ def classic_group_join(group: ConsumerGroup, *, member_id: str, instance_id: str
               TimerChange((SYNC_TIMEOUT, member_id), now + rebalance_timeout_ms, "on_sync_timeout", (member_id,)))
     response = ClassicResponse(member_id=member_id, generation_id=joined.member_epoch,
                                protocol_type=CONSUMER_PROTOCOL_TYPE, protocol_name=protocols[0].name)
-    return CoordinatorResult(tuple(update.records), response, (*update.timers, *timers), refreshed)
+    return CoordinatorResult(tuple(update.records), response, (*update.timers, *timers), refreshed,
+                             resolve_regexes=update.resolve_regexes)
 
 
 def _owned(subscription: consumer_protocol.Subscription, context: HeartbeatContext) -> TopicPartitions:

@@ -11,7 +11,8 @@ the downgrade's records replace them. An Empty consumer group is never downgrade
 with a new classic group instead: state/consumer_group_handlers.py).
 
 What. In one append: the consumer group's tombstones (every member's current assignment, every member's target,
-the target assignment metadata, every member's metadata, the partition metadata, the group epoch; members in
+the target assignment metadata, every member's metadata, every resolved regular expression, the partition
+metadata, the group epoch; members in
 the order of the consumer group's member map, the joining member's id standing for the member it replaces),
 then the classic group's GroupMetadata record. The classic group is Stable at generation = the group epoch,
 protocol type `consumer`, its members those of the consumer group but the fenced ones (the joining member in
@@ -39,6 +40,7 @@ from state.consumer_group.records import (
     ConsumerGroupMetadata,
     ConsumerGroupPartitionMetadata,
     ConsumerGroupRecord,
+    ConsumerGroupRegularExpression,
     ConsumerGroupTargetAssignmentMember,
     ConsumerGroupTargetAssignmentMetadata,
 )
@@ -102,6 +104,8 @@ def convert_to_classic_group(group: ConsumerGroup, downgrade: Downgrade, topics:
     records += [ConsumerGroupTargetAssignmentMember(m, None) for m in ids]
     records.append(ConsumerGroupTargetAssignmentMetadata(None))
     records += [ConsumerGroupMemberMetadata(m, None) for m in ids]
+    # The resolved regexes' tombstones, in the order of the group's TimelineHashMap of them.
+    records += [ConsumerGroupRegularExpression(regex, None) for regex in in_timeline_hash_map_order(group.resolved_regexes)]
     records += [ConsumerGroupPartitionMetadata(), ConsumerGroupMetadata(None)]
 
     classic = ClassicGroup(group.group_id, now, state=GroupState.STABLE, protocol_type=CONSUMER_PROTOCOL_TYPE,

@@ -3,8 +3,10 @@ ConsumerGroupMember, trunk). The group changes only by replaying its records (`C
 handlers read it and return records, so a group rebuilt from its log equals the one that wrote it.
 
 What a group derives from its members is kept in step on every replay, as Kafka's `updateMember` /
-`removeMember` do: the static members by instance id, the count of members per subscribed topic name and
-per server assignor name, and the member epoch holding each partition (`CurrentPartitionEpochs`). The group
+`removeMember` do: the static members by instance id, the count of members per subscribed topic name, per
+subscribed regular expression and per server assignor name, and the member epoch holding each partition
+(`CurrentPartitionEpochs`). The regular expressions the group resolved (ConsumerGroupRegularExpression
+records) count the topics they matched per topic name (Kafka's SubscriptionCount.byRegexCount). The group
 state is not stored: it is a function of the epochs and members (ConsumerGroup.maybeUpdateGroupState).
 
 One field is not replayed: `metadata_expired`, Kafka's in-memory metadata refresh deadline, set on a new or
@@ -30,9 +32,11 @@ from state.consumer_group.records import (
     ConsumerGroupMetadata,
     ConsumerGroupPartitionMetadata,
     ConsumerGroupRecord,
+    ConsumerGroupRegularExpression,
     ConsumerGroupTargetAssignmentMember,
     ConsumerGroupTargetAssignmentMetadata,
     MemberSubscription,
+    ResolvedRegularExpression,
 )
 from state.consumer_group.topic_id import TopicId
 from state.java_compat import java_string_sort_key
@@ -138,12 +142,16 @@ class ConsumerGroup:
         self.static_members: dict[str, str] = {}  # instance id -> member id
         self.subscribed_topic_names: Counter[str] = Counter()  # topic name -> members subscribing by name
         self.server_assignors: Counter[str] = Counter()  # assignor name -> members naming it
+        self.subscribed_regexes: Counter[str] = Counter()  # regex -> members subscribing with it
+        # regex -> what it resolved to, in the order Kafka's map has them (a re-resolved regex goes last).
+        self.resolved_regexes: dict[str, ResolvedRegularExpression] = {}
+        self.regex_topic_names: Counter[str] = Counter()  # topic name -> resolved regexes matching it
         self.partition_epochs = CurrentPartitionEpochs()
         self.metadata_expired = True
 
     _REPLAYED = ("group_id", "group_epoch", "metadata_hash", "assignment_epoch", "assignment_timestamp_ms",
                  "members", "target_assignment", "static_members", "subscribed_topic_names", "server_assignors",
-                 "partition_epochs")
+                 "subscribed_regexes", "resolved_regexes", "regex_topic_names", "partition_epochs")
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ConsumerGroup) and all(
@@ -169,8 +177,19 @@ class ConsumerGroup:
         return preferred_server_assignor(self.server_assignors)
 
     def is_subscribed_to(self, topic: str) -> bool:
-        """Whether a member subscribes to `topic` (ModernGroup.isSubscribedToTopic): its offsets do not expire."""
-        return topic in self.subscribed_topic_names
+        """Whether a member subscribes to `topic`, by name or through a resolved regex
+        (ModernGroup.isSubscribedToTopic): its offsets do not expire."""
+        return topic in self.subscribed_topic_names or topic in self.regex_topic_names
+
+    def all_subscribed_topic_names(self) -> Counter[str]:
+        """Kafka's subscribedTopicNames: every topic a member subscribes to by name or a resolved regex
+        matches, with its count of names plus regexes (what the metadata hash is computed over)."""
+        return self.subscribed_topic_names + self.regex_topic_names
+
+    def regex_topics(self, regex: str) -> frozenset[str]:
+        """The topics `regex` resolved to; nothing if it is not resolved (yet)."""
+        resolved = self.resolved_regexes.get(regex) if regex else None
+        return frozenset(resolved.topics) if resolved is not None else frozenset()
 
     def static_member(self, instance_id: str | None) -> ConsumerGroupMember | None:
         member_id = self.static_members.get(instance_id) if instance_id is not None else None
@@ -220,6 +239,15 @@ class ConsumerGroup:
             case ConsumerGroupCurrentMemberAssignment(member_id=member_id, value=value):
                 old = self.members.get(member_id)
                 self._update_member(old, dataclasses.replace(old or ConsumerGroupMember(member_id), current=value))
+            case ConsumerGroupRegularExpression(regex=regex, value=value):
+                # updateResolvedRegularExpression / removeResolvedRegularExpression.
+                old = self.resolved_regexes.pop(regex, None)
+                if old is not None:
+                    self.regex_topic_names.subtract(old.topics)
+                if value is not None:
+                    self.resolved_regexes[regex] = value
+                    self.regex_topic_names.update(value.topics)
+                _drop_zeros(self.regex_topic_names)
             case _:
                 raise TypeError(f"not a consumer group record: {record!r}")
 
@@ -258,7 +286,13 @@ class ConsumerGroup:
         self.subscribed_topic_names.update(dict.fromkeys(member.subscribed_topic_names, delta))
         if member.server_assignor_name is not None:
             self.server_assignors[member.server_assignor_name] += delta
-        # Counter keeps zero counts; Kafka's maps drop a name nobody uses any more.
-        for counter in (self.subscribed_topic_names, self.server_assignors):
-            for name in [name for name, count in counter.items() if count == 0]:
-                del counter[name]
+        if member.subscribed_topic_regex:
+            self.subscribed_regexes[member.subscribed_topic_regex] += delta
+        for counter in (self.subscribed_topic_names, self.server_assignors, self.subscribed_regexes):
+            _drop_zeros(counter)
+
+
+def _drop_zeros(counter: Counter[str]) -> None:
+    """Counter keeps zero counts; Kafka's maps drop a name nobody uses any more."""
+    for name in [name for name, count in counter.items() if count == 0]:
+        del counter[name]

@@ -9,10 +9,12 @@ Every handler reads the group without changing it and returns a `CoordinatorResu
 (the group changes when the runtime replays them), the response, and the changes to the coordinator's
 timers. A failed request writes nothing, answers an error and leaves the timers alone.
 
+Regular-expression subscriptions (SubscribedTopicRegex) follow `regex`: a new regex is checked
+(INVALID_REGULAR_EXPRESSION), the heartbeat may ask for the group's regexes to be resolved
+(`CoordinatorResult.resolve_regexes`), which the runtime does in a write of its own right after this one
+(`on_regular_expressions_resolved`); a member's regex topics count as subscribed once resolved.
+
 Not modelled, with the answer given instead:
-* regular expression subscriptions: a request carrying a non-empty SubscribedTopicRegex is answered
-  INVALID_REQUEST ("" — no regex — is accepted), as this coordinator cannot resolve one; Kafka would accept
-  it and resolve it asynchronously;
 * classic groups: a heartbeat naming a group that is not a consumer group gets GROUP_ID_NOT_FOUND; the
   runtime replaces an empty classic group on a join, or converts a non-empty one (`migration`), first;
 * per-group configs (GroupConfig): the broker's group.consumer.* settings apply to every group;
@@ -42,7 +44,7 @@ from state.consumer_group.group import (
     preferred_server_assignor,
     topic_partitions,
 )
-from state.consumer_group.group_spec import PartitionAssignorError, subscription_type
+from state.consumer_group.group_spec import PartitionAssignorError, in_java_hash_map_order, subscription_type
 from state.consumer_group.messages import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
@@ -65,11 +67,14 @@ from state.consumer_group.records import (
     ConsumerGroupMemberMetadata,
     ConsumerGroupMetadata,
     ConsumerGroupRecord,
+    ConsumerGroupRegularExpression,
     ConsumerGroupTargetAssignmentMember,
     ConsumerGroupTargetAssignmentMetadata,
     GroupEpoch,
+    ResolvedRegularExpression,
     member_tombstones,
 )
+from state.consumer_group.regex import InvalidRegularExpression, RegexUpdate, maybe_update_regular_expressions
 from state.consumer_group.target_assignment import TargetAssignmentBuilder
 from state.consumer_group.topics import TopicsImage
 
@@ -109,21 +114,30 @@ class CoordinatorResult:
     # The group becomes a classic group (state.consumer_group.downgrade): `records` are then the join's records
     # that precede the downgrade's, and the runtime writes the downgrade instead of replaying them.
     downgrade: Downgrade | None = None
+    # The regexes to resolve once these records are written (Kafka schedules TopicRegexResolver on its
+    # executor); the runtime then writes `on_regular_expressions_resolved`'s result.
+    resolve_regexes: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
 class HeartbeatContext:
     """What the handler reads besides the group and the request: the broker's settings, the topics in the
-    cluster, the server-side assignors by name (the first one is the default) and the Kafka release."""
+    cluster, the server-side assignors by name (the first one is the default) and the Kafka release; and, for
+    regexes, the metadata image's version and the last version that created a topic (Kafka's
+    lastMetadataImageWithNewTopics, -1 before any)."""
 
     config: CoordinatorConfig
     topics: TopicsImage
     assignors: Mapping[str, Assignor]
     kafka_4_0: bool = False
+    metadata_version: int = 0
+    new_topics_version: int = -1
 
     @classmethod
-    def from_config(cls, config: CoordinatorConfig, topics: TopicsImage, kafka_4_0: bool = False) -> "HeartbeatContext":
-        return cls(config, topics, {name: SERVER_ASSIGNORS[name] for name in config.group_consumer_assignors}, kafka_4_0)
+    def from_config(cls, config: CoordinatorConfig, topics: TopicsImage, kafka_4_0: bool = False,
+                    metadata_version: int = 0, new_topics_version: int = -1) -> "HeartbeatContext":
+        return cls(config, topics, {name: SERVER_ASSIGNORS[name] for name in config.group_consumer_assignors},
+                   kafka_4_0, metadata_version, new_topics_version)
 
     @property
     def default_assignor(self) -> str:
@@ -221,8 +235,6 @@ def validate_request(request: HeartbeatRequest, context: HeartbeatContext) -> No
         invalid.append((request.instance_id is None, "InstanceId must be given to leave with epoch -2."))
     elif epoch < STATIC_LEAVE_EPOCH:
         invalid.append((True, f"MemberEpoch {epoch} is invalid."))
-    invalid.append((bool(request.subscribed_topic_regex),
-                    "SubscribedTopicRegex is not modelled: this coordinator cannot resolve regular expressions."))
     for failed, message in invalid:
         if failed:
             raise HeartbeatError("INVALID_REQUEST", message)
@@ -295,10 +307,14 @@ def fence_members(group: ConsumerGroup, members: Iterable[ConsumerGroupMember], 
     if downgrade is not None:
         return CoordinatorResult(response=response, downgrade=downgrade)
     records: list[ConsumerGroupRecord] = []
-    names = Counter(group.subscribed_topic_names)
+    names = group.all_subscribed_topic_names()
     for member in members:
         records += member_tombstones(member.member_id)
         names.subtract(member.subscribed_topic_names)
+    # maybeDeleteResolvedRegularExpressions: the regexes only the fenced members used go, with their topics.
+    for regex in deleted_regexes(group, members):
+        records.append(ConsumerGroupRegularExpression(regex, None))
+        names.subtract(group.regex_topics(regex))
     group_epoch = group.group_epoch + 1
     metadata_hash = context.topics.metadata_hash(name for name, count in names.items() if count > 0)
     records.append(ConsumerGroupMetadata(GroupEpoch(group_epoch, metadata_hash)))
@@ -306,6 +322,40 @@ def fence_members(group: ConsumerGroup, members: Iterable[ConsumerGroupMember], 
         records.append(ConsumerGroupTargetAssignmentMetadata(AssignmentMetadata(group_epoch, 0)))
     timers = tuple(change for member in members for change in member_timer_cancels(member.member_id))
     return CoordinatorResult(tuple(records), response, timers)
+
+
+def deleted_regexes(group: ConsumerGroup, members: Iterable[ConsumerGroupMember]) -> list[str]:
+    """maybeDeleteResolvedRegularExpressions: the regexes no member but `members` subscribes with, in the
+    order of Kafka's HashMap of them."""
+    counts = Counter(m.subscribed_topic_regex for m in members if m.subscribed_topic_regex)
+    return [regex for regex, count in in_java_hash_map_order(counts).items()
+            if group.subscribed_regexes.get(regex, 0) == count]
+
+
+def on_regular_expressions_resolved(group: object | None, resolved: Mapping[str, ResolvedRegularExpression],
+                                    context: HeartbeatContext) -> CoordinatorResult:
+    """handleRegularExpressionsResult: a record for every resolved regex the group still subscribes with,
+    and a group epoch bump if one resolved to other topics or the metadata hash changed (the group's
+    metadata then counts as refreshed). Nothing if the group is gone."""
+    if not isinstance(group, ConsumerGroup):
+        return CoordinatorResult()
+    names = group.all_subscribed_topic_names()
+    records: list[ConsumerGroupRecord] = []
+    bump = False
+    for regex, new in in_java_hash_map_order(resolved).items():
+        if group.subscribed_regexes.get(regex, 0) == 0:
+            continue
+        old = group.regex_topics(regex)
+        if old != frozenset(new.topics):
+            bump = True
+            names.subtract(old)
+            names.update(new.topics)
+        records.append(ConsumerGroupRegularExpression(regex, new))
+    metadata_hash = context.topics.metadata_hash(name for name, count in names.items() if count > 0)
+    bump |= metadata_hash != group.metadata_hash
+    if bump:
+        records.append(ConsumerGroupMetadata(GroupEpoch(group.group_epoch + 1, metadata_hash)))
+    return CoordinatorResult(tuple(records), metadata_refreshed=bump)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -361,6 +411,7 @@ class MemberUpdate:
         self.records: list[ConsumerGroupRecord] = []
         self.timers: list[TimerChange] = []
         self.stale_target = False
+        self.resolve_regexes: tuple[str, ...] | None = None
 
     def run(self) -> CoordinatorResult:
         request = self.request
@@ -376,7 +427,8 @@ class MemberUpdate:
             member_id=reconciled.member_id, member_epoch=reconciled.member_epoch,
             heartbeat_interval_ms=self.config.group_consumer_heartbeat_interval_ms,
             assignment=topic_partitions(reconciled.assigned_partitions) if self.joining or full or changed else None)
-        return CoordinatorResult(tuple(self.records), response, tuple(self.timers), refreshed)
+        return CoordinatorResult(tuple(self.records), response, tuple(self.timers), refreshed,
+                                 resolve_regexes=self.resolve_regexes)
 
     def find_member(self) -> ConsumerGroupMember:
         """The member the request is from: existing, new, or replacing a static member (whose records the
@@ -399,17 +451,27 @@ class MemberUpdate:
         if updated != member:
             self.records.append(ConsumerGroupMemberMetadata(updated.member_id, updated.subscription()))
             names_changed = updated.subscribed_topic_names != member.subscribed_topic_names
+        regex_status = self._maybe_update_regular_expressions(member, updated)
+        subscription_changed = names_changed or regex_status.regex_updated
         # Kafka 4.0 bumped a new group's epoch 0 on its first heartbeat whatever the member subscribed to.
-        bump = (names_changed or self._preferred_assignor_changed(member, updated)
+        # A new regex not resolved yet bumps nothing: its resolution will.
+        bump = (names_changed or regex_status is RegexUpdate.UPDATED_AND_RESOLVED
+                or self._preferred_assignor_changed(member, updated)
                 or (self.context.kafka_4_0 and group.group_epoch == 0))
 
-        builder = TargetAssignmentBuilder(group.members, group.static_members, group.target_assignment)
+        builder = TargetAssignmentBuilder(group.members, group.static_members, group.target_assignment,
+                                          group.resolved_regexes)
         builder.add_or_update_member(updated)
         group_epoch, sub_type, refreshed = group.group_epoch, group.subscription_type, False
         if bump or group.metadata_expired:
-            names = Counter(group.subscribed_topic_names)
+            # ConsumerGroup.computeSubscribedTopicNames: the old regex's topics go if it was its last member's.
+            names = group.all_subscribed_topic_names()
             names.subtract(member.subscribed_topic_names)
             names.update(updated.subscribed_topic_names)
+            old_regex = member.subscribed_topic_regex
+            if (old_regex and old_regex != updated.subscribed_topic_regex
+                    and group.subscribed_regexes.get(old_regex, 0) == 1):
+                names.subtract(group.regex_topics(old_regex))
             metadata_hash = self.context.topics.metadata_hash(name for name, count in names.items() if count > 0)
             sub_type = subscription_type((m.subscribed_topic_names, m.subscribed_topic_regex)
                                          for m in builder.members.values())
@@ -423,9 +485,25 @@ class MemberUpdate:
             if self.stale_target:
                 return updated, refreshed
             target = group.target_of(updated.member_id, updated.instance_id)
-            return self._reconcile(updated, group.assignment_epoch, target, names_changed), refreshed
+            return self._reconcile(updated, group.assignment_epoch, target, subscription_changed), refreshed
         target_epoch, target = self._target_assignment(builder, group_epoch, member, updated, sub_type)
-        return self._reconcile(updated, target_epoch, target, names_changed), refreshed
+        return self._reconcile(updated, target_epoch, target, subscription_changed), refreshed
+
+    def _maybe_update_regular_expressions(self, member: ConsumerGroupMember,
+                                          updated: ConsumerGroupMember) -> RegexUpdate:
+        """maybeUpdateRegularExpressions (state.consumer_group.regex): its records, and the regexes to resolve
+        after this write."""
+        group, context = self.group, self.context
+        try:
+            status, records, self.resolve_regexes = maybe_update_regular_expressions(
+                old_regex=member.subscribed_topic_regex, new_regex=updated.subscribed_topic_regex,
+                subscribed=group.subscribed_regexes, resolved=group.resolved_regexes, now=self.now,
+                refresh_interval_ms=self.config.group_consumer_regex_refresh_interval_ms,
+                new_topics_version=context.new_topics_version)
+        except InvalidRegularExpression as error:
+            raise HeartbeatError("INVALID_REGULAR_EXPRESSION", str(error)) from None
+        self.records += records
+        return status
 
     def throw_if_group_is_full(self) -> None:
         group, member_id = self.group, self.request.member_id
@@ -543,7 +621,8 @@ class MemberUpdate:
         if not subscription_changed and member.is_reconciled_to(target_epoch):
             return member
         topics = self.context.topics
-        subscribed = subscribed_topic_ids(member.subscribed_topic_names, member.subscribed_topic_regex, {},
+        resolved = {regex: value.topics for regex, value in self.group.resolved_regexes.items()}
+        subscribed = subscribed_topic_ids(member.subscribed_topic_names, member.subscribed_topic_regex, resolved,
                                           {name: topic_id for name, (topic_id, _) in topics.topics.items()})
         try:
             current = reconcile(member.current, target_epoch=target_epoch, target=target, subscribed=subscribed,

@@ -15,6 +15,9 @@ compacted log keeps apart: the record type id (CoordinatorRecordType) and the ke
 * ConsumerGroupTargetAssignmentMember (7): one member's target partitions.
 * ConsumerGroupCurrentMemberAssignment (8): one member's reconciliation state, with the assignment epoch of
   every partition it holds; the value is `reconciliation.CurrentAssignment`.
+* ConsumerGroupRegularExpression (16): what one regular expression the members subscribe with resolved to
+  (the matching topic names, the metadata image version and the time of the resolution), keyed by the
+  regex; tombstoned when its last member leaves or changes it (state.consumer_group.regex).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ CONSUMER_GROUP_MEMBER_METADATA = 5
 CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = 6
 CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = 7
 CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
+CONSUMER_GROUP_REGULAR_EXPRESSION = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +75,16 @@ class MemberSubscription:
 class AssignmentMetadata:
     assignment_epoch: int
     assignment_timestamp_ms: int  # 0: unknown, so the next assignment is never held back by the interval
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedRegularExpression:
+    """ConsumerGroupRegularExpressionValue: the topics a regex matched (sorted, for a stable record; Kafka
+    writes its HashSet's order), the metadata image version it was resolved against and when."""
+
+    topics: tuple[str, ...]
+    version: int
+    timestamp: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,9 +144,19 @@ class ConsumerGroupCurrentMemberAssignment:
         return (CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, self.member_id)
 
 
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupRegularExpression:
+    regex: str
+    value: ResolvedRegularExpression | None
+
+    @property
+    def key(self) -> tuple:
+        return (CONSUMER_GROUP_REGULAR_EXPRESSION, self.regex)
+
+
 ConsumerGroupRecord = (ConsumerGroupMetadata | ConsumerGroupPartitionMetadata | ConsumerGroupMemberMetadata
                        | ConsumerGroupTargetAssignmentMetadata | ConsumerGroupTargetAssignmentMember
-                       | ConsumerGroupCurrentMemberAssignment)
+                       | ConsumerGroupCurrentMemberAssignment | ConsumerGroupRegularExpression)
 
 
 def member_tombstones(member_id: str) -> list[ConsumerGroupRecord]:
@@ -150,6 +174,7 @@ _BY_TYPE = {
     CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA: ConsumerGroupTargetAssignmentMetadata,
     CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER: ConsumerGroupTargetAssignmentMember,
     CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT: ConsumerGroupCurrentMemberAssignment,
+    CONSUMER_GROUP_REGULAR_EXPRESSION: ConsumerGroupRegularExpression,
 }
 
 
@@ -160,5 +185,5 @@ def is_consumer_group_key(key: tuple) -> bool:
 
 def record_of(key: tuple, value) -> ConsumerGroupRecord:
     """The record with this key and value (what a compacted log keeps of it)."""
-    record_type, *member_id = key
-    return _BY_TYPE[record_type](*member_id, value)
+    record_type, *member_id_or_regex = key
+    return _BY_TYPE[record_type](*member_id_or_regex, value)

@@ -28,6 +28,7 @@ from state.consumer_group.records import (
     ConsumerGroupRecord,
     ConsumerGroupTargetAssignmentMember,
     ConsumerGroupTargetAssignmentMetadata,
+    ResolvedRegularExpression,
 )
 from state.consumer_group.topic_id import TopicId
 from state.consumer_group.topics import TopicsImage
@@ -42,10 +43,12 @@ class TargetAssignmentResult:
 
 class TargetAssignmentBuilder:
     def __init__(self, members: Mapping[str, ConsumerGroupMember], static_members: Mapping[str, str],
-                 target_assignment: Mapping[str, Assignment]) -> None:
+                 target_assignment: Mapping[str, Assignment],
+                 resolved_regexes: Mapping[str, ResolvedRegularExpression] | None = None) -> None:
         self.members = dict(members)
         self.static_members = dict(static_members)
         self.target_assignment = dict(target_assignment)
+        self.resolved_regexes = resolved_regexes or {}
 
     def add_or_update_member(self, member: ConsumerGroupMember) -> None:
         member_id, instance_id = member.member_id, member.instance_id
@@ -92,6 +95,12 @@ class TargetAssignmentBuilder:
         # (The heartbeat that changes a subscription hands Kafka's assignor a set built in the request's order,
         # which differs only for names sharing a hash bucket.)
         names = java_hash_set_order(sorted(member.subscribed_topic_names, key=java_string_sort_key), string_hash_code)
+        # A member's regex adds the topics it resolved to (newMemberSubscriptionAndAssignment: its set alone, or
+        # a UnionSet after the names); an unresolved regex adds nothing.
+        resolved = self.resolved_regexes.get(member.subscribed_topic_regex) if member.subscribed_topic_regex else None
+        if resolved is not None:
+            regex_names = java_hash_set_order(sorted(resolved.topics, key=java_string_sort_key), string_hash_code)
+            names = [*names, *(name for name in regex_names if name not in member.subscribed_topic_names)]
         subscribed = tuple(topic_id for name in names if (topic_id := topics.topic_id(name)) is not None)
         target = in_java_hash_map_order(self.target_assignment.get(member.member_id, {}), TopicId.java_hash)
         return MemberSpec(subscribed, target, member.instance_id, member.rack_id)

@@ -33,6 +33,7 @@ class SentFields:
 
     rebalance_timeout_ms: int = UNCHANGED_REBALANCE_TIMEOUT
     subscribed_topic_names: frozenset[str] | None = None
+    pattern: str | None = None
     server_assignor: str | None = None
     local_assignment: LocalAssignment | None = None
 
@@ -53,7 +54,7 @@ class HeartbeatState:
         mm = self._membership
         config = mm.config
         return (mm.state is not MemberState.JOINING and self.sent.rebalance_timeout_ms == config.max_poll_interval_ms
-                and mm.subscription == self.sent.subscribed_topic_names
+                and mm.subscription == self.sent.subscribed_topic_names and mm.pattern == self.sent.pattern
                 and (config.group_remote_assignor is None or config.group_remote_assignor == self.sent.server_assignor)
                 and mm.current_assignment == self.sent.local_assignment)
 
@@ -68,6 +69,11 @@ class HeartbeatState:
         if send_all or mm.subscription != self.sent.subscribed_topic_names:
             self.sent.subscribed_topic_names = mm.subscription
             topics = tuple(sorted(mm.subscription))
+        # SubscribedTopicRegex: when joining with a pattern, or when the pattern changed ("" drops it).
+        regex = None
+        if (send_all and mm.pattern is not None) or mm.pattern != self.sent.pattern:
+            regex = mm.pattern if mm.pattern is not None else ""
+            self.sent.pattern = mm.pattern
         assignor = None
         if config.group_remote_assignor is not None and (
                 send_all or config.group_remote_assignor != self.sent.server_assignor):
@@ -85,6 +91,7 @@ class HeartbeatState:
             rack_id=config.client_rack if send_all else None,
             rebalance_timeout_ms=rebalance_timeout_ms,
             subscribed_topic_names=topics,
+            subscribed_topic_regex=regex,
             server_assignor=assignor,
             topic_partitions=owned,
         )

@@ -93,12 +93,14 @@ class Membership:
 
     # -- the application ------------------------------------------------------------------------------
 
-    def subscribe(self, now: int, topics: set[str] | frozenset[str], listener: bool = False) -> None:
-        """consumer.subscribe(topics[, listener]); an empty list is an unsubscribe, as in Kafka."""
-        if not topics:
+    def subscribe(self, now: int, topics: set[str] | frozenset[str], listener: bool = False,
+                  pattern: str | None = None) -> None:
+        """consumer.subscribe(topics[, listener]), or with `pattern` consumer.subscribe(SubscriptionPattern[,
+        listener]) (the coordinator resolves it; no topics then); an empty list is an unsubscribe, as in Kafka."""
+        if not topics and pattern is None:
             self.unsubscribe(now)
             return
-        self._manager.subscribe(frozenset(topics), listener)
+        self._manager.subscribe(frozenset(() if pattern is not None else topics), listener, pattern)
 
     def poll(self, now: int) -> None:
         """consumer.poll(): reconcile (commits and revocations may start only here), join if newly

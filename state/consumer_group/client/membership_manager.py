@@ -61,6 +61,9 @@ class MembershipManager:
         self.member_epoch = JOIN_EPOCH
         self.state = MemberState.UNSUBSCRIBED
         self.subscription: frozenset[str] = frozenset()
+        # SubscriptionState.subscriptionPattern: the RE2J pattern (SubscriptionPattern) subscribed to, if any;
+        # the topic names are then empty (AUTO_PATTERN_RE2J).
+        self.pattern: str | None = None
         self.has_rebalance_listener = False
         self.owned: frozenset[Partition] = frozenset()  # SubscriptionState.assignedPartitions()
         self.current_assignment = NONE
@@ -133,15 +136,17 @@ class MembershipManager:
     def _unsubscribe(self) -> None:
         """SubscriptionState.unsubscribe: no topics, no partitions, no listener."""
         self.subscription = frozenset()
+        self.pattern = None
         self.has_rebalance_listener = False
         self.owned = frozenset()
 
     # -- subscription and joining -----------------------------------------------------------------------
 
-    def subscribe(self, topics: frozenset[str], listener: bool) -> None:
-        """The application subscribed: joins on its next poll, or sends the new topics with the next
-        regular heartbeat if already in the group."""
+    def subscribe(self, topics: frozenset[str], listener: bool, pattern: str | None = None) -> None:
+        """The application subscribed (to topics, or to a broker-side `pattern`): joins on its next poll, or
+        sends the new subscription with the next regular heartbeat if already in the group."""
         self.subscription = topics
+        self.pattern = pattern
         if listener:  # subscribing without a listener keeps the one registered before
             self.has_rebalance_listener = True
         self._subscription_updated = True

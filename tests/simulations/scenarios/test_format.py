@@ -273,3 +273,21 @@ def test_the_scenarios_in_docs_scenarios_md_are_valid():
     assert len(examples) == 2
     for example in examples:
         assert scenarios.generate(parse_scenario(example, "docs/scenarios.md")).notes == []
+
+
+def test_a_group_set_subscribing_with_a_topic_pattern():
+    scenario = parse(MINIMAL.replace("members: 3", "members: 3\n    topic_pattern: 'ord.*'\n"
+                                                    "    config: {group.protocol: consumer}"))
+    assert scenario.group_sets[0].topic_pattern == "ord.*"
+    assert parse(MINIMAL).group_sets[0].topic_pattern is None
+
+
+@pytest.mark.parametrize("pattern, config, message", [
+    ("'ord('", "{group.protocol: consumer}", r"s\.yaml:5: group_sets\[0\]\.topic_pattern: SubscribedTopicRegex "),
+    ("'(?=o)o'", "{group.protocol: consumer}", "lookahead"),
+    ("'ord.*'", "{}", r"topic_pattern: needs config group\.protocol: consumer"),
+])
+def test_a_bad_topic_pattern_is_one_line(pattern, config, message):
+    text = MINIMAL.replace("members: 3", f"members: 3\n    topic_pattern: {pattern}\n    config: {config}")
+    with pytest.raises(ScenarioError, match=message):
+        parse(text)

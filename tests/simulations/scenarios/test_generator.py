@@ -208,3 +208,14 @@ def test_a_restart_with_config_brings_each_client_back_with_it_over_its_sets_for
     assert back[2] == {**classic, "group.protocol": "classic"}
     # A member added later starts as its set says.
     assert starts["orders-0-c3"] == [(15, "orders-0-i3", classic)]
+
+
+def test_a_topic_pattern_set_starts_its_members_with_the_pattern():
+    _, generated = generate(BASE.replace("members: 3", "members: 3\n    topic_pattern: 'ord.*'\n"
+                                                       "    config: {group.protocol: consumer}"))
+    starts = [r for r in generated.rows if r["type"] == "CLIENT_START"]
+    assert starts and all(r["topic_pattern"] == "ord.*" and "topics" not in r for r in starts)
+    metadata = [r for r in generated.rows if r["type"] == "TOPIC_METADATA"]
+    assert metadata and metadata[0]["topics"][0]["topic"] == "orders"  # the set's topics are the cluster's
+    for line, row in enumerate(generated.rows, start=1):
+        parse_event(row, "g", line)

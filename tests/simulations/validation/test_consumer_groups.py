@@ -176,3 +176,15 @@ def test_join_complete_ts_is_null_only_for_a_consumer_group_epoch_never_computed
     assert {c.name for c in suites.checks() if not c.passed} == {
         "generations.join_complete_ts: expect_column_values_to_not_be_null",
         "generations.stable_ts: expect_column_values_to_be_null"}
+
+
+def test_a_consumer_group_subscribing_with_a_pattern_holds_the_invariants():
+    """Members subscribing with a broker-side pattern through a rolling restart: the regex's resolution
+    appends (ConsumerGroupRegularExpression records, their epoch bumps) keep every invariant."""
+    scenario = shipped_small("rolling-restart-consumer-protocol", sets={"*": {"groups": 1, "topic_pattern": ".*"}})
+    result = run(scenario).result
+    tables = {name: rows_frame(name, rows) for name, rows in result.tables.items()}
+    records = tables["consumer_group_records"]
+    assert (records["record_type"] == "ConsumerGroupRegularExpression").any()
+    assert not consumer(tables, "assignments").empty
+    assert failures(tables) == {}

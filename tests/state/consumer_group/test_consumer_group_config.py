@@ -24,6 +24,7 @@ def test_defaults_are_kafkas():
         "group.consumer.assignment.interval.ms": 1000,
         "group.consumer.min.assignment.interval.ms": 0,
         "group.consumer.max.assignment.interval.ms": 15000,
+        "group.consumer.regex.refresh.interval.ms": 600000,
     }
 
 
@@ -37,6 +38,8 @@ def test_list_and_string_settings_round_trip():
 
 
 @pytest.mark.parametrize("settings, message", [
+    # GroupCoordinatorConfigTest: CONSUMER_GROUP_REGEX_REFRESH_INTERVAL_MS_CONFIG is atLeast(10 * 1000)
+    ({"group.consumer.regex.refresh.interval.ms": 9999}, "group.consumer.regex.refresh.interval.ms must be >= 10000"),
     # GroupCoordinatorConfigTest.testInvalidConfigs, consumer group part
     ({"group.consumer.max.heartbeat.interval.ms": 4000}, "group.consumer.max.heartbeat.interval.ms must be >= "),
     ({"group.consumer.heartbeat.interval.ms": 4000}, "group.consumer.heartbeat.interval.ms must be >= "),

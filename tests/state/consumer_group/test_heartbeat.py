@@ -108,13 +108,12 @@ def test_unsupported_assignor():
     assert error_of(result) == "UNSUPPORTED_ASSIGNOR"
 
 
-def test_a_regex_subscription_is_not_modelled():
+def test_an_empty_regex_is_no_regex():
+    # A regex is a subscription (tests/state/consumer_group/test_regex.py); "" is none at all.
     ctx = Context(FOO_BAR)
-    result = ctx.heartbeat(**{**VALID_JOIN, "subscribed_topic_names": None, "subscribed_topic_regex": "foo.*"})
-    assert error_of(result) == "INVALID_REQUEST"
-    assert "SubscribedTopicRegex is not modelled" in result.response.error_message
-    # No regex ("") is a subscription like any other.
-    assert ctx.heartbeat(**{**VALID_JOIN, "subscribed_topic_regex": ""}).response.error == "NONE"
+    result = ctx.heartbeat(**{**VALID_JOIN, "subscribed_topic_regex": ""})
+    assert result.response.error == "NONE" and result.resolve_regexes is None
+    assert ctx.group.subscribed_regexes == {}
 
 
 # --------------------------------------------------------------------------------------------------------

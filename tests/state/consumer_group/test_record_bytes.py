@@ -94,3 +94,15 @@ def test_tombstone_record_size():
     # DefaultRecord: length, attributes, timestamp and offset deltas, key, value -1, no headers
     key = key_bytes(ConsumerGroupMetadata(None), GROUP)
     assert record_size(ConsumerGroupMetadata(None), GROUP) == 1 + 1 + 1 + 1 + 1 + len(key) + 1 + 1
+
+
+def test_regular_expression_key_and_value():
+    # ConsumerGroupRegularExpressionKey (type 16: GroupId, RegularExpression, not flexible) and Value v0
+    # (flexible: Topics as a compact array of compact strings, Version int64, Timestamp int64, tagged fields).
+    from state.consumer_group.records import ConsumerGroupRegularExpression, ResolvedRegularExpression
+    record = ConsumerGroupRegularExpression("f.*", ResolvedRegularExpression(("foo",), 7, 1000))
+    assert key_bytes(record, GROUP) == h("0010", "0002", b"g1".hex(), "0003", b"f.*".hex())
+    assert value_bytes(record) == h("0000", "02", "04", b"foo".hex(), "0000000000000007", "00000000000003e8", "00")
+    assert value_bytes(ConsumerGroupRegularExpression("f.*", None)) is None
+    # length, attributes, timestamp delta, offset delta, key length, value length, header count: 1 byte each
+    assert record_size(record, GROUP) == len(key_bytes(record, GROUP)) + len(value_bytes(record)) + 7

@@ -410,3 +410,37 @@ def test_retry_backoff_is_exponential_up_to_the_maximum():
     assert waits == [80, 160, 320, 640, 1000, 1000]
     m.on_response(t, m.next_request(t), response(interval=INTERVAL))
     assert m.next_deadline(t) == t + INTERVAL  # a success forgets the failures
+
+
+def _heartbeat_state(m: Membership):
+    """HeartbeatState over the member's manager, as Kafka's test builds one over its mocks."""
+    from state.consumer_group.client.heartbeat_manager import HeartbeatState
+    return HeartbeatState(GROUP_ID, m._manager), m._manager
+
+
+def test_regex_in_heartbeat_lifecycle():
+    # ConsumerHeartbeatRequestManagerTest.testRegexInHeartbeatLifecycle
+    state, mm = _heartbeat_state(membership())
+    mm.subscribe(frozenset(), False, "t1.*")
+    mm.transition_to_joining()
+    assert state.build_request().subscribed_topic_regex == "t1.*"
+    mm.state = MemberState.STABLE
+    assert state.build_request().subscribed_topic_regex is None  # not updated
+    mm.pattern = "t2.*"
+    assert state.build_request().subscribed_topic_regex == "t2.*"
+    mm.pattern = None
+    assert state.build_request().subscribed_topic_regex == ""  # removes the pattern subscription
+    assert state.build_request().subscribed_topic_regex is None
+
+
+def test_regex_in_joining_heartbeat():
+    # ConsumerHeartbeatRequestManagerTest.testRegexInJoiningHeartbeat
+    state, mm = _heartbeat_state(membership())
+    mm.subscribe(frozenset(), False, "t1.*")
+    mm.transition_to_joining()
+    request = state.build_request()
+    # SubscriptionState has no topic names for an RE2J pattern: a join sends an empty list.
+    assert (request.subscribed_topic_regex, request.subscribed_topic_names) == ("t1.*", ())
+    mm.pattern = None
+    assert state.build_request().subscribed_topic_regex == ""
+    assert state.build_request().subscribed_topic_regex is None  # rejoining without a pattern: no field
