@@ -332,6 +332,7 @@ def run(scenario: str, out_dir: str, engine: str, conf_file: str | None, overrid
         path, loaded = _load_scenario(scenario)
         config = load_config(conf_file, overrides, loaded.broker)
         spark = _engine_settings(engine, spark_sets, profile, master, slice_text, speed_text)
+        _start_spark(spark)  # while the scenario's events are generated
         generated = scenarios.generate(loaded)
         events_file = _write_run_inputs(path, scenarios.to_jsonl(generated.rows), generated.actions, Path(out_dir),
                                         check_checkpoint=engine == "spark")
@@ -393,6 +394,7 @@ def sweep(scenario: str, vary: tuple[str, ...], out_dir: str, engine: str, conf_
         config = load_config(conf_file, overrides, loaded.base.broker)
         configs = _variant_configs(loaded, conf_file, overrides)
         spark = _engine_settings(engine, spark_sets, profile, master, slice_text, speed_text)
+        _start_spark(spark)  # while the variants' events are generated
         generated = scenarios.generate_variants(loaded)
         rows = [dict(row, variant=name) for name, variant_generated in generated.items()
                 for row in variant_generated.rows]
@@ -546,6 +548,21 @@ def _slicing(slice_text: str | None, speed_text: str | None) -> dict:
         raise UserError(str(error)) from None
 
 
+def _start_spark(spark: dict | None) -> None:
+    """With the spark engine, start its application in the background (`spark["application"]`)."""
+    if spark is None:
+        return
+    try:
+        from streaming.engine import start_application
+        from streaming.session import SettingsError
+    except ImportError:
+        return  # said by _run_spark, once the input is written
+    try:
+        spark["application"] = start_application(spark["profile"], spark["master"], spark["settings"])
+    except SettingsError as error:
+        raise UserError(str(error)) from None
+
+
 def _run_spark(paths: list, config: CoordinatorConfig, until: int | None, out_dir: str, spark: dict,
                captured_file: str | None = None, variants: Mapping[str, CoordinatorConfig] | None = None
                ) -> RunResult:
@@ -559,13 +576,16 @@ def _run_spark(paths: list, config: CoordinatorConfig, until: int | None, out_di
     try:
         return run_spark([str(p) for p in paths], out_dir, config, until, spark["settings"], captured=captured_file,
                          profile=spark["profile"], master=spark["master"], slice_ms=spark.get("slice_ms"),
-                         speed=spark.get("speed"), variants=variants)
+                         speed=spark.get("speed"), variants=variants, application=spark.get("application"))
     except (RunMismatch, SettingsError) as error:
         raise UserError(str(error)) from None
     except WorkerTimeout as error:
         raise click.ClickException(str(error)) from None
     finally:
         session = SparkSession.getActiveSession()
+        application = spark.get("application")
+        if session is None and application is not None and application.done() and not application.exception():
+            session = application.result()  # started in another thread, where it is the active one
         if session is not None:
             stop_session(session)
 

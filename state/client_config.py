@@ -3,7 +3,9 @@ few simulation knobs (`coordsim.*`) that a real client's behaviour depends on bu
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
 import math
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
@@ -70,12 +72,22 @@ class ClientConfig:
 
     @classmethod
     def from_kafka(cls, settings: Mapping[str, Any] | None) -> "ClientConfig":
+        """The configuration of a client's settings under Kafka's names. A fleet's clients share a few
+        distinct settings: each is parsed once (the instances are immutable)."""
+        try:
+            text = json.dumps(settings or {}, sort_keys=True)
+        except (TypeError, ValueError):
+            return cls._parse(settings)
+        return _parsed_config(text)
+
+    @classmethod
+    def _parse(cls, settings: Mapping[str, Any] | None) -> "ClientConfig":
         # ConsumerConfig refuses, naming them, the settings the chosen protocol does not use, even at their
         # defaults: checked on the settings as given.
         refused = unsupported_config_error(settings or {})
         if refused is not None:
             raise ConfigError(refused)
-        by_name = {cls.kafka_name(f.name): f for f in fields(cls)}
+        by_name = _fields_by_kafka_name()
         values: dict[str, Any] = {}
         for key, value in (settings or {}).items():
             f = by_name.get(key)
@@ -159,6 +171,16 @@ class ClientConfig:
     @property
     def response_latency_ms(self) -> int:
         return self.coordsim_network_rtt_ms - self.coordsim_network_rtt_ms // 2
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed_config(text: str) -> ClientConfig:
+    return ClientConfig._parse(json.loads(text))
+
+
+@functools.cache
+def _fields_by_kafka_name() -> dict:
+    return {ClientConfig.kafka_name(f.name): f for f in fields(ClientConfig)}
 
 
 def _convert(key: str, kind: Any, value: Any) -> Any:

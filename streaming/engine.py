@@ -14,8 +14,9 @@ three phases; each phase is a restart of the same query over a longer file list:
    its last visit, and an elided client's session deadline moves on with the clock). The driver reads the
    groups' latest pending deadlines from the committed `engine_meta` rows:
    final = max(L, the latest of them), or `until`.
-3. finish at final: one control file moves the watermark past final, the next carries an end-of-run row for
-   every group; each group applies everything up to final, then ends its run.
+3. finish at final: one control file moves the watermark past final (unless a sliced run's last slice
+   already did), the next carries an end-of-run row for every group; each group applies everything up to
+   final, then ends its run.
 
 Then the committed batches are compacted into `OUT/<table>/part-00000.parquet` with the local engine's
 writer, out of core (`streaming.compaction`; the executors already turned each call's rows into Arrow
@@ -29,7 +30,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import threading
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
@@ -48,7 +51,7 @@ from streaming.session import get_session, resolve_settings, run_session, stop_s
 from streaming.source import (SCHEMA, SOURCE_DIR, input_rows, read_control_final, source_file, write_control,
                               write_rows)
 from streaming.step import (ARROW_BATCH_ENVELOPES, META_TABLE, OUTPUT_SCHEMA, STATE_SCHEMA, GroupFacts, decode_facts,
-                            make_step)
+                            make_step, warm_worker)
 
 # Control files, in the order the phases write them, after the main phase's files (their place in the list).
 DRAIN_TO_LAST = (0, "drain-to-last-event")
@@ -106,7 +109,8 @@ class _Facts:
 def run_spark(paths: Sequence[str], out_dir: str, config: CoordinatorConfig, until: int | None = None,
               settings: Mapping[str, Any] | None = None, progress: bool = True, *, profile: str = "local",
               master: str | None = None, captured: str | os.PathLike | None = None, slice_ms: int | None = None,
-              speed: float | None = None, variants: Mapping[str, CoordinatorConfig] | None = None) -> SparkRunResult:
+              speed: float | None = None, variants: Mapping[str, CoordinatorConfig] | None = None,
+              application: Future | None = None) -> SparkRunResult:
     """Replay the event files `paths` into `out_dir` on Spark; the same tables as `run_local`.
 
     `captured`: a captured-responses file (`coordsim capture import`); its answers are attached to the events
@@ -120,6 +124,8 @@ def run_spark(paths: Sequence[str], out_dir: str, config: CoordinatorConfig, unt
     `variants`: a sweep's variants and their coordinator settings (`config` is then only recorded): every
     row names its variant, each variant's groups are keyed apart (`state.variants`) and run with its
     settings, and every table gets a variant column, as `run_local` does.
+
+    `application`: the session `start_application` is starting (else the running one, or a new one).
 
     `settings`: engine (`streaming.*`) and `spark.*` settings over the profile's (`conf/spark-<profile>.yaml`).
     `progress`: a live panel on stderr while the run goes (gone at the end: the caller prints its summary,
@@ -141,7 +147,8 @@ def run_spark(paths: Sequence[str], out_dir: str, config: CoordinatorConfig, unt
     # The record says the part files are complete (simulations.views.run_tables): not true again until the
     # end of this run, whatever run wrote the files there.
     (Path(out_dir) / RUN_FILE).unlink(missing_ok=True)
-    spark = run_session(get_session(profile, master, resolved), resolved)
+    base = application.result() if application is not None else get_session(profile, master, resolved)
+    spark = run_session(base, resolved)
     spark.streams.addListener(run.listener)
     try:
         with run.display:
@@ -218,6 +225,7 @@ class _Run:
     # -- phases --------------------------------------------------------------------------------------------
     def execute(self, spark) -> SparkRunResult:
         self.source.mkdir(parents=True, exist_ok=True)
+        warming = _warm_python_workers(spark, self.partitions)
         if self.slice_ms is not None:
             self.begin("slicing the input")
             self.ensure_slices()
@@ -225,6 +233,8 @@ class _Run:
         else:
             self.begin("reading the input")
             self.ensure_inputs()
+        if warming is not None:
+            warming.join()
         self.begin("main")
         # No trailing no-data micro-batch: the next phase's first batch fires the same timeouts anyway.
         self.run_query(spark, no_data_batches=False)
@@ -241,7 +251,8 @@ class _Run:
                 decided, pending = self.decided_final(), facts.max_pending_deadline()
                 final = decided if decided is not None else final_time(None, last, [pending])
             beyond = max(final, facts.max_event_ts)
-            self.ensure_control(ADVANCE_TO_FINAL, beyond, final)
+            if not self.main_passes(final):
+                self.ensure_control(ADVANCE_TO_FINAL, beyond, final)
             self.ensure_control(END_OF_RUN, beyond, final, facts.known)
             self.begin("finish at the final time")
             self.run_query(spark)
@@ -250,6 +261,12 @@ class _Run:
         self.begin(None)
         result.phases_s = self.phases_s
         return result
+
+    def main_passes(self, final: int) -> bool:
+        """Whether the main phase left the watermark past `final`: a sliced run's last slice ends at `until`,
+        and its sentinel moves the watermark to until + 1. The end-of-run rows then need no micro-batch
+        before theirs to bring the groups to the final time: their own applies everything up to it."""
+        return self.slice_ms is not None and self.until is not None and final == self.until
 
     def begin(self, phase: str | None) -> None:
         """End the current phase (its wall time goes to the run record) and start `phase`."""
@@ -418,6 +435,46 @@ class _Run:
                          final_ts=result.final_ts, batches=result.batches, late_rows=result.late_rows,
                          late_rows_unknown_batches=result.late_rows_unknown_batches, wall_s=result.wall_s,
                          phases_s=result.phases_s, settings=dict(settings), **variant_settings(self.variants))
+
+
+def start_application(profile: str = "local", master: str | None = None,
+                      settings: Mapping[str, Any] | None = None) -> Future:
+    """Start the Spark application a run will use (`run_spark(..., application=)`) and its Python workers in
+    the background, while the caller prepares the run's input: a JVM's start and the workers' take seconds
+    of mostly one core. The settings are checked at once (SettingsError); a failure to start comes out of
+    the Future. A daemon thread: a caller that gives up exits without waiting for it (the JVM ends with it)."""
+    resolved = resolve_settings(profile, settings)
+    partitions = int(resolved.get("spark.sql.shuffle.partitions", 200))
+    started: Future = Future()
+
+    def start() -> None:
+        try:
+            session = get_session(profile, master, resolved)
+            _warm_python_workers(session, partitions)
+            started.set_result(session)
+        except BaseException as error:  # noqa: BLE001 - handed to the caller, which re-raises it
+            started.set_exception(error)
+
+    threading.Thread(target=start, name="coordsim-spark-start", daemon=True).start()
+    return started
+
+
+def _warm_python_workers(spark, partitions: int) -> threading.Thread | None:
+    """In a new Spark application, start its Python workers, each importing the step's modules, while the
+    driver reads the input: the first micro-batch would otherwise wait for them (about 2 s on 2 cores), and
+    Spark keeps them for the query (spark.python.worker.reuse). None if the application has run this before."""
+    context = spark.sparkContext
+    if getattr(context, "_coordsim_warmed", False):
+        return None
+    context._coordsim_warmed = True
+
+    def warm() -> None:
+        (spark.range(0, partitions, numPartitions=partitions).groupBy("id")
+         .applyInPandas(warm_worker, "id long").collect())
+
+    thread = threading.Thread(target=warm, name="coordsim-warm-python-workers", daemon=True)
+    thread.start()
+    return thread
 
 
 def main(argv: Sequence[str] | None = None) -> int:

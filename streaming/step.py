@@ -102,6 +102,12 @@ def decode_facts(payload: bytes) -> GroupFacts:
     return GroupFacts(*marshal.loads(payload))
 
 
+def warm_worker(frame: pd.DataFrame) -> pd.DataFrame:
+    """Run once per Python worker before the query (streaming.engine): unpickling it imported this module, and
+    with it everything a step call needs."""
+    return frame
+
+
 def make_step(config: CoordinatorConfig, until: int | None, bucketed: bool,
               variants: Mapping[str, CoordinatorConfig] | None = None):
     """The function for `applyInPandasWithState(..., OUTPUT_SCHEMA, STATE_SCHEMA, "Append",
