@@ -25,6 +25,9 @@ class ConfigError(ValueError):
     """A setting with an unknown name or an invalid value."""
 
 
+# The consumer-group behaviours coordsim.kafka.version selects.
+KAFKA_VERSIONS = ("trunk", "4.0")
+
 @dataclass(frozen=True)
 class CoordinatorConfig:
     group_min_session_timeout_ms: int = 6_000
@@ -58,6 +61,13 @@ class CoordinatorConfig:
     # coordinator's broker is down or has no leader (state/lookup.py) are computed in closed form;
     # 0: simulated one by one. The output is the same either way.
     coordsim_periodic_elision: int = 1
+    # Which Kafka's consumer groups behave as: `trunk` (the default, state/consumer_group/) or `4.0` (Kafka
+    # 4.0.0 where it differs in ways users see: docs/consumer-protocol.md).
+    coordsim_kafka_version: str = "trunk"
+
+    @property
+    def kafka_4_0(self) -> bool:
+        return self.coordsim_kafka_version == "4.0"
 
     @property
     def offsets_retention_ms(self) -> int:
@@ -98,6 +108,8 @@ class CoordinatorConfig:
             (self.offsets_retention_check_interval_ms >= 1, "offsets.retention.check.interval.ms must be >= 1"),
             (self.offset_metadata_max_bytes >= 0, "offset.metadata.max.bytes must be >= 0"),
             (self.coordsim_periodic_elision in (0, 1), "coordsim.periodic.elision must be 0 or 1"),
+            (self.coordsim_kafka_version in KAFKA_VERSIONS,
+             f"coordsim.kafka.version must be {' or '.join(KAFKA_VERSIONS)}, got {self.coordsim_kafka_version!r}"),
             *self._consumer_group_checks(),
         ]
         for ok, message in checks:
@@ -151,6 +163,8 @@ def _parse(key: str, value: Any, kind: type) -> Any:
             raise ConfigError(f"setting {key} must be a comma-separated list of names, got {value!r}")
         return tuple(item.strip() for item in items if item.strip())
     if kind is str:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = str(value)  # YAML reads `4.0` as a number
         if not isinstance(value, str):
             raise ConfigError(f"setting {key} must be a string, got {value!r}")
         return value.strip().lower()  # Kafka validates it case-insensitively

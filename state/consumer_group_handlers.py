@@ -321,7 +321,7 @@ class ConsumerGroupHandlers:
         group. Commits do not keep a consumer member's session alive: only its heartbeats do."""
         partitions = [(self.topic_id(p.topic), p.partition) for p in req.offsets]
         error = validate_offset_commit(self.consumer_group, req.member_id, req.group_instance_id, req.generation_id,
-                                       partitions, api_version=req.api_version)
+                                       partitions, api_version=req.api_version, kafka_4_0=self.config.kafka_4_0)
         if error != "NONE":
             self.fail_offset_commit(req, error)
             return
@@ -448,7 +448,7 @@ class ConsumerGroupHandlers:
         whose generation (the group epoch they set) and its assignments are already in the tables."""
         group = self.consumer_group
         if group is None:
-            group = self.consumer_group = ConsumerGroup(self.group_id)
+            group = self.consumer_group = ConsumerGroup(self.group_id, self.config.kafka_4_0)
             self._consumer_state_row(None, group, "group_created")
         before_state, before_members, before_epoch = group.state, dict(group.members), group.group_epoch
         changes: list[tuple[str, ConsumerGroupMember]] = []
@@ -565,7 +565,7 @@ class ConsumerGroupHandlers:
         records = self.log.consumer_group_records()
         if not records:
             return False
-        group = self.consumer_group = ConsumerGroup(self.group_id)
+        group = self.consumer_group = ConsumerGroup(self.group_id, self.config.kafka_4_0)
         for record in records:
             group.replay(record)
         # The members first, as a classic group's load writes them: the state row counts them (docs/tables.md).

@@ -255,3 +255,13 @@ def test_the_consumer_group_round_trips_through_encoding(ctx):
     assert decoded.consumer_group == ctx.runtime.consumer_group
     assert decoded.timers.pending() == ctx.runtime.timers.pending()
     assert decoded.topic_ids == {"foo": TopicId.from_string(FOO_ID)}
+
+
+def test_coordsim_kafka_version_4_0_gives_kafka_4_0_0s_epochs():
+    # Kafka 4.0.0: a new group starts at epoch 0, so the first member gets epoch 1 (trunk: 2), and the
+    # target assignment is computed on every bump whatever group.consumer.assignment.interval.ms says.
+    ctx = GroupContext(coordsim_kafka_version="4.0")
+    ctx.send("TOPIC_METADATA", topics=[{"topic": "foo", "partitions": 4, "topic_id": FOO_ID}])
+    a, b, a_revoking, a_revoked, b_stable = join_two(ctx)
+    assert (a.generation_id, b.generation_id, b_stable.generation_id) == (1, 2, 2)
+    assert b_stable.assignment == [{"topic": "foo", "partitions": [2, 3]}]

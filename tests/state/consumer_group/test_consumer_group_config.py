@@ -58,7 +58,13 @@ def test_list_and_string_settings_round_trip():
     ({"group.consumer.assignors": "org.example.MyAssignor"}, "custom assignor classes are not"),
     ({"group.consumer.migration.policy": "sideways"}, "group.consumer.migration.policy must be one of"),
     ({"group.consumer.assignors": 3}, "must be a comma-separated list"),
+    ({"coordsim.kafka.version": "3.9"}, "coordsim.kafka.version must be trunk or 4.0, got '3.9'"),
 ])
 def test_invalid_settings(settings, message):
     with pytest.raises(ConfigError, match=message):
         CoordinatorConfig.from_kafka(settings)
+
+
+def test_kafka_version_4_0_reads_from_yaml_as_a_number_too():
+    assert CoordinatorConfig.from_kafka({"coordsim.kafka.version": 4.0}).kafka_4_0
+    assert not CoordinatorConfig().kafka_4_0
