@@ -234,6 +234,7 @@ class _Run:
             self.begin("reading the input")
             self.ensure_inputs()
         if warming is not None:
+            self.begin("starting the Python workers")
             warming.join()
         self.begin("main")
         # No trailing no-data micro-batch: the next phase's first batch fires the same timeouts anyway.
