@@ -118,13 +118,6 @@ def read_control_final(path: Path) -> int:
     return int(pq.read_schema(str(path)).metadata[FINAL_KEY])
 
 
-def read_rows(path: Path) -> Iterator[tuple]:
-    """A source file's rows, as they were written (event times in ms)."""
-    for batch in pq.ParquetFile(str(path)).iter_batches():
-        for kind, key, ts, payload in zip(*(batch.column(i).to_pylist() for i in range(4))):
-            yield kind, key, None if ts is None else int(ts.timestamp() * 1000), payload
-
-
 def input_rows(path: str, name: str, captured: str | None, variants: list[str] | None = None) -> Iterator[tuple]:
     """The rows of input file `path` (named `name` in them): (kind, key, event time in ms, payload). The key
     is the event's group key (`state.variants.group_key`); `variants`: a sweep's, which every row names."""

@@ -134,10 +134,10 @@ class HeartbeatContext:
     new_topics_version: int = -1
 
     @classmethod
-    def from_config(cls, config: CoordinatorConfig, topics: TopicsImage, kafka_4_0: bool = False,
-                    metadata_version: int = 0, new_topics_version: int = -1) -> "HeartbeatContext":
+    def from_config(cls, config: CoordinatorConfig, topics: TopicsImage, metadata_version: int = 0,
+                    new_topics_version: int = -1) -> "HeartbeatContext":
         return cls(config, topics, {name: SERVER_ASSIGNORS[name] for name in config.group_consumer_assignors},
-                   kafka_4_0 or config.kafka_4_0, metadata_version, new_topics_version)
+                   config.kafka_4_0, metadata_version, new_topics_version)
 
     @property
     def default_assignor(self) -> str:

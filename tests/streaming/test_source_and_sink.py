@@ -7,12 +7,13 @@ import os
 import pickle
 import shutil
 
+import pyarrow.parquet as pq
 import pytest
 
 from state.events import CapturedAnswer
 from streaming import sink, source
-from streaming.source import (SCHEMA, end_of_run_final, input_rows, read_control_final, read_rows, source_file,
-                              wake_at, write_control, write_rows)
+from streaming.source import (SCHEMA, end_of_run_final, input_rows, read_control_final, source_file, wake_at,
+                              write_control, write_rows)
 from streaming.step import OUTPUT_SCHEMA
 from tableio import captured_answers
 
@@ -53,7 +54,9 @@ def test_events_carry_their_captured_answers_and_the_file_is_read_once(tmp_path,
 def test_control_file_round_trip(tmp_path):
     path = source_file(tmp_path, 3, "end-of-run")
     write_control(path, 3, sentinel_ts=2_000, final=1_000, end_groups=["g1", "g2"], wake_groups=["g3"])
-    rows = list(read_rows(path))
+    table = pq.read_table(path)
+    times = [None if t is None else t // 1000 for t in table["event_time"].cast("int64").to_pylist()]
+    rows = list(zip(table["kind"].to_pylist(), table["key"].to_pylist(), times, table["payload"].to_pylist()))
     assert rows[0] == ("sentinel", None, 2_000, b"")
     assert [(kind, key, ts, end_of_run_final(p), wake_at(p)) for kind, key, ts, p in rows[1:]] == [
         ("wake", "g3", 2_000, None, 1_000), ("end", "g1", 2_000, 1_000, None), ("end", "g2", 2_000, 1_000, None)]
