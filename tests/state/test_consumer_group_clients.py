@@ -10,6 +10,9 @@ import pytest
 from state.config import ConfigError
 from state.client_config import ClientConfig
 from state.consumer_group.client.member_state import MemberState
+from state.events import parse_event
+from state.periodic import expand_rows
+from state.runtime import GroupRuntime
 from tests.state.harness import GroupContext, check_requests_rows
 
 CONSUMER = {"group.protocol": "consumer"}
@@ -86,6 +89,39 @@ def test_requests_carry_the_member_epoch_and_read_back_as_the_events_sent(monkey
     # OffsetFetch v9 carries the member id and epoch too (CommitRequestManager, once the member has an epoch).
     fetches = [r for r in ctx.rows("responses") if r["api"] == "OffsetFetch"]
     assert fetches and all(r["member_id"] and r["generation_id"] in set(epochs.values()) for r in fetches)
+
+
+def test_the_requests_table_with_the_runs_topic_metadata_replays_the_run():
+    """The coordinator assigns a consumer group's partitions from the cluster's metadata, which no request
+    carries: the `requests` table replays the run together with its TOPIC_METADATA rows (without them every
+    assignment is empty and the member epochs differ from the first heartbeat on)."""
+    ctx = formed()
+    ctx.send("CLIENT_STOP", client_id="c0")
+    ctx.sleep(30_000)
+    ctx.finish()
+    written = ctx.written("requests")
+    assert any(r["repeat_count"] > 1 for r in written if r["type"] == "CONSUMER_GROUP_HEARTBEAT")
+    metadata = {"ts": 0, "group_id": ctx.group_id, "type": "TOPIC_METADATA",
+                "topics": [{"topic": "orders", "partitions": 6, "records_per_second": 10}]}
+
+    def replay(with_metadata: bool) -> dict[str, list[dict]]:
+        runtime = GroupRuntime(ctx.group_id, ctx.config)
+        rows = ([metadata] if with_metadata else []) + [json.loads(r["raw"]) for r in written]
+        runtime.offer([parse_event(row, "requests", line) for line, row in enumerate(rows)])
+        runtime.advance_to(ctx.time)
+        runtime.finish()
+        return runtime.take_output().tables
+
+    def strip(rows):  # a replayed quiet run is written when it ends: rows are compared by request
+        return sorted(({k: v for k, v in r.items() if k != "out_seq"} for r in rows),
+                      key=lambda r: (r.get("request_ts"), r.get("request_id") or "", json.dumps(r, sort_keys=True)))
+
+    replayed = replay(with_metadata=True)
+    assert strip(expand_rows("responses", replayed["responses"])) == strip(ctx.rows("responses"))
+    for table in ("consumer_group_records", "group_states", "assignments"):
+        assert strip(replayed[table]) == strip(ctx.rows(table)), table
+    first = replay(with_metadata=False)["responses"][0]
+    assert first["api"] == "ConsumerGroupHeartbeat" and first["assignment"] == []
 
 
 def test_close_commits_then_leaves_with_epoch_minus_one_and_the_others_take_its_partitions():
