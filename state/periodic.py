@@ -455,9 +455,6 @@ class PeriodicHandlers:
             for _, key in sorted(opened):
                 self.runs[key] = self.runs.pop(key)
 
-    def _chains(self, elided: ElidedClient):
-        return [c for c in (elided.heartbeat, elided.commit, elided.metadata) if c is not None]
-
     @staticmethod
     def _count_before(chain: Chain, offset: int, at: int) -> int:
         """How many instants k have first + k * period + offset < at."""
@@ -506,8 +503,16 @@ class PeriodicHandlers:
         cfg = client.config
         there = cfg.request_latency_ms
         offsets = (0, there, there + cfg.response_latency_ms)
-        return min(c.first + d + (0 if at <= c.first + d else -(-(at - c.first - d) // c.period) * c.period)
-                   for c in self._chains(elided) for d in offsets)
+        first = None
+        for chain in (elided.heartbeat, elided.commit, elided.metadata):
+            if chain is None:
+                continue
+            for d in offsets:
+                start = chain.first + d
+                instant = start if at <= start else start - (start - at) // chain.period * chain.period
+                if first is None or instant < first:
+                    first = instant
+        return first
 
     def _commit_in_closed_form(self, run: QuietRun) -> None:
         """The run's last commit, appended and replayed; its rows are the run's own."""

@@ -130,9 +130,15 @@ class GroupRuntime(MembershipHandlers, ConsumerGroupHandlers, OffsetHandlers, Me
     def advance_to(self, t: int) -> None:
         """Apply held events and deadlines up to and including time t."""
         elision = self.config.coordsim_periodic_elision
+        coordinator_timers, client_timers, held = self.timers, self.fleet.timers, self._held
         while True:
-            queue, timer = self._next_timer()
-            event_ts = self._held[0][0][0] if self._held else None
+            # The timer due first; at equal deadlines the coordinator's fire before the clients'.
+            coordinator, client = coordinator_timers.peek(), client_timers.peek()
+            if client is None or (coordinator is not None and coordinator.deadline <= client.deadline):
+                queue, timer = coordinator_timers, coordinator
+            else:
+                queue, timer = client_timers, client
+            event_ts = held[0][0][0] if held else None
             if timer is not None and timer.deadline <= t and (event_ts is None or timer.deadline <= event_ts):
                 concerns = _concerns_timer(timer)
                 if (self.elided or self.lookups) and self._catch_up(timer.deadline, *concerns):
@@ -141,10 +147,10 @@ class GroupRuntime(MembershipHandlers, ConsumerGroupHandlers, OffsetHandlers, Me
                 self._set_clock(max(self.now, timer.deadline))
                 self._fire(timer)
             elif event_ts is not None and event_ts <= t:
-                concerns = _concerns_event(self._held[0][1])
+                concerns = _concerns_event(held[0][1])
                 if (self.elided or self.lookups) and self._catch_up(event_ts, *concerns):
                     continue
-                key, event = heapq.heappop(self._held)
+                key, event = heapq.heappop(held)
                 self._set_clock(event.ts)
                 self._last_key = key
                 self.last_event_ts = max(self.last_event_ts, event.ts)
@@ -172,13 +178,6 @@ class GroupRuntime(MembershipHandlers, ConsumerGroupHandlers, OffsetHandlers, Me
             self.timers.item = FIRING
         self.now = now
         self.timers.clock = now
-
-    def _next_timer(self) -> tuple[TimerQueue, Timer | None]:
-        """The timer due first and its queue; at equal deadlines the coordinator's fire before the clients'."""
-        coordinator, client = self.timers.peek(), self.fleet.timers.peek()
-        if client is None or (coordinator is not None and coordinator.deadline <= client.deadline):
-            return self.timers, coordinator
-        return self.fleet.timers, client
 
     def next_wakeup(self) -> int | None:
         """Earliest time something is due: a deadline or a held event (the Spark state timeout)."""
