@@ -16,6 +16,7 @@ from typing import Iterator, Mapping, Sequence
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from simulations.group_ranges import WHOLE, GroupRange, group_ranges, read_rows
 from tableio.parquet import PART_FILE, arrow_schema, read_table, sort_table, to_arrow, variant_rows
@@ -126,10 +127,10 @@ def load_run(run_dir: str | os.PathLike, columns: Mapping[str, Sequence[str]] | 
     present = [name for name in TABLES if (root / name / PART_FILE).is_file()]
     if not present:
         raise RunError(f"{run_dir}: not a run folder (no output tables; expected e.g. {run_dir}/responses/{PART_FILE})")
+    wanted = columns or {name: None for name in TABLES}
     try:
         # A table the run predates (the contract grew since) reads as empty; `validate` reports it missing.
-        tables = {name: _read_columns(root, name, names, WHOLE, variant)
-                  for name, names in (columns or {name: None for name in TABLES}).items()}
+        tables = {name: _read_columns(root, name, names, WHOLE, variant) for name, names in wanted.items()}
     except (OSError, pa.ArrowException) as error:
         raise RunError(f"{run_dir}: cannot read the tables ({error})") from None
     final = record.get("final_ts") if record else None
@@ -165,6 +166,12 @@ def require_variant(run_dir: str | os.PathLike, variant: str | None, record: Map
         raise RunError(f"--variant {variant}: not a variant of {run_dir} (its variants: {', '.join(variants)})")
 
 
+# Columns a run from before quiet runs lacks: it wrote a row per request, which a null `repeat_count` counts
+# as. A run lacking any other column of the contract is refused, naming it: what its rows meant cannot be
+# told from the rows (`group_type` came after the first consumer groups, for one).
+NULL_IN_OLDER_RUNS = ("repeat_count", "repeat_interval_ms")
+
+
 def _read_columns(root: Path, table: str, names: Sequence[str] | None, groups: GroupRange = WHOLE,
                   variant: str | None = None) -> pd.DataFrame:
     """A table, or only `names` of it (of the range `groups`), cast to the contract's types; of a sweep, the
@@ -174,11 +181,22 @@ def _read_columns(root: Path, table: str, names: Sequence[str] | None, groups: G
         empty = _frame(table, [])
         return empty if names is None else empty[list(names)]
     contract = arrow_schema(table)
+    present = set(pq.read_schema(path).names)
+    absent = [name for name in (contract.names if names is None else names) if name not in present]
+    unknown = [name for name in absent if name not in NULL_IN_OLDER_RUNS]
+    if unknown:
+        raise RunError(f"{root}: written by an older coordsim, its {table} table lacks {', '.join(unknown)}; run it "
+                       f"again to read it with this version (`coordsim validate {root}` lists every difference)")
     if names is None:
-        if variant is None:
+        if variant is None and not absent:
             return read_table(root, table)
         names = contract.names
-    data = variant_rows(read_rows(path, groups, list(names) + ([] if variant is None else [VARIANT])), variant)
+    read = [name for name in names if name in present]
+    data = variant_rows(read_rows(path, groups, read + ([] if variant is None else [VARIANT])), variant)
+    for name in absent:
+        field = contract.field(name)
+        data = data.append_column(field, pa.nulls(data.num_rows, field.type))
+    data = data.select(list(names))
     return data.cast(pa.schema([contract.field(name) for name in names])).to_pandas(types_mapper=NULLABLE.get)
 
 

@@ -3,15 +3,18 @@ errors as one line with exit code 2."""
 
 from __future__ import annotations
 
+import shutil
 import socket
 import subprocess
 import sys
 
 import pytest
+import pyarrow.parquet as pq
 from click.testing import CliRunner
 
 from simulations.reports import commands
 from simulations.reports.dashboard import make_server
+from tableio.parquet import PART_FILE
 
 from ..conftest import REPO
 from ..views.runs import T0
@@ -101,6 +104,21 @@ def test_user_errors_are_one_line_and_exit_2(tiny_run, tmp_path, command, args, 
     (tmp_path / "empty").mkdir()
     paths = {"run": tiny_run, "missing": tmp_path / "missing", "empty": tmp_path / "empty"}
     assert_user_error(invoke(command, *(a.format(**paths) for a in args)), message)
+
+
+@pytest.mark.parametrize("command, args", [
+    (commands.describe, ["--group", "orders"]),
+    (commands.report, ["--out", "{tmp}/r.html"]),
+    (commands.metrics, ["--out", "{tmp}/m.prom"]),
+    (commands.lag, []),
+])
+def test_a_run_written_before_a_column_was_added_is_refused_naming_it(tiny_run, tmp_path, command, args):
+    old = tmp_path / "old"
+    shutil.copytree(tiny_run, old)
+    path = old / "group_states" / PART_FILE
+    pq.write_table(pq.read_table(path).drop_columns(["group_type"]), path)
+    assert_user_error(invoke(command, old, *(a.format(tmp=tmp_path) for a in args)),
+                      "written by an older coordsim, its group_states table lacks group_type; run it again")
 
 
 def test_a_report_of_an_unknown_group_writes_nothing(tiny_run, tmp_path):
