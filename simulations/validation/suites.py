@@ -14,6 +14,7 @@ every validation's time (docs/benchmarks.md). They keep their names, order and f
 
 from __future__ import annotations
 
+import logging
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -150,6 +151,10 @@ class Suites:
         from great_expectations.data_context.types.base import ProgressBarsConfig
 
         self._gx = gx
+        # great-expectations pins the logger of this module at INFO, which logs the temporary folder of an
+        # ephemeral docs site: once anything in the process has installed a root handler, as the Spark
+        # engine's run does, that line reached the console.
+        logging.getLogger(ProgressBarsConfig.__module__).setLevel(logging.WARNING)
         self.context = gx.get_context(mode="ephemeral")
         # The progress bars would bury the summary; they go to stderr once per expectation batch.
         self.context.variables.progress_bars = ProgressBarsConfig(globally=False)

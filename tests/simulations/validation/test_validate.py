@@ -299,3 +299,13 @@ def test_validation_runs_under_python_c():
     code = "from simulations.validation.suites import Suites; Suites(); print('reached')"
     done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[3], capture_output=True, text=True, timeout=300)
     assert (done.returncode, done.stdout.strip()) == (0, "reached"), done.stderr[-2000:]
+
+
+def test_validation_logs_nothing_to_a_console_with_a_root_handler():
+    # A Spark run's process has a root handler by the time it validates: great-expectations' INFO lines
+    # (a logger it pins at INFO) reached the quick start's output.
+    code = ("import logging; logging.basicConfig(level=logging.WARNING)\n"
+            "from simulations.validation.suites import Suites; Suites(); print('reached')")
+    done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[3], capture_output=True, text=True, timeout=300)
+    assert (done.returncode, done.stdout.strip()) == (0, "reached"), done.stderr[-2000:]
+    assert "great_expectations" not in done.stderr, done.stderr[-2000:]
