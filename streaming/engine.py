@@ -233,7 +233,7 @@ class _Run:
         else:
             self.begin("reading the input")
             self.ensure_inputs()
-        if warming is not None:
+        if warming.is_alive():
             self.begin("starting the Python workers")
             warming.join()
         self.begin("main")
@@ -460,20 +460,22 @@ def start_application(profile: str = "local", master: str | None = None,
     return started
 
 
-def _warm_python_workers(spark, partitions: int) -> threading.Thread | None:
+def _warm_python_workers(spark, partitions: int) -> threading.Thread:
     """In a new Spark application, start its Python workers, each importing the step's modules, while the
     driver reads the input: the first micro-batch would otherwise wait for them (about 2 s on 2 cores), and
-    Spark keeps them for the query (spark.python.worker.reuse). None if the application has run this before."""
+    Spark keeps them for the query (spark.python.worker.reuse). The thread doing it, to be joined before the
+    query; the same thread again once the application has started it (`start_application` did, say)."""
     context = spark.sparkContext
-    if getattr(context, "_coordsim_warmed", False):
-        return None
-    context._coordsim_warmed = True
+    thread = getattr(context, "_coordsim_warming", None)
+    if thread is not None:
+        return thread
 
     def warm() -> None:
         (spark.range(0, partitions, numPartitions=partitions).groupBy("id")
          .applyInPandas(warm_worker, "id long").collect())
 
-    thread = threading.Thread(target=warm, name="coordsim-warm-python-workers", daemon=True)
+    thread = context._coordsim_warming = threading.Thread(target=warm, name="coordsim-warm-python-workers",
+                                                           daemon=True)
     thread.start()
     return thread
 
