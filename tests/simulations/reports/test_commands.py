@@ -139,6 +139,13 @@ def test_a_bad_at_is_one_line_and_exit_2(tiny_run):
                               "zone, got 'yesterday'")
 
 
+def test_describe_during_a_coordinator_outage_says_so_and_exits_0_as_the_tool_does(failed_broker_run):
+    result = invoke(commands.describe, failed_broker_run, "--group", "payments-17", "--at", "2026-01-01T00:03:05Z")
+    assert result.exit_code == 0, result.output
+    assert result.output == ("\nError: Executing consumer group command failed due to org.apache.kafka.common."
+                             "errors.CoordinatorNotAvailableException: The coordinator is not available.\n")
+
+
 def test_dashboard_on_a_busy_port_is_a_user_error(tiny_run):
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
