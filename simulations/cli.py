@@ -43,7 +43,7 @@ from state.variants import by_variant
 from tableio.captured import captured_records
 from tableio.captured_answers import attach_captured, captured_answers
 from tableio.coordinator_settings import load_config, non_default_settings, parse_overrides, read_conf_file
-from tableio.inputs import JSONL_SUFFIXES, InputError, coordinator_reject, read_events
+from tableio.inputs import JSONL_SUFFIXES, InputError, coordinator_reject, event_files, read_events
 from tableio.parquet import OutputError, make_folder, output_errors, read_columns, written_rows
 from tableio.run_result import RunResult
 
@@ -123,6 +123,7 @@ def replay(events: tuple[str, ...], out_dir: str, engine: str, conf_file: str | 
         config = load_config(conf_file, overrides)
         spark = spark_engine(engine, spark_sets, profile, master)
         captured = None if captured_file is None else captured_records(captured_file)
+        event_files(events)  # a path that cannot be read is refused before --out is created
         out = Path(out_dir)
         # A replay writes no scenario/, but a Spark run's checkpoint may name the events kept there.
         keeps_scenario = (out / SPARK_CHECKPOINTS).exists()

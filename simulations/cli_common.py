@@ -1,6 +1,6 @@
 """What every `coordsim` command shares: the command group (a closed standard output ends any command
-quietly), the user-error exception (one line on stderr, exit code 2, never a traceback), the console, the
-timestamp parameter type, and the aligned label/value lines of the summaries."""
+quietly, a bad option value is one line), the user-error exception (one line on stderr, exit code 2, never a
+traceback), the console, the timestamp parameter type, and the aligned label/value lines of the summaries."""
 
 from __future__ import annotations
 
@@ -25,7 +25,10 @@ class UserError(click.ClickException):
 class CommandGroup(click.Group):
     """A click group whose commands stop quietly when their reader goes away (`coordsim offsets RUN | head`):
     no message, exit status BROKEN_PIPE_EXIT, as a Unix tool stopped by SIGPIPE. Python ignores SIGPIPE, so
-    the write raises BrokenPipeError instead; it is handled here once for every command."""
+    the write raises BrokenPipeError instead; it is handled here once for every command. A bad value of an
+    option or argument (click's BadParameter: `--at yesterday`, `--port 99999`, `--engine sprak`) is a user's
+    mistake like any other: one line, exit code 2, without click's usage lines, which say nothing about the
+    value; a missing or unknown option keeps them."""
 
     def invoke(self, ctx: click.Context):
         try:
@@ -33,6 +36,10 @@ class CommandGroup(click.Group):
         except BrokenPipeError:
             _silence_stdout()
             raise SystemExit(BROKEN_PIPE_EXIT) from None
+        except click.BadParameter as error:
+            if isinstance(error, click.MissingParameter):
+                raise
+            raise UserError(error.format_message()) from None
 
 
 def _silence_stdout() -> None:

@@ -2,7 +2,8 @@
 
 A profile's `settings` mix two kinds of keys: `streaming.*` settings belong to the engine
 (`streaming.engine`), `spark.*` keys go to Spark. Everything else about Spark lives here, so the engine, the
-CLI and the tests share one way of starting it (its logging: `conf/log4j2.properties`) and of stopping it.
+CLI and the tests share one way of starting it (its logging: `conf/log4j2.properties`; the JVM's own notice
+about an incubator module kept off stderr, JVM_NOTICE) and of stopping it.
 A JVM has one SparkContext, so `get_session` hands back the session that is already running (tests share
 one); a run's own SQL settings are applied to a child session (`run_session`), never to the shared one.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -19,6 +21,13 @@ import yaml
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 # Spark's logging, in the conf folder: docs/spark.md, "Logging".
 LOG4J_FILE = "log4j2.properties"
+# The one line the driver's JVM prints of its own as it starts: the module system's notice about the incubator
+# module Spark's launcher adds to every JVM it starts (org.apache.spark.launcher.JavaModuleOptions,
+# --add-modules=jdk.incubator.vector). The JDK prints it whenever such a module is resolved
+# (jdk.internal.module.ModuleBootstrap) and has no option against it, so the JVM's stderr is forwarded with
+# exactly this line left out.
+JVM_NOTICE = b"WARNING: Using incubator modules: jdk.incubator.vector\n"
+STDERR = 2
 
 # The engine's settings: name -> (default, smallest allowed value). docs/spark.md documents each.
 ENGINE_SETTINGS: dict[str, tuple[int, int]] = {
@@ -101,14 +110,55 @@ def build_session(profile: str = "local", master: str | None = None,
     # Python workers must run this interpreter: it is the one with pandas, pyarrow and coordsim installed.
     conf.setdefault("spark.pyspark.python", sys.executable)
     os.environ.setdefault("PYSPARK_PYTHON", conf["spark.pyspark.python"])
+    options = {"spark.app.name": "coordsim", **({"spark.master": master} if master else {}), **conf}
     if not submitted:
-        _configure_driver_jvm(master, conf)
-    builder = SparkSession.builder.appName("coordsim")
-    if master:
-        builder = builder.master(master)
-    for name, value in conf.items():
+        _configure_driver_jvm(master, options)
+        _launch_driver_jvm(options)
+    builder = SparkSession.builder
+    for name, value in options.items():
         builder = builder.config(name, value)
     return builder.getOrCreate()
+
+
+def _launch_driver_jvm(options: Mapping[str, str]) -> None:
+    """Start the driver's JVM as pyspark would for a SparkSession of `options` (spark-submit with each as a
+    --conf), but with its stderr, and its Python workers', forwarded by a thread to ours without JVM_NOTICE.
+    Nothing if this process has a JVM already: a SparkContext stopped and started again keeps its JVM."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    with SparkContext._lock:
+        if SparkContext._gateway is not None:
+            return
+        conf = SparkConf(loadDefaults=False).setAll(list(options.items()))
+        read, write = os.pipe()
+        # Where the JVM wrote before (descriptor 2, whatever sys.stderr is now), for as long as it runs: until
+        # this process ends.
+        pump = threading.Thread(target=forward_stderr, args=(read, STDERR), name="coordsim-jvm-stderr", daemon=True)
+        pump.start()
+        try:
+            gateway = launch_gateway(conf, popen_kwargs={"stderr": write})
+        except BaseException:
+            os.close(write)
+            pump.join(timeout=5)  # the JVM has exited: its last lines say why
+            raise
+        os.close(write)  # the JVM holds its own end
+        SparkContext._ensure_initialized(gateway=gateway)
+
+
+def forward_stderr(source: int, target: int) -> None:
+    """Copy lines from the file descriptor `source` to `target` until `source` ends, all but JVM_NOTICE. A
+    `target` that cannot be written any more (a closed pipe) is not waited for: the lines are still read, so
+    the JVM never blocks on a full pipe."""
+    writable = True
+    with open(source, "rb", buffering=0) as lines:
+        for line in lines:
+            if line == JVM_NOTICE or not writable:
+                continue
+            try:
+                os.write(target, line)
+            except OSError:
+                writable = False
 
 
 def _configure_driver_jvm(master: str, conf: dict[str, str]) -> None:

@@ -144,7 +144,7 @@ def _read_jsonl(path: Path) -> Iterator[tuple[Any, int, str]]:
                 try:
                     value = json.loads(text)
                 except json.JSONDecodeError as error:
-                    value = _Undecodable(f"line is not valid JSON: {error.msg} at column {error.colno}")
+                    value = _Undecodable(f"line is not valid JSON: {_where(error)}")
                 except RecursionError:
                     value = _Undecodable("line is not valid JSON: nested too deeply")
                 yield value, number, text
@@ -164,6 +164,12 @@ def _read_parquet(path: Path) -> Iterator[tuple[Any, int, str]]:
         raise InputError(f"{path}: cannot read ({error.strerror or error})") from None
     except (pa.ArrowException, ValueError) as error:
         raise InputError(f"{path}: not a readable Parquet file ({error})") from None
+
+
+def _where(error: json.JSONDecodeError) -> str:
+    """The decoder's message with its column; some of its messages end in "at" already ("Unterminated string
+    starting at", "Invalid control character at")."""
+    return f"{error.msg.removesuffix(' at')} at column {error.colno}"
 
 
 def _json_value(value: Any) -> Any:

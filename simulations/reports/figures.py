@@ -19,8 +19,9 @@ Definitions the panels rely on:
   owner): the coordinator's view, apart from the `metrics` table's `partitions_moved`, the consumers' (a
   client starting on a partition another client had). An owner is a member's group.instance.id when it has
   one, so a static member that restarts under a new member id keeps its partitions;
-- ownership over time: a Stable generation's assignment holds from its `stable_ts` until the group leaves
-  Stable;
+- ownership over time: a Stable generation's assignment holds from the group's transition to Stable at it
+  until the group leaves Stable, through a coordinator reload that loads it Stable at the same generation
+  (`simulations.views.ownership`, where it is defined);
 - lag status over time: Burrow's evaluation (`tableio.lag_status`) at the end of each bin.
 """
 
@@ -35,6 +36,8 @@ import pandas as pd
 from tableio.lag_status import PARTITION_STATUSES, LagHistory
 from simulations.views.quiet_runs import count_requests, counts_per_window, repeat_times
 from simulations.views.rebalances import rebalance_starts
+from simulations.views.history import shown_state
+from simulations.views.ownership import holdings, owner_names
 from simulations.views.run_tables import RunTables
 from tableio.coordinator_load import NO_BROKER
 
@@ -107,11 +110,12 @@ def rank_groups(run: RunTables) -> list[str]:
 
 
 def state_segments(run: RunTables, group_id: str, end: int) -> dict:
-    """The group's state band: (t0, t1, state) segments from its first transition to `end`, and the
-    generations as ticks at their join-complete time."""
+    """The group's state band: (t0, t1, state) segments from its first transition to `end` (a coordinator
+    outage as `history.UNAVAILABLE`, not Dead), and the generations as ticks at their join-complete time."""
     states = run.group("group_states", group_id)
     times = states["ts"].astype("int64").tolist()
-    segments = [(t0, t1, state) for t0, t1, state in zip(times, times[1:] + [end], states["to_state"]) if t1 > t0]
+    shown = map(shown_state, states["to_state"], states["cause"])
+    segments = [(t0, t1, state) for t0, t1, state in zip(times, times[1:] + [end], shown) if t1 > t0]
     generations = run.group("generations", group_id)
     # A consumer group's epoch superseded before its members reconciled never completed: no tick.
     generations = generations[generations["join_complete_ts"].notna()]
@@ -130,7 +134,7 @@ def rebalances_by_cause(run: RunTables, bins: Bins) -> dict[str, list[int]]:
 def _owners(run: RunTables, group_id: str) -> dict[int, dict[tuple[str, int], str]]:
     """Generation -> {(topic, partition): owner}, owner = group.instance.id or member id."""
     rows = run.group("assignments", group_id)
-    owner = rows["group_instance_id"].fillna(rows["member_id"])
+    owner = owner_names(rows)
     result: dict[int, dict] = {}
     for generation, topic, partition, who in zip(rows["generation_id"], rows["topic"], rows["partition"], owner):
         result.setdefault(int(generation), {})[(topic, int(partition))] = who
@@ -198,20 +202,16 @@ def partitions_reassigned(run: RunTables, group_id: str) -> list[tuple[int, int,
 
 def ownership(run: RunTables, group_id: str, bins: Bins, end: int, max_rows: int = 64):
     """Partitions (at most `max_rows`) × bins: each cell the index of the owner holding the partition for
-    most of the bin, or -1 when it had no owner for half the bin or more. Returns (partitions, owners, cells)."""
-    owners = _owners(run, group_id)
-    generations = run.group("generations", group_id)
-    stable = generations[generations["stable_ts"].notna()]
-    leaves = run.group("group_states", group_id)
-    leaves = leaves[leaves["from_state"] == STABLE]["ts"].astype("int64").tolist()
-    partitions = sorted({tp for assignment in owners.values() for tp in assignment})[:max_rows]
+    most of the bin, or -1 when it had no owner for half the bin or more (owners: simulations.views.ownership).
+    Returns (partitions, owners, cells)."""
+    assignments = run.group("assignments", group_id)
+    partitions = sorted(set(zip(assignments["topic"], assignments["partition"].astype(int))))[:max_rows]
     index: dict[str, int] = {}
     held: dict[tuple, dict[int, float]] = {}
-    for generation, since in zip(stable["generation_id"].astype(int), stable["stable_ts"].astype("int64")):
-        until = min([t for t in leaves if t >= since] + [end])
-        for tp, who in owners.get(generation, {}).items():
+    for holding in holdings(run, group_id, end):
+        for tp, who in holding.owners.items():
             owner = index.setdefault(who, len(index))
-            for b, overlap in bins.spread(since, max(until, since + 1)):
+            for b, overlap in bins.spread(holding.since, holding.until):
                 cell = held.setdefault((tp, b), {})
                 cell[owner] = cell.get(owner, 0) + overlap
     cells = [[_majority(held.get((tp, b)), min(bins.width_ms, end - bins.start - b * bins.width_ms))

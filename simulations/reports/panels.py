@@ -1,7 +1,8 @@
 """The report's panels: each a title, a one-line reading guide and an HTML body (inline SVG or a note).
 
 The static report and the live dashboard both render `build_panels`, so they always show the same thing.
-A panel without data says so in words; it never draws invented numbers.
+A panel without data says so in words, "none" when its figures are all zero; it never draws invented numbers
+nor empty axes.
 """
 
 from __future__ import annotations
@@ -35,11 +36,12 @@ COLUMNS = {
                   "coordinator_partition"),
     "generations": ("group_id", "generation_id", "protocol_name", "rebalance_start_ts", "join_complete_ts",
                     "stable_ts", "cause", "coordinator_partition"),
-    "assignments": ("group_id", "generation_id", "member_id", "group_instance_id", "topic", "partition", "assign_ts"),
+    "assignments": ("group_id", "generation_id", "member_id", "group_instance_id", "topic", "partition", "assign_ts",
+                    "out_seq"),
     "offsets": ("group_id", "write_ts", "repeat_count", "repeat_interval_ms", "coordinator_partition"),
     "group_metadata": ("group_id", "write_ts", "coordinator_partition"),
     "group_states": ("group_id", "ts", "group_type", "from_state", "to_state", "cause", "generation_id",
-                     "coordinator_id"),
+                     "coordinator_id", "out_seq"),
     "members": ("group_id", "ts"),  # only for the run's groups and time span (RunTables)
     "metrics": tuple(dict.fromkeys((*METRICS_COLUMNS, *figures.UNCONSUMED))),
     "rejects": ("line",),
@@ -74,10 +76,11 @@ def build_panels(run: RunTables, group: str | None = None) -> list[Panel]:
 
 def _timeline(run: RunTables, groups: list[str], bins: Bins, end: int) -> Panel:
     rows = [figures.state_segments(run, g, end) for g in groups]
-    legend = svg.legend(list(svg.STATE_COLORS.items()) + [("generation created", "#263238")])
     return Panel("timeline", "Group state timeline",
-                 f"The {len(groups)} groups with the most rebalances; a tick marks each new generation.",
-                 legend + svg.state_bands(rows, bins.start, bins.end))  # the time axis of every panel
+                 f"The {len(groups)} groups with the most rebalances; a tick marks each new generation. Hatched: "
+                 f"the group's coordinator was not available (from an unload, its broker failing or its "
+                 f"partition moving, to the next load); Dead is a group that ended.",
+                 svg.state_legend() + svg.state_bands(rows, bins.start, bins.end))  # the time axis of every panel
 
 
 def _rebalances(run: RunTables, bins: Bins) -> Panel:
@@ -137,10 +140,11 @@ def _in_rebalance(run: RunTables, ranked: list[str], bins: Bins, end: int) -> Pa
 
 
 def _moved(run: RunTables, groups: list[str]) -> Panel:
-    charts = []
+    charts, generations = [], False
     for group in groups:
         moved = figures.partitions_reassigned(run, group)[-MAX_GENERATIONS:]
-        if not moved:
+        generations = generations or bool(moved)
+        if not any(m for _, m, _ in moved):
             continue
         total = sum(m for _, m, _ in moved)
         charts.append(f"<h3>{escape(group)} <small>{total} reassigned over {len(moved)} generations</small></h3>"
@@ -151,8 +155,9 @@ def _moved(run: RunTables, groups: list[str]) -> Panel:
              "every member reconciled to it), partitions whose owner changed since the group's previous Stable "
              "generation; the groups with the most rebalances. The summary's partitions moved is the consumers' "
              "view (a client starting on a partition another client had).")
-    return Panel("moved", "Partitions reassigned per Stable generation", guide,
-                 "".join(charts) or note("No group had two Stable generations with assignments."))
+    empty = ("None: no partition changed owner between Stable generations." if generations
+             else "No group had two Stable generations with assignments.")
+    return Panel("moved", "Partitions reassigned per Stable generation", guide, "".join(charts) or note(empty))
 
 
 def _heatmap(run: RunTables, group: str, bins: Bins, end: int) -> Panel:
@@ -162,6 +167,9 @@ def _heatmap(run: RunTables, group: str, bins: Bins, end: int) -> Panel:
              "A static member keeps its colour across restarts.")
     if not partitions:
         return Panel("heatmap", title, guide, note(f"Group {group} has no assignment."))
+    if not any(cell >= 0 for row in cells for cell in row):
+        return Panel("heatmap", title, guide, note(f"None: no member of {group} owned a partition for most of "
+                                                    f"a time slice."))
     fills = [svg.color(i) for i in range(len(owners))]
     return Panel("heatmap", title, guide,
                  svg.legend(list(zip(owners, fills)) + [("no owner", svg.UNOWNED)])
@@ -175,6 +183,8 @@ def _consumption(run: RunTables) -> Panel:
         return Panel("consumption", title, guide, note(
             f"{NEEDS_CLIENTS.capitalize()}: records are consumed only by synthetic clients, and this run has none "
             "(a replay of captured requests carries no records)."))
+    if not figures_.to_numpy().any():
+        return Panel("consumption", title, guide, note("None: no record was processed twice or skipped."))
     top = figures_.sort_values(["duplicate_records", "skipped_records"], ascending=False).head(20)
     labels = list(top.index)
     return Panel("consumption", title, guide,

@@ -1,4 +1,5 @@
-"""Hand-written SVG charts: a state band, stacked bars over time, bars by category and a heatmap.
+"""Hand-written SVG charts: a state band, stacked bars over time, bars by category and a heatmap. A chart
+of zeros only is the word "none" instead (NOTHING), in the report as in the dashboard.
 
 Inline SVG keeps a report one small file that opens without a network (a plotting library would inline
 hundreds of kilobytes of JavaScript per file). Every chart is `WIDTH` wide with labels in a left margin;
@@ -8,8 +9,12 @@ hover titles (`<title>`) carry the exact figures. Times are epoch ms on the simu
 from __future__ import annotations
 
 import datetime as _dt
+import math
 from html import escape
 from typing import Sequence
+
+from simulations.reports.panel import note
+from simulations.views.history import UNAVAILABLE
 
 WIDTH = 960
 LEFT = 170  # room for group, partition and axis labels
@@ -17,18 +22,29 @@ RIGHT = 16
 PLOT = WIDTH - LEFT - RIGHT
 AXIS = 22  # height of a time axis under a chart
 MAX_BAR = 36
+LABEL_CHAR = 6.5  # the width of a tick label's character, at most (11 px sans-serif)
 
 STATE_COLORS = {
     "Stable": "#43a047",
     "PreparingRebalance": "#fb8c00",
     "CompletingRebalance": "#fdd835",
+    "Assigning": "#8e24aa",  # a consumer group's (KIP-848) rebalancing states
+    "Reconciling": "#ce93d8",
     "Empty": "#cfd8dc",
     "Dead": "#37474f",
 }
+# A coordinator outage is no state of the group's: hatched, in the legend (CSS) as in the bands (SVG pattern).
+UNAVAILABLE_CSS = "repeating-linear-gradient(45deg,#37474f 0 2px,#eceff1 2px 5px)"
+_HATCH_ID = "coordinator-unavailable"
+_HATCH = (f'<defs><pattern id="{_HATCH_ID}" width="5" height="5" patternUnits="userSpaceOnUse" '
+          'patternTransform="rotate(45)"><rect width="5" height="5" fill="#eceff1"/>'
+          '<rect width="2" height="5" fill="#37474f"/></pattern></defs>')
 # Tableau 10: distinguishable categories (causes, groups, members).
 PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
            "#bab0ac"]
 UNOWNED = "#eceff1"
+# A chart with nothing but zeros says so in a word: empty axes under overlapping labels tell nothing.
+NOTHING = note("none")
 
 
 def color(index: int) -> str:
@@ -75,11 +91,18 @@ def legend(items: Sequence[tuple[str, str]]) -> str:
         f'<span><i style="background:{c}"></i>{escape(label)}</span>' for label, c in items) + "</div>"
 
 
+def state_legend() -> str:
+    """The legend of `state_bands`: every state's colour, a coordinator outage's hatch, the generation tick."""
+    return legend([*STATE_COLORS.items(), (UNAVAILABLE, UNAVAILABLE_CSS), ("generation created", "#263238")])
+
+
 def state_bands(rows: Sequence[dict], start: int, end: int) -> str:
-    """One band per row: {"label", "segments": [(t0, t1, state)], "ticks": [(ts, generation)]}. Segments
-    shorter than a pixel are drawn as one pixel, so a brief rebalance stays visible."""
+    """One band per row: {"label", "segments": [(t0, t1, state)], "ticks": [(ts, generation)]}; a state is
+    one of STATE_COLORS or UNAVAILABLE. Segments shorter than a pixel are drawn as one pixel, so a brief
+    rebalance stays visible."""
     scale, band, gap = TimeScale(start, end), 18, 8
-    body = []
+    outage = any(state == UNAVAILABLE for row in rows for _, _, state in row["segments"])
+    body = [_HATCH] if outage else []
     for i, row in enumerate(rows):
         y = i * (band + gap) + 4
         body.append(f'<text x="{LEFT - 6}" y="{y + band - 5}" text-anchor="end" class="label">'
@@ -87,7 +110,7 @@ def state_bands(rows: Sequence[dict], start: int, end: int) -> str:
         for t0, t1, state in row["segments"]:
             x0, x1 = scale.x(t0), scale.x(t1)
             body.append(f'<rect x="{x0:.1f}" y="{y}" width="{max(x1 - x0, 1):.1f}" height="{band}" '
-                        f'fill="{STATE_COLORS.get(state, "#999")}"><title>{escape(state)} {iso(t0)} → {iso(t1)}'
+                        f'fill="{_state_fill(state)}"><title>{escape(state)} {iso(t0)} → {iso(t1)}'
                         f'</title></rect>')
         for ts, generation in row["ticks"]:
             x = scale.x(ts)
@@ -98,10 +121,17 @@ def state_bands(rows: Sequence[dict], start: int, end: int) -> str:
     return _svg(height + AXIS, body, "group state timeline")
 
 
+def _state_fill(state: str) -> str:
+    return f"url(#{_HATCH_ID})" if state == UNAVAILABLE else STATE_COLORS[state]
+
+
 def stacked_bars(start: int, bin_ms: int, series: Sequence[tuple[str, str, Sequence[float]]], unit: str,
                  height: int = 180) -> str:
-    """Bars over time bins of `bin_ms` from `start`, one stacked segment per (name, colour, values)."""
-    bins = len(series[0][2]) if series else 0
+    """Bars over time bins of `bin_ms` from `start`, one stacked segment per (name, colour, values); "none"
+    when every value is 0."""
+    if not any(value for _, _, values in series for value in values):
+        return NOTHING
+    bins = len(series[0][2])
     scale = TimeScale(start, start + bins * bin_ms)
     totals = [sum(values[i] for _, _, values in series) for i in range(bins)]
     top = max(totals, default=0) or 1
@@ -123,9 +153,12 @@ def stacked_bars(start: int, bin_ms: int, series: Sequence[tuple[str, str, Seque
 
 def bars(labels: Sequence[str], values: Sequence[float], fill: str, unit: str, height: int = 140,
          titles: Sequence[str] | None = None) -> str:
-    """One bar per category, labelled under the axis when there is room."""
+    """One bar per category, labelled under the axis when there is room; "none" when every value is 0."""
+    if not any(values):
+        return NOTHING
     top = max(values, default=0) or 1
     step = PLOT / max(len(values), 1)
+    every = math.ceil((max(map(len, labels), default=0) * LABEL_CHAR + 4) / step)  # labels that do not overlap
     body = _y_axis(top, height, unit)
     for i, (label, value) in enumerate(zip(labels, values)):
         h = value / top * (height - 10)
@@ -134,7 +167,7 @@ def bars(labels: Sequence[str], values: Sequence[float], fill: str, unit: str, h
         title = titles[i] if titles else f"{label}: {_num(value)} {unit}"
         body.append(f'<rect x="{x + (step - width) / 2:.1f}" y="{height - h:.1f}" width="{width:.1f}" '
                     f'height="{h:.1f}" fill="{fill}"><title>{escape(title)}</title></rect>')
-        if step >= 14 or i % max(1, int(14 / step) + 1) == 0:
+        if i % every == 0:
             body.append(f'<text x="{x + step / 2:.1f}" y="{height + 14}" text-anchor="middle" class="tick">'
                         f'{escape(label)}</text>')
     body.append(f'<line x1="{LEFT}" y1="{height}" x2="{LEFT + PLOT}" y2="{height}" class="axis"/>')

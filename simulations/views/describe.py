@@ -21,7 +21,14 @@ Facts carried over from Kafka's ConsumerGroupCommand (tools module, Kafka 3.7+ /
 - a group that does not exist (not yet created, or Dead) prints "Error: Consumer group 'G' does not
   exist." on stdout; an Empty group gets "Consumer group 'G' has no active members." and a rebalancing one
   (PreparingRebalance, CompletingRebalance; a consumer group Assigning or Reconciling) "Warning: Consumer
-  group 'G' is rebalancing." on stderr, before the table.
+  group 'G' is rebalancing." on stderr, before the table;
+- a group whose coordinator is not available (from an unload to the next load: its broker failed, or its
+  `__consumer_offsets` partition moved) cannot be described: the admin client finds no coordinator that
+  answers for it, and the tool prints what its `run` prints for any failure, "Error: Executing consumer group
+  command failed due to " and the exception, CoordinatorNotAvailableException with the message of
+  Errors.COORDINATOR_NOT_AVAILABLE, on stdout, and exits 0. The stack trace the tool prints after it on
+  stderr is left out. (Kafka 3.x and 4.x's admin client retries such errors until the tool's `--timeout`,
+  then reports a TimeoutException naming its call; this names the error behind it.)
 """
 
 from __future__ import annotations
@@ -37,6 +44,11 @@ from state.java_compat import JavaHashMap, java_string_length, topic_partition_h
 MODES = ("offsets", "members", "state")
 MISSING = "-"
 OFFSETS_TOPIC = "__consumer_offsets"
+# What ConsumerGroupCommand.run prints for a failed describe: its prefix, then the exception as Java's
+# ExecutionException.getMessage gives it (the cause's class and message; Errors.COORDINATOR_NOT_AVAILABLE).
+COMMAND_FAILED = "Executing consumer group command failed due to "
+COORDINATOR_NOT_AVAILABLE = ("org.apache.kafka.common.errors.CoordinatorNotAvailableException: "
+                             "The coordinator is not available.")
 
 
 @dataclass(frozen=True)
@@ -67,6 +79,8 @@ def describe(run_dir: str | os.PathLike | RunTables, group: str, at: int | None 
     run = run_dir if isinstance(run_dir, RunTables) else load_run(run_dir)
     require_group(run, group)
     view = group_at(run, group, run.end_ts if at is None else at)
+    if view.coordinator_unavailable:  # the describe call failed: no mode prints anything of the group
+        return Described(f"\nError: {COMMAND_FAILED}{COORDINATOR_NOT_AVAILABLE}\n")
     return {"offsets": _offsets, "members": _members, "state": _state}[mode](view)
 
 

@@ -1,6 +1,8 @@
 """What one group looked like at a simulated time TS, rebuilt from the tables by replaying its rows up to TS.
 
-- state, generation and leader: the group's last `group_states` row at or before TS;
+- state, generation and leader: the group's last `group_states` row at or before TS; a Dead row caused by
+  `coordinator_unload` is no Dead group but a coordinator outage: until the next `coordinator_load` the group's
+  coordinator is not available (`GroupAt.coordinator_unavailable`);
 - committed offsets: its `offsets` rows written up to TS, in `out_seq` order (a tombstone removes one);
 - members and their partitions, as a coordinator answers DescribeGroups (partitions only while Stable):
   Stable: the last GroupMetadata record (members with their Assignment bytes, static replacements included);
@@ -32,6 +34,10 @@ from state.production import rule_offset
 
 EMPTY, PREPARING, COMPLETING, STABLE, DEAD = "Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"
 ASSIGNING, RECONCILING = "Assigning", "Reconciling"  # a consumer group's (KIP-848) other states
+UNLOAD, LOAD = "coordinator_unload", "coordinator_load"  # the causes of a coordinator move's two rows
+# Not a Kafka state: the time from a coordinator's unload of a group to the next load, which the tables record
+# as Dead (the unloading coordinator forgets the group) though the group lives on in its records.
+UNAVAILABLE = "coordinator unavailable"
 
 
 @dataclass(frozen=True)
@@ -50,6 +56,7 @@ class GroupAt:
     ts: int
     # None: the group had not been created by TS.
     state: str | None
+    cause: str | None = None  # the cause of the `group_states` row that put it in `state`
     generation_id: int | None = None
     protocol_name: str | None = None
     coordinator_partition: int | None = None
@@ -72,6 +79,17 @@ class GroupAt:
     def exists(self) -> bool:
         return self.state not in (None, DEAD)
 
+    @property
+    def coordinator_unavailable(self) -> bool:
+        """Between an unload and the next load: no broker coordinates the group (its state: `shown_state`)."""
+        return shown_state(self.state, self.cause) == UNAVAILABLE
+
+
+def shown_state(state: str | None, cause: str | None) -> str | None:
+    """A `group_states` row's state as every view shows it: Dead, except for an unload's Dead row, which
+    starts a coordinator outage (UNAVAILABLE) that the group's next `group_states` row (its load) ends."""
+    return UNAVAILABLE if state == DEAD and cause == UNLOAD else state
+
 
 def group_at(run: RunTables, group_id: str, ts: int) -> GroupAt:
     states = run.group("group_states", group_id)
@@ -85,7 +103,7 @@ def group_at(run: RunTables, group_id: str, ts: int) -> GroupAt:
         return view
     last = states.iloc[-1]
     view.coordinator_id = None if pd.isna(last["coordinator_id"]) else int(last["coordinator_id"])
-    view.state = last["to_state"]
+    view.state, view.cause = last["to_state"], last["cause"]
     view.generation_id = int(last["generation_id"])
     records = run.group("consumer_group_records", group_id)
     # The group's type at TS (a group id may change protocol online, both ways); a run written before
@@ -163,7 +181,7 @@ def _preparing_members(run: RunTables, group_id: str, ts: int, states: pd.DataFr
     rows = rows[rows["ts"] <= ts]
     deaths = states.loc[states["to_state"] == DEAD, "out_seq"]
     if len(deaths):
-        rows = rows[(rows["out_seq"] > deaths.iloc[-1]) & (rows["cause"] != "coordinator_unload")]
+        rows = rows[(rows["out_seq"] > deaths.iloc[-1]) & (rows["cause"] != UNLOAD)]
     members: JavaHashMap = JavaHashMap()
     for row in rows.sort_values("out_seq").itertuples(index=False):
         if row.change == "added":

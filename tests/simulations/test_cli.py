@@ -103,8 +103,31 @@ def test_slices_are_checked_before_any_engine_starts(tmp_path, args, message):
 
 def test_missing_input_and_unwritable_output(tmp_path):
     assert_user_error(replay(tmp_path / "nope.jsonl", "--out", tmp_path / "out"), "nope.jsonl: no such file or folder")
+    assert not (tmp_path / "out").exists()  # refused before anything is written
+    on_spark = CliRunner().invoke(main, ["replay", str(tmp_path / "nope.jsonl"), "--out", str(tmp_path / "out")])
+    assert_user_error(on_spark, "nope.jsonl: no such file or folder")
+    assert not (tmp_path / "out").exists()
+    assert_user_error(CliRunner().invoke(main, ["run", "nope", "--engine", "local", "--out", str(tmp_path / "out")]),
+                      "nope: no such file, and no shipped scenario of that name")
+    assert not (tmp_path / "out").exists()
     (tmp_path / "taken").write_text("")
     assert_user_error(replay(SAMPLE, "--out", tmp_path / "taken"), "taken is not a folder")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["describe", "{run}", "--group", "orders", "--at", "yesterday"], "Invalid value for '--at'"),
+    (["replay", SAMPLE, "--out", "{out}", "--engine", "sprak"], "Invalid value for '--engine': 'sprak' is not one of"),
+    (["dashboard", "{run}", "--port", "99999"], "Invalid value for '--port': 99999 is not in the range 0<=x<=65535"),
+    (["capacity", "{run}", "--broker", "three"], "Invalid value for '--broker': 'three' is not a valid integer"),
+    (["lag", "{run}", "--intervals", "0"], "Invalid value for '--intervals': 0 is not in the range x>=1"),
+    (["report", "{file}"], "Invalid value for 'RUN_DIR': Directory"),
+])
+def test_a_bad_option_value_is_one_line_without_the_usage(args, message, tiny_run, tmp_path):
+    (tmp_path / "file").write_text("")
+    paths = {"run": tiny_run, "out": tmp_path / "out", "file": tmp_path / "file"}
+    result = CliRunner().invoke(main, [str(a).format(**paths) for a in args])
+    assert_user_error(result, message)
+    assert result.output.startswith("Error: ") and len(result.output.strip().splitlines()) == 1, result.output
 
 
 def test_version():

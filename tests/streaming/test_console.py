@@ -1,5 +1,6 @@
 """What a successful `coordsim run` on Spark prints: the run's summary, once, and nothing of Spark's (no log
-line, no stack trace); and how the driver's JVM is given its logging configuration."""
+line, no stack trace, not the JVM's notice about its incubator module); and how the driver's JVM is given its
+logging configuration."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from streaming.session import LOG4J_FILE, _configure_driver_jvm, conf_dir
+from streaming.session import JVM_NOTICE, LOG4J_FILE, _configure_driver_jvm, conf_dir, forward_stderr
 from tests.streaming.conftest import REPO
 
 TINY = """\
@@ -28,8 +29,6 @@ group_sets:
 timeline:
   - {at: 10s, action: crash, members: 1, restart_after: 20s}
 """
-# The JVM's own line about the vector module Spark's launcher always adds: no logging setting reaches it.
-JVM_NOTICE = "WARNING: Using incubator modules: jdk.incubator.vector"
 
 
 @pytest.mark.spark
@@ -62,7 +61,7 @@ def test_a_successful_spark_run_prints_one_summary_and_nothing_of_spark(tmp_path
     assert [line for line in output.splitlines() if " WARN " in line] == []
     assert "\tat " not in output and "Exception" not in output, output
     assert "validate" in done.stdout and "PASSED" in done.stdout
-    assert [line for line in done.stderr.splitlines() if line != JVM_NOTICE] == [], done.stderr
+    assert done.stderr == "", done.stderr  # the JVM's incubator notice included
     identity = json.loads((tmp_path / "out" / "_checkpoints" / "run.json").read_text())
     assert (identity["streaming.state.buckets"], identity["slice_ms"]) == (3, 300_000)  # run's default slice
 
@@ -90,3 +89,22 @@ def test_a_user_s_logging_file_or_a_conf_folder_without_one_is_left_alone(tmp_pa
     own = {"spark.driver.extraJavaOptions": "-Dlog4j2.configurationFile=/etc/spark/log4j2.properties"}
     _configure_driver_jvm("local[2]", own)
     assert own == {"spark.driver.extraJavaOptions": "-Dlog4j2.configurationFile=/etc/spark/log4j2.properties"}
+
+
+def test_the_jvm_s_stderr_is_forwarded_whole_but_for_its_incubator_notice():
+    source, target = os.pipe(), os.pipe()
+    os.write(source[1], JVM_NOTICE + b"ERROR SparkContext: a real error\n" + b"  " + JVM_NOTICE + b"no newline")
+    os.close(source[1])
+    forward_stderr(source[0], target[1])
+    os.close(target[1])
+    with open(target[0], "rb") as forwarded:
+        assert forwarded.read() == b"ERROR SparkContext: a real error\n  " + JVM_NOTICE + b"no newline"
+
+
+def test_a_closed_stderr_does_not_stop_the_jvm_s_lines_from_being_read():
+    source, target = os.pipe(), os.pipe()
+    os.close(target[0])  # nobody reads our stderr any more: every write fails
+    os.write(source[1], b"one\ntwo\n")
+    os.close(source[1])
+    forward_stderr(source[0], target[1])  # returns once the JVM's side ends, having read everything
+    os.close(target[1])

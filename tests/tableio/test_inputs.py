@@ -34,6 +34,7 @@ def test_good_jsonl_rows_become_events_in_file_order(write_jsonl):
 
 @pytest.mark.parametrize("line, reason", [
     ("{not json", "line is not valid JSON"),
+    ('{"ts": "1', "line is not valid JSON: Unterminated string starting at column 8"),  # Python's "... at" once
     ('[1, 2]', "a row must be a JSON object, got list"),
     ('"text"', "a row must be a JSON object, got str"),
     (json.dumps({"group_id": "g", "type": "HEARTBEAT"}), "missing required field 'ts'"),

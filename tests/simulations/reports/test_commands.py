@@ -12,6 +12,7 @@ import pytest
 import pyarrow.parquet as pq
 from click.testing import CliRunner
 
+from simulations.cli import main
 from simulations.reports import commands
 from simulations.reports.dashboard import make_server
 from tableio.parquet import PART_FILE
@@ -132,10 +133,17 @@ def test_the_dashboard_of_a_run_in_progress_takes_a_group_still_to_come(tmp_path
     server.server_close()
 
 
-def test_a_bad_at_is_a_usage_error(tiny_run):
-    result = invoke(commands.describe, tiny_run, "--group", "orders", "--at", "yesterday")
-    assert result.exit_code == 2 and "Traceback" not in result.output
-    assert "Invalid value for '--at': field 'at' must be epoch milliseconds or ISO-8601 with a zone" in result.output
+def test_a_bad_at_is_one_line_and_exit_2(tiny_run):
+    result = CliRunner().invoke(main, ["describe", str(tiny_run), "--group", "orders", "--at", "yesterday"])
+    assert_user_error(result, "Invalid value for '--at': field 'at' must be epoch milliseconds or ISO-8601 with a "
+                              "zone, got 'yesterday'")
+
+
+def test_describe_during_a_coordinator_outage_says_so_and_exits_0_as_the_tool_does(failed_broker_run):
+    result = invoke(commands.describe, failed_broker_run, "--group", "payments-17", "--at", "2026-01-01T00:03:05Z")
+    assert result.exit_code == 0, result.output
+    assert result.output == ("\nError: Executing consumer group command failed due to org.apache.kafka.common."
+                             "errors.CoordinatorNotAvailableException: The coordinator is not available.\n")
 
 
 def test_dashboard_on_a_busy_port_is_a_user_error(tiny_run):

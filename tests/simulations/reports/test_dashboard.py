@@ -80,6 +80,13 @@ def test_panels_endpoint_waits_for_the_run_then_follows_it(tmp_path, serve):
     assert page[:page.index("<script>")].count("<option") == len(picked["groups"])
 
 
+def test_the_dashboard_draws_outages_ownership_and_empty_panels_as_the_report_does(failed_broker_run, serve):
+    panels = json.loads(_get(serve(failed_broker_run) + "panels?group=payments-17"))["panels"]
+    assert 'fill="url(#coordinator-unavailable)"' in panels  # broker 3's failure, not a Dead group
+    assert "Partition ownership over time: payments-17" in panels and ": no owner " not in panels
+    assert "None: no record was processed twice or skipped." in panels
+
+
 @pytest.fixture
 def browser(tmp_path):
     """A headless Chromium under selenium, and `steady(read)`: `read()` again when the page's refresh replaced

@@ -8,21 +8,17 @@ import shutil
 import pandas as pd
 import pyarrow.parquet as pq
 
-from simulations import scenarios
-from simulations.engines import run_local_to
-from simulations.reports import build_report, figures
+from simulations.reports import build_report, figures, svg
 from tableio.parquet import PART_FILE
 from simulations.reports.figures import Bins
 from simulations.reports.page import summary
 from simulations.reports.panels import NEEDS_CLIENTS, build_panels
-from tableio.coordinator_settings import load_config
 from simulations.views import load_run
+from simulations.views.history import UNAVAILABLE
 from simulations.views.run_tables import RunTables
-from state.events import parse_event
 from tableio.lag_status import LagHistory
 
-from ..scenarios.helpers import shipped_small
-from ..views.runs import T0
+from ..views.runs import T0, scenario_run
 
 PANELS = {
     "timeline": "Group state timeline",
@@ -72,11 +68,7 @@ def test_partitions_are_in_rebalance_from_rebalance_start_to_the_next_stable(tin
 def _scenario_run(name: str, out, groups: int = 1) -> RunTables:
     """A small shipped scenario (`groups` groups of three), its tables written to `out` and read as the report
     does."""
-    scenario = shipped_small(name, sets={"*": {"groups": groups, "members": 3}})
-    generated = scenarios.generate(scenario)
-    events = [parse_event(row, "scenario", line) for line, row in enumerate(generated.rows, start=1)]
-    run_local_to(out, events, load_config(scenario=scenario.broker), generated.until_ms)
-    return load_run(out)
+    return load_run(scenario_run(name, out, groups=groups, members=3))
 
 
 def test_a_static_restart_leaves_partitions_unconsumed_but_never_in_rebalance(tmp_path):
@@ -205,3 +197,45 @@ def test_the_capacity_page_shows_each_broker_and_what_a_broker_failure_cost_the_
     panels = {p.id: p for p in build_panels(run)}
     assert "<svg" in panels["broker-requests"].body and "<svg" in panels["broker-heatmap"].body
     assert "<td>3</td>" in panels["moves"].body
+
+
+def test_a_coordinator_outage_is_drawn_as_such_and_dead_only_for_a_group_that_ended(failed_broker_run):
+    run = load_run(failed_broker_run)
+    segments = figures.state_segments(run, "payments-17", run.end_ts)["segments"]
+    # Broker 3 fails at 3m; the next replica loads the group at 3m9.001s; broker 3 takes it back at 10m.
+    start = 1767225600000  # the scenario's start, 2026-01-01T00:00:00Z
+    assert [(t0 - start, t1 - start, state) for t0, t1, state in segments][-4:] == [
+        (180_000, 189_001, UNAVAILABLE), (189_001, 600_000, "Stable"), (600_000, 600_003, UNAVAILABLE),
+        (600_003, run.end_ts - start, "Stable")]
+    assert "Dead" not in {state for _, _, state in segments}
+    timeline = next(p for p in build_panels(run, "payments-17") if p.id == "timeline").body
+    for entry in ("Assigning", "Reconciling", UNAVAILABLE, "Dead"):
+        assert f"</i>{entry}</span>" in timeline  # the legend
+    assert 'fill="url(#coordinator-unavailable)"><title>coordinator unavailable' in timeline
+    assert 'fill="#999"' not in timeline
+
+
+def test_ownership_goes_on_through_a_broker_failure_and_the_leader_s_return(failed_broker_run):
+    run = load_run(failed_broker_run)
+    bins = Bins.over(run.start_ts, run.end_ts)
+    partitions, owners, cells = figures.ownership(run, "payments-17", bins, run.end_ts)
+    # Generation 1 from 6.7 s to the end: 5 members with 2 partitions each, in every slice of 15 s.
+    assert len(partitions) == 10 and len(owners) == 5
+    assert all(cell >= 0 for row in cells for cell in row)
+    heatmap = next(p for p in build_panels(run, "payments-17") if p.id == "heatmap").body
+    assert "<svg" in heatmap and ": no owner " not in heatmap
+
+
+def test_panels_with_nothing_but_zeros_say_none(failed_broker_run):
+    run = load_run(failed_broker_run)
+    panels = {p.id: p.body for p in build_panels(run)}
+    # Synthetic consumers through a broker failure: no record twice or skipped, nothing reassigned.
+    assert panels["consumption"] == '<p class="note">None: no record was processed twice or skipped.</p>'
+    assert svg.bars(["a", "b"], [0, 0.0], svg.PALETTE[0], "records") == svg.NOTHING == '<p class="note">none</p>'
+    assert svg.stacked_bars(0, 1_000, [("x", svg.PALETTE[0], [0, 0])], "per s") == svg.NOTHING
+
+
+def test_bars_label_only_as_many_categories_as_fit():
+    labels = [f"payments-{i:02d}" for i in range(20)]
+    chart = svg.bars(labels, list(range(1, 21)), svg.PALETTE[0], "partition-s")
+    assert chart.count('class="tick">payments-') == 10  # every other one: 11 characters need 76 px, a bar has 39

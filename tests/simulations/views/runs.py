@@ -1,5 +1,6 @@
 """Runs the views, report and validation tests share: the tiny trace and the sample, replayed once per
-session, and a Spark-style run in progress written micro-batch by micro-batch with the real sink."""
+session, small shipped scenarios whose coordinators move, and a Spark-style run in progress written
+micro-batch by micro-batch with the real sink."""
 
 from __future__ import annotations
 
@@ -10,16 +11,19 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from simulations.engines import run_local
+from simulations import scenarios
+from simulations.engines import run_local, run_local_to
 from tableio.inputs import read_events
 from tableio.parquet import write_tables
 from tableio.coordinator_settings import load_config
 from simulations.views.run_tables import BATCHES, TIME_COLUMNS
 from streaming.sink import BatchSink, encode_table
 
+from state.events import parse_event
 from tests.state.harness import GroupContext
 
 from ..conftest import SAMPLE
+from ..scenarios.helpers import shipped_small
 
 TINY = Path(__file__).with_name("data") / "tiny-trace.jsonl"
 T0 = 1772442000000  # 2026-03-02T09:00:00Z, the tiny trace's first event
@@ -116,6 +120,30 @@ def upgraded_run(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("upgraded") / "run"
     write_tables(out, tables)
     return out
+
+
+def scenario_run(name: str, out: Path, **changes) -> Path:
+    """The shipped scenario `name`, every group set with `changes` (groups, members, config, ...), run on the
+    local engine into `out` as `coordsim run` writes it."""
+    scenario = shipped_small(name, sets={"*": changes})
+    generated = scenarios.generate(scenario)
+    events = [parse_event(row, "scenario", line) for line, row in enumerate(generated.rows, start=1)]
+    run_local_to(out, events, load_config(scenario=scenario.broker), generated.until_ms)
+    return out
+
+
+@pytest.fixture(scope="session")
+def failed_broker_run(tmp_path_factory) -> Path:
+    """broker-failure with 18 groups: payments-17's coordinator (__consumer_offsets-34 on broker 3) is unloaded
+    at 3m when broker 3 fails, loaded Stable at generation 1 on broker 6 at 3m9.001s, and moved back at 10m."""
+    return scenario_run("broker-failure", tmp_path_factory.mktemp("broker-failure") / "run", groups=18)
+
+
+@pytest.fixture(scope="session")
+def moved_run(tmp_path_factory) -> Path:
+    """coordinator-move with one group of three (orders-0): its coordinator moves at 2m while it is Stable,
+    and at 4m11s while it rebalances (loaded Stable at the generation stored before)."""
+    return scenario_run("coordinator-move", tmp_path_factory.mktemp("coordinator-move") / "run", groups=1, members=3)
 
 
 @pytest.fixture(scope="session")

@@ -101,6 +101,22 @@ def test_a_group_not_created_yet_does_not_exist(tiny_run):
         assert describe(tiny_run, "orders", T0 - 1, mode).out == "\nError: Consumer group 'orders' does not exist.\n"
 
 
+OUTAGE = 1767225600000 + 185_000  # broker-failure: payments-17's coordinator failed at 3m, reloaded at 3m9.001s
+NOT_AVAILABLE = ("\nError: Executing consumer group command failed due to "
+                 "org.apache.kafka.common.errors.CoordinatorNotAvailableException: The coordinator is not available.\n")
+
+
+def test_a_group_whose_coordinator_is_not_available_is_not_described(failed_broker_run):
+    for mode in ("offsets", "members", "state"):
+        described = describe(failed_broker_run, "payments-17", OUTAGE, mode)
+        assert (described.out, described.err) == (NOT_AVAILABLE, ""), mode
+    # Loaded at generation 1 on broker 6, with its members and their assignment as before the failure.
+    state = describe(failed_broker_run, "payments-17", OUTAGE + 4_001, "state").out.splitlines()[-1]
+    assert state.split() == ["payments-17", "__consumer_offsets-34", "(6)", "range", "Stable", "5"]
+    owned = describe(failed_broker_run, "payments-17", OUTAGE + 4_001).out.splitlines()[2:]
+    assert len(owned) == 10 and all(line.split()[6].startswith("payments-17-c") for line in owned)
+
+
 def test_a_group_missing_from_the_run_is_an_error(tiny_run):
     with pytest.raises(UnknownGroup, match="group 'ordres' is not in this run \\(groups: exporter, orders\\)"):
         describe(tiny_run, "ordres")
