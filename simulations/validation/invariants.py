@@ -2,13 +2,20 @@
 state, each a `Check` with an example of what breaks it. The one implementation of them: `coordsim
 validate` runs them on a run's tables, and the Hypothesis tests of `state/` on the rows of random histories.
 
-- one owner per partition per generation (assignments);
+- one owner per partition per generation (assignments), and an owner for each partition of a generation
+  whose assignor assigns every partition (range, roundrobin, sticky);
+- a generation's leader is one of its members (generations, group_metadata);
 - generations only grow within a life of a group (generations, group_states, group_metadata);
 - state transitions that chain (each row starts where the previous ended) and are legal in Kafka;
 - Stable groups hold their stored assignment: Stable comes after a GroupMetadata record of its generation,
   and every SyncGroup answered NONE carries what the assignments table stores for its member;
 - accepted commits only from the group's current generation in Stable or PreparingRebalance, or standalone
   (generation < 0) to an Empty group;
+- a group's lag status is its partitions' (Burrow's rule, `tableio.lag_status.group_status`), and its `maxlag`
+  partition the one with the highest current lag;
+- the `metrics` table agrees with the rows it summarizes (`metrics_rows`);
+- across groups (`fleet_rows`): a broker hosts only groups whose partition it leads; `coordinator_load` counts
+  the rows it summarizes;
 - error names from Kafka's set, inside the per-member and per-partition `results` of responses too;
 - the members table replays: a member is added only when absent and removed only when present, each row's
   `member_count` is the count its replay reaches, and every `group_states` row has the count the replay
@@ -31,9 +38,10 @@ persisted by ConsumerGroupMetadata records; its states are the consumer group's 
 any other); one owner per partition at a time; Stable means reconciled to the target assignment; a commit
 carries a member epoch Kafka accepts. Error names and the members replay read both protocols' rows alike.
 
-Each invariant is about one group at a time, so a run is checked one range of groups after another
-(`Invariants.add`) and the ranges' findings add up: how many things break it, and the first example in
-table order (group_id, then out_seq).
+Each invariant but the fleet's is about one group at a time, so a run is checked one range of groups after
+another (`Invariants.add`) and the ranges' findings add up: how many things break it, and the first example in
+table order (group_id, then out_seq). The fleet's gather what they need from every range and are judged once
+all are in.
 """
 
 from __future__ import annotations
@@ -45,12 +53,15 @@ from typing import Callable
 import pandas as pd
 
 from simulations.validation import consumer_groups
+from simulations.validation.fleet_rows import LEADERSHIP, LOAD_TOTALS, Hosting, LoadTotals
 from simulations.validation.group_rows import LOAD, Finding, first, history
+from simulations.validation.metrics_rows import metrics_agree
 from simulations.validation.result import Check
 from simulations.views.group_types import CONVERTED
 from simulations.views.quiet_runs import repeat_counts
 from state.consumer_group.group import ConsumerGroupState, initial_epoch
 from state.errors import ERROR_CODES
+from tableio.lag_status import group_status
 from state.group_state import VALID_PREVIOUS_STATES, GroupState
 
 COMMITTING_STATES = (GroupState.STABLE.value, GroupState.PREPARING_REBALANCE.value)
@@ -91,6 +102,44 @@ def _one_owner(tables: dict[str, pd.DataFrame]) -> Finding:
     group, _, generation, topic, partition = shared.index[0]
     members = rows[(rows[key] == shared.index[0]).all(axis=1)]["member_id"].unique()
     return len(shared), f"{group} generation {generation} {topic}-{partition}: {', '.join(members)}"
+
+
+# The client assignors that give every partition of the subscribed topics an owner in every generation
+# (cooperative-sticky leaves the partitions it revokes unowned for one generation, KIP-429).
+ASSIGN_EVERY_PARTITION = ("range", "roundrobin", "sticky")
+
+
+def _every_partition_owned(tables: dict[str, pd.DataFrame]) -> Finding:
+    """Partitions 0 to the highest one assigned of each topic of a Stable generation all have an owner."""
+    rows, generations = tables["assignments"], tables["generations"]
+    if rows.empty:
+        return None
+    whole = generations[generations["protocol_name"].isin(ASSIGN_EVERY_PARTITION)
+                        & generations["stable_ts"].notna()]
+    key = ["group_id", "creation", "generation_id"]
+    whole = whole.assign(creation=_creations(whole, tables["group_states"]))[key].drop_duplicates()
+    rows = rows.assign(creation=_creations(rows, tables["group_states"])).merge(whole, on=key)
+    problems = []
+    for (group, _, generation, topic), partitions in rows.groupby(key + ["topic"], sort=True)["partition"]:
+        missing = sorted(set(range(int(partitions.max()) + 1)) - set(partitions.astype(int)))
+        if missing:
+            problems.append((group, 0, f"{group} generation {generation} {topic}: partition "
+                             f"{', '.join(map(str, missing))} without an owner"))
+    return first(problems)
+
+
+def _leader_is_member(tables: dict[str, pd.DataFrame]) -> Finding:
+    problems = []
+    for table in ("generations", "group_metadata"):
+        for row in tables[table].itertuples(index=False):
+            if pd.isna(row.leader_id) or row.leader_id == "":
+                continue
+            members = {member["member_id"] for member in row.members or ()}
+            if row.leader_id not in members:
+                problems.append((row.group_id, row.out_seq, f"{row.group_id} {table} row of generation "
+                                 f"{row.generation_id}: leader {row.leader_id} is not one of its "
+                                 f"{len(members)} members"))
+    return first(problems)
 
 
 _BEGINNINGS = {LOAD: "loaded", CONVERTED: "converted"}
@@ -272,12 +321,44 @@ def _members_replay(tables: dict[str, pd.DataFrame]) -> Finding:
     return first(problems)
 
 
+def _lag_status_agrees(tables: dict[str, pd.DataFrame]) -> Finding:
+    problems = []
+    for group, rows in tables["lag_status"].groupby("group_id", sort=True):
+        rows = rows.sort_values(["topic", "partition"], kind="stable")
+        rated = [s for s in rows["status"] if not pd.isna(s)]
+        expected = group_status(rated) if rated else None
+        stated = set(rows["group_status"].map(lambda s: None if pd.isna(s) else s))
+        if stated != {expected}:
+            problems.append((group, 0, f"{group} group status {', '.join(map(str, sorted(stated, key=str)))}, "
+                             f"its partitions give {expected}"))
+            continue
+        lags = rows[rows["current_lag"].notna()]
+        flagged = rows[rows["maxlag"].fillna(False).astype(bool)]
+        top = None if lags.empty else lags.loc[lags["current_lag"].astype("int64").idxmax()]
+        if len(flagged) != (0 if top is None else 1) or (top is not None and (
+                flagged["topic"].iloc[0], flagged["partition"].iloc[0]) != (top["topic"], top["partition"])):
+            where = ", ".join(f"{r.topic}-{r.partition}" for r in flagged.itertuples()) or "no partition"
+            best = "none" if top is None else f"{top['topic']}-{top['partition']}"
+            problems.append((group, 0, f"{group} maxlag on {where}, the highest current lag is {best}"))
+    return first(problems)
+
+
 Rule = Callable[[dict[str, pd.DataFrame]], Finding]
+
+
+def _nothing(tables: dict[str, pd.DataFrame]) -> Finding:
+    """A consumer group's side of a classic-only invariant: it has no leader, and its assignments follow its
+    members one by one (`consumer_groups.one_owner` holds it to one owner at a time)."""
+    return None
 # (name, tables it reads, its rule for classic groups, its rule for consumer groups, what its count counts).
 # An invariant without a consumer-group rule reads every group's rows with one rule.
 INVARIANTS: list[tuple[str, tuple[str, ...], Rule, Rule | None, str]] = [
     ("one owner per partition per generation", ("assignments", "group_states", "consumer_group_records"),
      _one_owner, consumer_groups.one_owner, "partitions with several owners"),
+    ("every partition of a generation has an owner", ("assignments", "generations", "group_states"),
+     _every_partition_owned, _nothing, "partitions without an owner"),
+    ("a generation's leader is one of its members", ("generations", "group_metadata"), _leader_is_member,
+     _nothing, "generations whose leader is not a member"),
     ("generations only grow within a life of a group",
      ("generations", "group_states", "group_metadata", "consumer_group_records"),
      _generations_grow, _epochs_grow, "generations out of order in their life"),
@@ -290,11 +371,19 @@ INVARIANTS: list[tuple[str, tuple[str, ...], Rule, Rule | None, str]] = [
     ("accepted commits only from the current generation or standalone to an Empty group",
      ("offsets", "group_states", "assignments", "consumer_group_records"), _commits_current_generation,
      consumer_groups.commits_member_epoch, "commits from another generation, member epoch or state"),
+    ("a group's lag status is its partitions'", ("lag_status",), _lag_status_agrees, None,
+     "groups whose lag status or maxlag disagrees with their partitions"),
+    ("metrics agree with the rows they summarize", ("metrics", "generations", "group_states", "members"),
+     metrics_agree, None, "groups whose figures disagree with their rows"),
     ("error names in results are Kafka's", ("responses",), _result_errors, None,
      "results with an error Kafka does not have"),
     ("member counts agree with the members table", ("members", "group_states"), _members_replay, None,
      "member rows or state rows that disagree with the members table"),
 ]
+
+
+# What a table too broken for a rule raises (a column missing or of another type): the suites say what.
+_BROKEN = (KeyError, TypeError, ValueError, AttributeError)
 
 
 @dataclass
@@ -305,10 +394,20 @@ class _Tally:
     unchecked: str | None = None
 
 
+# Invariants across groups (`fleet_rows`): (name, tables it reads, its accumulator, what its count counts).
+FLEET_INVARIANTS: list[tuple[str, tuple[str, ...], type, str]] = [
+    (LEADERSHIP, ("group_states",), Hosting, "groups hosted by a broker not leading their partition"),
+    (LOAD_TOTALS, ("coordinator_load", "responses", "offsets", "group_metadata", "consumer_group_records"),
+     LoadTotals, "figures whose total disagrees with the rows"),
+]
+
+
 @dataclass
 class Invariants:
     """The invariants over a run's ranges of groups: `add` each range's tables, then `checks`."""
     tallies: dict[str, _Tally] = field(default_factory=lambda: {name: _Tally() for name, *_ in INVARIANTS})
+    fleet: dict[str, object] = field(default_factory=lambda: {name: kind() for name, _, kind, _ in FLEET_INVARIANTS})
+    fleet_unchecked: dict[str, str] = field(default_factory=dict)
 
     def add(self, tables: dict[str, pd.DataFrame]) -> None:
         protocols = None  # (classic rows, consumer rows), split once the first rule needs it
@@ -327,7 +426,7 @@ class Invariants:
                     protocols = protocols or consumer_groups.split_protocols(tables)
                     found = [check(rows) for check, rows in zip((rule, consumer_rule), protocols)
                              if not all(rows[table].empty for table in needs)]
-            except (KeyError, TypeError, ValueError, AttributeError) as error:
+            except _BROKEN as error:
                 # A table too broken for the rule (a column missing or of another type): the suites say what.
                 tally.unchecked = tally.unchecked or f"cannot check: {type(error).__name__}: {error}"
                 continue
@@ -335,15 +434,31 @@ class Invariants:
                 if finding is not None:
                     tally.count += finding[0]
                     tally.example = tally.example or finding[1]
+        for name, needs, _, _ in FLEET_INVARIANTS:
+            missing = [table for table in needs if table not in tables]
+            if missing:
+                self.fleet_unchecked.setdefault(name, f"cannot check: no readable {', '.join(missing)} table")
+                continue
+            try:
+                self.fleet[name].add(tables)
+            except _BROKEN as error:
+                self.fleet_unchecked.setdefault(name, f"cannot check: {type(error).__name__}: {error}")
 
     def checks(self) -> list[Check]:
         checks = []
         for name, *_, counted in INVARIANTS:
-            tally = self.tallies[name]
-            if tally.unchecked is not None:
-                checks.append(Check("invariant", name, False, tally.unchecked))
-            elif tally.count:
-                checks.append(Check("invariant", name, False, f"{tally.count} {counted}, e.g. {tally.example}"))
-            else:
-                checks.append(Check("invariant", name, True, ""))
+            checks.append(self._check(name, self.tallies[name].unchecked, self.tallies[name].count,
+                                      self.tallies[name].example, counted))
+        for name, _, _, counted in FLEET_INVARIANTS:
+            unchecked = self.fleet_unchecked.get(name)
+            found = None if unchecked else self.fleet[name].finding()
+            checks.append(self._check(name, unchecked, found[0] if found else 0, found and found[1], counted))
         return checks
+
+    @staticmethod
+    def _check(name: str, unchecked: str | None, count: int, example: str | None, counted: str) -> Check:
+        if unchecked is not None:
+            return Check("invariant", name, False, unchecked)
+        if count:
+            return Check("invariant", name, False, f"{count} {counted}, e.g. {example}")
+        return Check("invariant", name, True, "")

@@ -24,9 +24,10 @@ from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from simulations.validation.invariants import INVARIANTS, Invariants
+from simulations.validation.invariants import FLEET_INVARIANTS, INVARIANTS, Invariants
 from simulations.validation.raw_tables import rows_frame
 from state.events import INJECTABLE_WRITE_ERRORS
+from tableio.coordinator_load import TABLE as LOAD_TABLE, coordinator_load_rows
 from state.group_state import GroupState
 from state.java_compat import JavaHashMap
 from tests.state.conftest import make_ctx
@@ -222,8 +223,11 @@ class CoordinatorMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         self.ctx.finish()
         invariants = Invariants()
-        invariants.add({table: rows_frame(table, self.ctx.written(table))
-                        for table in {name for _, needs, *_ in INVARIANTS for name in needs}})
+        written = {table: self.ctx.written(table) for table in
+                   {name for _, needs, *_ in INVARIANTS + FLEET_INVARIANTS for name in needs} - {LOAD_TABLE}}
+        # What the engines derive once a run has ended, from the rows it wrote.
+        written[LOAD_TABLE] = coordinator_load_rows(written, self.ctx.time)
+        invariants.add({table: rows_frame(table, rows) for table, rows in written.items()})
         failures = [f"{check.name}: {check.detail}" for check in invariants.checks() if not check.passed]
         assert not failures, failures
 

@@ -18,6 +18,8 @@ from tableio.parquet import write_tables
 
 from tests.state.test_consumer_group_migration import upgraded_fleet
 
+from tableio.coordinator_load import coordinator_load_rows
+
 from ..scenarios.helpers import run, shipped_small
 
 GROW = "generations only grow within a life of a group"
@@ -31,11 +33,16 @@ COMMITS = "accepted commits only from the current generation or standalone to an
 def both(tmp_path_factory):
     """protocol-comparison (classic and consumer groups side by side) and rolling-restart-consumer-protocol,
     one group a set, as one run: every check is about one group at a time and their group ids differ, so
-    one validation (seconds of great-expectations) checks both."""
+    one validation (seconds of great-expectations) checks both. Their `coordinator_load` is derived from
+    the rows of both, as one run's would be."""
     tables: dict[str, list] = {}
+    final = None
     for name in ("protocol-comparison", "rolling-restart-consumer-protocol"):
-        for table, rows in run(shipped_small(name, sets={"*": {"groups": 1}})).result.tables.items():
+        result = run(shipped_small(name, sets={"*": {"groups": 1}})).result
+        for table, rows in result.tables.items():
             tables.setdefault(table, []).extend(rows)
+        final = max(final or 0, result.final_ts)
+    tables["coordinator_load"] = coordinator_load_rows(tables, final)
     folder = tmp_path_factory.mktemp("both")
     write_tables(folder, tables)
     return folder

@@ -1,0 +1,120 @@
+"""The `metrics` table against the rows it summarizes: each group's figures recomputed from its other tables
+(docs/tables.md#metrics says how each is defined), so a figure that no row supports fails `coordsim validate`.
+
+- `generations`: the group's `generations` rows;
+- `rebalances` and `rebalance_causes`: the causes add up to the count; a classic group's are its
+  `group_states` rows to PreparingRebalance, by cause;
+- `rebalance_durations`: a classic group's generations that became Stable after the group's first Stable,
+  `stable_ts - rebalance_start_ts` each; the `rebalance_ms_*` percentiles and the `unconsumed_gap_ms_*` ones are
+  their distributions' (nearest rank, `state.metrics.nearest_rank`); `unconsumed_partition_ms` and
+  `unconsumed_gaps` are their distribution's total and count;
+- `end_state` and `end_members`: the group's last `group_states` row's state (none once it went Dead) and its
+  last `members` row's count;
+- the client-side figures are all null (no synthetic clients) or all set.
+
+A group that was a consumer group (KIP-848) at some time is held to the rules both protocols share.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pandas as pd
+
+from simulations.validation.group_rows import Finding
+from state.group_state import GroupState
+from state.metrics import nearest_rank
+
+CLIENT_SIDE = ("unconsumed_partition_ms", "unconsumed_gaps", "unconsumed_gap_durations", "partitions_moved",
+               "duplicate_records", "skipped_records", "failed_commits")
+PERCENTILES = {"rebalance": ("rebalance_durations", "rebalance_ms"),
+               "unconsumed gap": ("unconsumed_gap_durations", "unconsumed_gap_ms")}
+
+
+def _counts(distribution) -> Counter:
+    return Counter({int(entry["ms"]): int(entry["count"]) for entry in distribution or ()})
+
+
+def _by_group(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    if frame.empty:
+        return {}
+    ordered = frame.astype({"out_seq": "int64"}).sort_values("out_seq", kind="stable")
+    return dict(tuple(ordered.groupby("group_id", sort=False)))
+
+
+def metrics_agree(tables: dict[str, pd.DataFrame]) -> Finding:
+    metrics = tables["metrics"]
+    if metrics.empty:
+        return None
+    generations, states, members = (_by_group(tables[name]) for name in ("generations", "group_states", "members"))
+    consumer = set(states_of_type(tables["group_states"], "consumer"))
+    empty = pd.DataFrame(columns=["to_state", "cause", "ts", "member_count", "generation_id", "stable_ts",
+                                  "rebalance_start_ts", "group_type"])
+    problems = []
+    for row in metrics.sort_values("group_id", kind="stable").itertuples(index=False):
+        group = row.group_id
+        problem = _disagreement(row, generations.get(group, empty), states.get(group, empty),
+                                members.get(group, empty), classic=group not in consumer)
+        if problem is not None:
+            problems.append(f"{group} {problem}")
+    return (len(problems), problems[0]) if problems else None
+
+
+def states_of_type(states: pd.DataFrame, group_type: str) -> list[str]:
+    if states.empty or "group_type" not in states:
+        return []
+    return sorted(states.loc[states["group_type"] == group_type, "group_id"].unique())
+
+
+def _disagreement(row, generations: pd.DataFrame, states: pd.DataFrame, members: pd.DataFrame,
+                  classic: bool) -> str | None:
+    if row.generations != len(generations):
+        return f"metrics.generations {row.generations}, {len(generations)} generations rows"
+    causes = Counter({entry["cause"]: int(entry["count"]) for entry in row.rebalance_causes or ()})
+    if sum(causes.values()) != row.rebalances:
+        return f"metrics.rebalances {row.rebalances}, its causes add up to {sum(causes.values())}"
+    if classic:
+        preparing = Counter(states.loc[states["to_state"] == GroupState.PREPARING_REBALANCE.value, "cause"])
+        if preparing != causes:
+            return (f"metrics.rebalance_causes {_named(causes)}, group_states to PreparingRebalance "
+                    f"{_named(preparing)}")
+        stable = states.loc[states["to_state"] == GroupState.STABLE.value, "ts"]
+        if not stable.empty:
+            later = generations[generations["stable_ts"].notna()
+                                & (generations["stable_ts"] > stable.min())]
+            durations = Counter((later["stable_ts"] - later["rebalance_start_ts"]).astype("int64"))
+            if durations != _counts(row.rebalance_durations):
+                return (f"metrics.rebalance_durations {_named(_counts(row.rebalance_durations))}, the generations "
+                        f"Stable after the first give {_named(durations)}")
+    for name, (distribution, prefix) in PERCENTILES.items():
+        counts = _counts(getattr(row, distribution))
+        for percent, suffix in ((50, "p50"), (99, "p99"), (100, "max")):
+            figure = getattr(row, f"{prefix}_{suffix}")
+            expected = nearest_rank(counts, percent) if counts else None
+            if (None if pd.isna(figure) else int(figure)) != expected:
+                return f"metrics.{prefix}_{suffix} {figure}, its {name} distribution gives {expected}"
+    client_side = [_null(getattr(row, column)) for column in CLIENT_SIDE]
+    if any(client_side) and not all(client_side):
+        return "client-side figures partly null: " + ", ".join(c for c, null in zip(CLIENT_SIDE, client_side) if null)
+    if not any(client_side):
+        gaps = _counts(row.unconsumed_gap_durations)
+        total = sum(ms * n for ms, n in gaps.items())
+        if row.unconsumed_partition_ms != total or row.unconsumed_gaps != sum(gaps.values()):
+            return (f"metrics.unconsumed_partition_ms {row.unconsumed_partition_ms} in {row.unconsumed_gaps} gaps, "
+                    f"its gap distribution gives {total} in {sum(gaps.values())}")
+    last_state = None if states.empty else states["to_state"].iloc[-1]
+    end_state = None if last_state in (None, GroupState.DEAD.value) else last_state
+    if (None if pd.isna(row.end_state) else row.end_state) != end_state:
+        return f"metrics.end_state {row.end_state}, its last group_states row leaves it {last_state}"
+    end_members = 0 if members.empty else int(members["member_count"].iloc[-1])
+    if end_state is not None and row.end_members != end_members:
+        return f"metrics.end_members {row.end_members}, its last members row counts {end_members}"
+    return None
+
+
+def _null(value) -> bool:
+    return value is None or (not isinstance(value, list) and pd.isna(value))
+
+
+def _named(counts: Counter) -> str:
+    return ", ".join(f"{key} {value}" for key, value in sorted(counts.items())) or "none"
