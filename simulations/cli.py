@@ -323,9 +323,9 @@ def run(scenario: str, out_dir: str, engine: str, conf_file: str | None, overrid
     Reference: docs/scenarios.md.
 
     The run ends at start + duration. Tables go to DIR as Parquet (docs/tables.md), the scenario and its
-    events to DIR/scenario/. The summary gives, per group set: rebalances by cause, time to first Stable
-    and rebalance durations after it (p50/p99/max), unconsumed partition-seconds and gaps (p50/p99/max),
-    partitions moved, duplicate and skipped records, failed commits.
+    events to DIR/scenario/. The summary gives, per group set: the formation (p50/p99/max), the rebalances
+    after it and their durations (p50/p99/max), rebalances by cause, unconsumed partition-seconds and gaps
+    (p50/p99/max), partitions moved, duplicate and skipped records, failed commits, with a legend.
     """
     console = Console()
     started = time.monotonic()

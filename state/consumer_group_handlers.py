@@ -513,8 +513,7 @@ class ConsumerGroupHandlers:
         target = target or group.state
         self.out.group_state(self.now, CONSUMER, None if previous is None else previous.value, target.value,
                              group.group_epoch, None, len(group.members), cause)
-        if target is ConsumerGroupState.STABLE:
-            self.record_stable()
+        self.record_group_state(target.value)
 
     # -- generations: one per group epoch -------------------------------------------------------------------
     def _start_consumer_generation(self, epoch: int, cause: str) -> None:
@@ -541,6 +540,9 @@ class ConsumerGroupHandlers:
         if pending is None or pending["generation_id"] != group.group_epoch:
             return
         if group.state is ConsumerGroupState.STABLE:
+            # A write can bump the epoch of a Stable group and leave it Stable (its only member reconciled at
+            # once): no state row, and still the end of the rebalance.
+            self.record_group_state(group.state.value)
             self.flush_consumer_generation(stable_ts=self.now)
         elif group.state is ConsumerGroupState.EMPTY and pending["join_complete_ts"] is not None:
             self.flush_consumer_generation(stable_ts=None)
@@ -550,7 +552,7 @@ class ConsumerGroupHandlers:
         pending, self.consumer_generation = self.consumer_generation, None
         if pending is None:
             return
-        self.record_generation(pending["rebalance_start_ts"], stable_ts)
+        self.record_generation()
         members = pending["members"]
         self.out.generation({
             "generation_id": pending["generation_id"], "protocol_type": "consumer",

@@ -358,7 +358,7 @@ class MembershipHandlers:
         if pending is None or "join_complete_ts" not in pending:
             return
         self.pending_generation = None
-        self.record_generation(pending["rebalance_start_ts"], stable_ts)
+        self.record_generation()
         snapshot = pending.get("snapshot")
         if snapshot is None:  # the join phase completed with no members: an Empty generation
             group = self.group

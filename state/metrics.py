@@ -1,8 +1,20 @@
 """Per-group figures of a run (the `metrics` table), each computed here and only here: rebalances and
-their causes, the group's formation (time to first Stable) apart from the rebalances after it and their
-durations, and, for groups with synthetic consumers, the unconsumed partition time and its gaps, how many
-partitions changed hands, and the records processed twice or never. Also the nearest-rank percentile every
-summary of these figures uses.
+their causes, the group's formation apart from the rebalances after it and their durations, and, for groups
+with synthetic consumers, the unconsumed partition time and its gaps, how many partitions changed hands, and
+the records processed twice or never. Also the nearest-rank percentile every summary of these figures uses.
+
+One definition of formation and later rebalances for both protocols (docs/tables.md#metrics), on what both
+have: rebalances starting (a classic group entering PreparingRebalance, a consumer group's epoch bump) and the
+group being Stable. The formation runs from the group's first event until it is Stable after the formation's
+rebalances: those starting before it is, and each one starting within group.initial.rebalance.delay.ms of
+the formation's previous one. That window is the one a classic coordinator waits for a new group's members
+(so a classic group's formation is its first Stable); a consumer group has no initial delay and bumps its
+epoch at each member's join, Stable in between when the joiner reconciles at once, and the window tells
+those first joins from later ones. A later rebalance lasts from its start until the group is next Stable, at
+its own generation or a later one: one superseded (a classic group back to PreparingRebalance before the
+assignment was stored, a consumer group's epoch bumped again before its members reconciled) runs to the
+Stable that ended the one that superseded it. One that ends with the group Empty or Dead, or still
+rebalancing when the run ended, has no duration.
 
 Unconsumed partition time is the consumers' view, which is what costs users lag: a partition is unconsumed
 from the moment its consumer stops processing it (it revoked it for a rebalance, lost it, crashed, closed)
@@ -26,13 +38,19 @@ from typing import Iterable, Mapping
 from state.group_state import GroupState
 
 
+STABLE, EMPTY, DEAD = "Stable", "Empty", "Dead"  # both protocols' group states of these names
+
+
 @dataclass
 class GroupMetrics:
     first_activity_ts: int | None = None
-    first_stable_ts: int | None = None
+    formed_ts: int | None = None  # the formation's end; None while it goes on (a straggler may reopen it)
+    formation_rebalance_ts: int | None = None  # when the formation's latest rebalance started
     generations: int = 0
     rebalances: int = 0
     causes: dict[str, int] = field(default_factory=dict)
+    rebalances_after_formation: int = 0
+    unstable_since: list[int] = field(default_factory=list)  # starts of later rebalances awaiting a Stable
     rebalance_ms: Counter = field(default_factory=Counter)  # duration -> rebalances after formation
     synthetic: bool = False
     gaps_ms: Counter = field(default_factory=Counter)  # length -> closed gaps of that length
@@ -83,26 +101,39 @@ class MetricsHandlers:
         self.out.state_change(self.now, previous, target, self.group, cause)
         if target == GroupState.PREPARING_REBALANCE:
             self.record_rebalance(cause)
-        elif target == GroupState.STABLE:
-            self.record_stable()
+        self.record_group_state(target.value)
 
     def record_rebalance(self, cause: str) -> None:
         """A rebalance starts: a classic group entering PreparingRebalance, a consumer group's epoch bump."""
         m = self.metrics
         m.rebalances += 1
         m.causes[cause] = m.causes.get(cause, 0) + 1
+        # A rebalance that follows the formation's previous one by less than the window is the formation's
+        # too, even once the group was Stable in between (a consumer group's first member alone): a later
+        # rebalance comes at least the window after it, so none is ever taken back.
+        straggler = (m.formation_rebalance_ts is not None
+                     and self.now - m.formation_rebalance_ts < self.config.group_initial_rebalance_delay_ms)
+        if m.formed_ts is None or straggler:
+            m.formed_ts = None
+            m.formation_rebalance_ts = self.now
+        else:
+            m.rebalances_after_formation += 1
+            m.unstable_since.append(self.now)
 
-    def record_stable(self) -> None:
-        if self.metrics.first_stable_ts is None:
-            self.metrics.first_stable_ts = self.now
-
-    def record_generation(self, rebalance_start_ts: int, stable_ts: int | None) -> None:
+    def record_group_state(self, state: str) -> None:
+        """The group is in `state` (either protocol's state, by name) after a write or a transition."""
         m = self.metrics
-        m.generations += 1
-        # The generation whose Stable was the group's first is its formation, with the initial rebalance
-        # delay in it: time_to_stable_ms tells it; the rebalance durations are those that interrupt a group.
-        if stable_ts is not None and m.first_stable_ts is not None and stable_ts > m.first_stable_ts:
-            m.rebalance_ms[stable_ts - rebalance_start_ts] += 1
+        if state == STABLE:
+            if m.formed_ts is None:
+                m.formed_ts = self.now
+            for since in m.unstable_since:
+                m.rebalance_ms[self.now - since] += 1
+            m.unstable_since.clear()
+        elif state in (EMPTY, DEAD):
+            m.unstable_since.clear()
+
+    def record_generation(self) -> None:
+        self.metrics.generations += 1
 
     # -- consumption ---------------------------------------------------------------------------------------
     def start_consuming(self, client_id: str, partitions, reset_earliest: bool) -> None:
@@ -171,8 +202,9 @@ class MetricsHandlers:
             "generations": m.generations,
             "rebalances": m.rebalances,
             "rebalance_causes": [{"cause": c, "count": n} for c, n in sorted(m.causes.items())],
-            "time_to_stable_ms": (None if m.first_stable_ts is None or m.first_activity_ts is None
-                                  else m.first_stable_ts - m.first_activity_ts),
+            "rebalances_after_formation": m.rebalances_after_formation,
+            "time_to_stable_ms": (None if m.formed_ts is None or m.first_activity_ts is None
+                                  else m.formed_ts - m.first_activity_ts),
             "rebalance_ms_p50": nearest_rank(m.rebalance_ms, 50),
             "rebalance_ms_p99": nearest_rank(m.rebalance_ms, 99),
             "rebalance_ms_max": nearest_rank(m.rebalance_ms, 100),

@@ -164,6 +164,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("generations", "int32"),
         ("rebalances", "int32"),
         ("rebalance_causes", "list<struct<cause:string,count:int32>>"),
+        ("rebalances_after_formation", "int32"),
         ("time_to_stable_ms", "int64"),
         ("rebalance_ms_p50", "int64"),
         ("rebalance_ms_p99", "int64"),

@@ -15,13 +15,12 @@ from simulations.reports.panel import Panel, note
 from simulations.scenarios.document import ScenarioError
 from simulations.scenarios.generator import group_ids
 from simulations.scenarios.schema import load_scenario
-from simulations.scenarios.summary import CLIENT_FIGURES, LINES, summarize
+from simulations.scenarios.summary import LEGEND, LINES, METRICS_COLUMNS as SUMMARY_COLUMNS, summarize
 from simulations.views.run_tables import RunTables
 from simulations.views.variants import SCENARIO_DIR
 
 SCENARIO_FILE = "scenario.yaml"
-METRICS_COLUMNS = ("group_id", "end_state", "rebalance_causes", "time_to_stable_ms", "rebalance_durations",
-                   "unconsumed_gap_durations", *CLIENT_FIGURES)
+METRICS_COLUMNS = ("group_id", *SUMMARY_COLUMNS)
 TITLE = "Group sets side by side"
 GUIDE = ("The run summary's figures per group set (metrics table; docs/reports.md says how each reads for the "
          "classic and the consumer protocol).")
@@ -44,7 +43,8 @@ def group_sets_panel(run: RunTables) -> Panel | None:
     head = "<tr><th></th>" + "".join(f"<th>{escape(s.name)}</th>" for s in summaries) + "</tr>"
     body = "".join("<tr><th style=\"text-align:left\">" + escape(label) + "</th>"
                    + "".join(f"<td>{_cell(value(s))}</td>" for s in summaries) + "</tr>" for label, value in LINES)
-    return Panel("group_sets", TITLE, GUIDE, f"<table>{head}{body}</table>")
+    legend = "".join(f'<p class="guide"><b>{escape(term)}</b>: {escape(meaning)}</p>' for term, meaning in LEGEND)
+    return Panel("group_sets", TITLE, GUIDE, f"<table>{head}{body}</table>{legend}")
 
 
 def _cell(text: str) -> str:

@@ -1,11 +1,11 @@
 """What `coordsim run` reports per group set: rebalances and their cost, condensed from the `metrics` table.
 
 Every figure is the metrics table's (state/metrics.py computes them; docs/tables.md defines them), summed
-over the set's groups, or spread over them (time to first Stable). Percentiles of groups cannot be merged
-into the set's, so rebalance durations and unconsumed gaps are spread over every rebalance (after its
-group's formation) and every gap of the set, from the rows' distributions, with the metrics table's
-nearest-rank percentile. Client-side figures that the metrics table leaves null (groups without synthetic
-clients) show as "-".
+over the set's groups, or spread over them (the formation). Percentiles of groups cannot be merged into the
+set's, so rebalance durations and unconsumed gaps are spread over every rebalance (after its group's
+formation) and every gap of the set, from the rows' distributions, with the metrics table's nearest-rank
+percentile. Client-side figures that the metrics table leaves null (groups without synthetic clients) show
+as "-". A legend under the lines says what the rebalance lines count, the same for either protocol.
 """
 
 from __future__ import annotations
@@ -24,6 +24,9 @@ from state.metrics import merged, nearest_rank
 CLASSIC = "classic"  # group.protocol's default
 CLIENT_FIGURES = ("unconsumed_partition_ms", "partitions_moved", "duplicate_records", "skipped_records",
                   "failed_commits")
+# The metrics table's columns `Figures.add` reads.
+METRICS_COLUMNS = ("end_state", "rebalance_causes", "rebalances_after_formation", "time_to_stable_ms",
+                   "rebalance_durations", "unconsumed_gap_durations", *CLIENT_FIGURES)
 
 
 @dataclass
@@ -33,6 +36,7 @@ class Figures:
 
     end_states: Counter = field(default_factory=Counter)
     causes: Counter = field(default_factory=Counter)
+    rebalances_after_formation: int = 0
     time_to_stable_ms: Counter = field(default_factory=Counter)
     rebalance_ms: Counter = field(default_factory=Counter)  # rebalances after their group's formation
     unconsumed_partition_ms: int | None = None
@@ -51,6 +55,7 @@ class Figures:
         self.end_states[row["end_state"] or "deleted"] += 1
         for entry in row["rebalance_causes"]:
             self.causes[entry["cause"]] += entry["count"]
+        self.rebalances_after_formation += row["rebalances_after_formation"]
         if row["time_to_stable_ms"] is not None:
             self.time_to_stable_ms[row["time_to_stable_ms"]] += 1
         self.rebalance_ms += merged([row["rebalance_durations"]])
@@ -100,11 +105,12 @@ def protocols(scenario: Scenario, group_set: GroupSet) -> str:
 LINES = [
     ("group.protocol", lambda s: s.protocol),
     ("groups × members", lambda s: f"{s.groups:,} × {s.members}"),
+    ("formation p50/p99/max", lambda s: _spread(s.time_to_stable_ms)),
+    ("rebalances after formation", lambda s: f"{s.rebalances_after_formation:,}"),
+    ("later rebalance p50/p99/max", lambda s: _spread(s.rebalance_ms)),
     ("rebalances", lambda s: f"{s.rebalances:,}"),
     ("  by cause", lambda s: "\n".join(f"{cause} {n:,}" for cause, n in sorted(
         s.causes.items(), key=lambda item: (-item[1], item[0]))) or "-"),
-    ("to first Stable p50/p99/max", lambda s: _spread(s.time_to_stable_ms)),
-    ("later rebalance p50/p99/max", lambda s: _spread(s.rebalance_ms)),
     ("unconsumed partition-seconds", lambda s: _count(s.unconsumed_partition_ms, scale=1000)),
     ("unconsumed gap p50/p99/max", lambda s: _spread(s.unconsumed_gap_ms)),
     ("partitions moved", lambda s: _count(s.partitions_moved)),
@@ -112,6 +118,18 @@ LINES = [
     ("skipped records", lambda s: _count(s.skipped_records)),
     ("failed commits", lambda s: _count(s.failed_commits)),
     ("end states", lambda s: "\n".join(f"{state} {n:,}" for state, n in sorted(s.end_states.items()))),
+]
+
+
+# What the rebalance lines count, for either protocol (docs/scenarios.md#the-summary), under the lines.
+LEGEND = [
+    ("formation", "a group's first event until it is Stable with its first members (those joining within "
+                  "group.initial.rebalance.delay.ms of one another)"),
+    ("rebalances after formation", "those started after it, alike for both protocols; later rebalance: from "
+                                   "one's start until the group is Stable again"),
+    ("rebalances", "every one started, the formation's included: classic, to PreparingRebalance (the first "
+                   "members join in one); consumer, a group epoch bump (one per member joining; Kafka's "
+                   "consumer-group-rebalance-count)"),
 ]
 
 
@@ -123,6 +141,8 @@ def render(console: Console, summaries: list[SetSummary]) -> None:
     for label, value in LINES:
         table.add_row(label, *(value(s) for s in summaries))
     console.print(table)
+    for term, meaning in LEGEND:
+        console.print(f"{term}: {meaning}", highlight=False)
 
 
 def render_comparison(console: Console, rows: list[dict]) -> None:
@@ -140,7 +160,8 @@ def render_comparison(console: Console, rows: list[dict]) -> None:
                       _count(row["unconsumed_partition_ms"], scale=1000), _count(row["duplicate_records"]),
                       _count(row["failed_commits"]), _peak(row))
     console.print(table)
-    console.print("later: rebalances after their group's formation (p99 and max are of their durations); "
+    console.print("later: rebalances after their group's formation (p99 and max are of their durations, to the "
+                  "group Stable again); "
                   "unconsumed: partition-seconds; dupl.: duplicate records; failed: failed commits; peak: the "
                   "busiest broker and its requests in its busiest second", highlight=False)
 

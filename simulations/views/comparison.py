@@ -17,7 +17,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from simulations.scenarios.summary import CLIENT_FIGURES, Figures
+from simulations.scenarios.summary import METRICS_COLUMNS as SUMMARY_COLUMNS, Figures
 from simulations.scenarios.sweep import Sweep
 from state.metrics import nearest_rank
 from state.tables import COMPARISON, parse_type
@@ -26,8 +26,7 @@ from tableio.coordinator_load import TABLE as LOAD_TABLE
 from tableio.parquet import PART_FILE, arrow_type, output_errors, read_columns
 
 TABLE = "comparison"
-METRICS_COLUMNS = [VARIANT, "end_state", "rebalance_causes", "time_to_stable_ms", "rebalance_durations",
-                   "unconsumed_gap_durations", *CLIENT_FIGURES]
+METRICS_COLUMNS = [VARIANT, *SUMMARY_COLUMNS]
 
 
 def comparison_schema(axes: Sequence[str]) -> pa.Schema:
@@ -61,12 +60,12 @@ def write_comparison(out_dir: str | Path, sweep: Sweep) -> pa.Table:
 
 def _rebalances(figures: Figures) -> dict:
     """The summary's rebalance figures: every rebalance (a classic group's transition to PreparingRebalance, a
-    consumer group's group epoch bump) by cause, and the durations of those after a group's formation that
-    ended Stable (the metrics table's rebalance_ms_*)."""
+    consumer group's group epoch bump) by cause, those after their group's formation, and the durations of
+    those until the group was Stable again (the metrics table's rebalance_ms_*)."""
     durations = figures.rebalance_ms
     return {"rebalances": figures.rebalances,
             "rebalance_causes": [{"cause": cause, "count": count} for cause, count in sorted(figures.causes.items())],
-            "rebalances_after_formation": sum(durations.values()),
+            "rebalances_after_formation": figures.rebalances_after_formation,
             "rebalance_ms_p99": nearest_rank(durations, 99), "rebalance_ms_max": nearest_rank(durations, 100)}
 
 

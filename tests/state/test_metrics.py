@@ -1,13 +1,19 @@
-"""The `metrics` figures of state/metrics.py: the formation apart from later rebalances, unconsumed partition
-time as a distribution of gaps, and the nearest-rank percentile every summary of them uses."""
+"""The `metrics` figures of state/metrics.py: the formation apart from later rebalances, alike for the classic
+and the consumer protocol, unconsumed partition time as a distribution of gaps, and the nearest-rank
+percentile every summary of them uses."""
 
 from __future__ import annotations
 
 from collections import Counter
 
+import pytest
+
 from state.metrics import distribution, merged, nearest_rank
 from tests.state.harness import GroupContext
 from tests.state.test_consumer import SESSION, end_metrics, restarted_fleet, start
+
+# Each protocol's clients, with their defaults otherwise (the consumer protocol refuses session.timeout.ms).
+PROTOCOLS = {"classic": SESSION, "consumer": {"group.protocol": "consumer"}}
 
 
 def test_nearest_rank_is_a_value_that_occurred():
@@ -31,16 +37,102 @@ def test_the_formation_is_not_a_rebalance_duration():
     formed = end_metrics(ctx)
     # Three members within the initial rebalance delay: 3 s, extended once, to Stable.
     assert formed["time_to_stable_ms"] >= 6_000 and formed["rebalances"] == 1
+    assert formed["rebalances_after_formation"] == 0
     assert formed["rebalance_ms_max"] is None and formed["rebalance_durations"] == []
 
     ctx = restarted_fleet()
     m = end_metrics(ctx)
     later = sorted(r["stable_ts"] - r["rebalance_start_ts"] for r in ctx.rows("generations")
                    if r["generation_id"] > 1 and r["stable_ts"] is not None)
-    assert len(later) == 2 and m["rebalances"] == 3
+    assert len(later) == 2 and m["rebalances"] == 3 and m["rebalances_after_formation"] == 2
     assert m["rebalance_durations"] == [{"ms": ms, "count": 1} for ms in later]
     assert (m["rebalance_ms_p50"], m["rebalance_ms_p99"], m["rebalance_ms_max"]) == (later[0], later[1], later[1])
     assert m["rebalance_ms_max"] < m["time_to_stable_ms"]
+
+
+def fleet(protocol: str, starts: list[int]) -> GroupContext:
+    """Clients c0, c1, ... of `protocol` starting at `starts` (ms) on one 6-partition topic."""
+    ctx = GroupContext()
+    ctx.send("TOPIC_METADATA", topics=[{"topic": "orders", "partitions": 6, "records_per_second": 10}])
+    for number, at in enumerate(starts):
+        ctx.sleep(at - ctx.time)
+        ctx.send("CLIENT_START", client_id=f"c{number}", topics=["orders"], config=PROTOCOLS[protocol])
+    return ctx
+
+
+def rebalance_starts(ctx: GroupContext) -> list[int]:
+    """When each rebalance started, read from the tables: a classic group's transitions to PreparingRebalance,
+    a consumer group's group epochs (simulations/views/rebalances.py reads them so)."""
+    if any(row["group_type"] == "consumer" for row in ctx.rows("group_states")):
+        return sorted(row["rebalance_start_ts"] for row in ctx.rows("generations"))
+    return [row["ts"] for row in ctx.rows("group_states") if row["to_state"] == "PreparingRebalance"]
+
+
+def next_stable(ctx: GroupContext, ts: int) -> int:
+    return min(row["ts"] for row in ctx.rows("group_states") if row["to_state"] == "Stable" and row["ts"] >= ts)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_members_joining_within_the_initial_delay_of_one_another_form_the_group(protocol):
+    # Three members 1 s apart, then a fourth 40 s later. A classic coordinator waits for the first three (the
+    # initial rebalance delay, extended at each join); a consumer group bumps its epoch at each join and is
+    # Stable with its first member alone: its formation still ends only once the third has reconciled.
+    ctx = fleet(protocol, [0, 1_000, 2_000, 40_000])
+    ctx.sleep(40_000)
+    m = end_metrics(ctx)
+    starts = rebalance_starts(ctx)
+    formed = next_stable(ctx, max(s for s in starts if s < 40_000))
+    assert m["time_to_stable_ms"] == formed > 2_000  # from the run's first event, at 0
+    [later] = [s for s in starts if s > formed]
+    assert m["rebalances"] == len(starts) and m["rebalances_after_formation"] == 1
+    assert m["rebalance_durations"] == [{"ms": next_stable(ctx, later) - later, "count": 1}]
+
+
+def test_a_classic_rebalance_superseded_before_its_sync_lasts_until_the_group_is_stable_again():
+    ctx = GroupContext()
+    kw = dict(version=3, rebalance_ms=60_000, session_ms=60_000)
+    leader = ctx.dynamic_leader_stable(rebalance_ms=60_000, session_ms=60_000)
+    ctx.sleep(5_000)
+    first = ctx.time
+    second = ctx.join(**kw)  # PreparingRebalance; the leader's rejoin completes the join phase
+    ctx.join(member_id=leader.member_id, **kw)
+    assert ctx.state == "CompletingRebalance"
+    ctx.sleep(100)
+    superseding = ctx.time
+    ctx.join(**kw)  # a new member before the SyncGroup: PreparingRebalance again
+    assert ctx.state == "PreparingRebalance"
+    rejoins = [ctx.join(member_id=member, **kw) for member in (leader.member_id, second.member_id)]
+    ctx.sleep(100)
+    ctx.sync(leader.member_id, rejoins[0].generation_id)
+    assert ctx.state == "Stable"
+    m = end_metrics(ctx)
+    # Both rebalances end at the Stable that ended the second; neither is the formation's.
+    stable = next_stable(ctx, superseding)
+    assert m["rebalance_durations"] == [{"ms": stable - superseding, "count": 1}, {"ms": stable - first, "count": 1}]
+    assert m["rebalances"] == 3 and m["rebalances_after_formation"] == 2
+
+
+def test_a_consumer_group_epoch_superseded_before_its_members_reconciled_lasts_until_the_group_is_stable():
+    ctx = fleet("consumer", [0, 0, 30_000, 30_500])
+    ctx.sleep(30_000)
+    m = end_metrics(ctx)
+    first, superseding = [s for s in rebalance_starts(ctx) if s >= 30_000]
+    stable = next_stable(ctx, first)
+    assert stable > superseding  # the epoch of c2's join was superseded by c3's before the group was Stable
+    assert m["rebalance_durations"] == [{"ms": stable - superseding, "count": 1}, {"ms": stable - first, "count": 1}]
+    assert m["rebalances_after_formation"] == 2
+
+
+def test_a_consumer_group_stable_again_in_the_write_that_bumped_its_epoch_rebalanced_for_no_time():
+    # A partition increase reaches the lone member's next heartbeat: the epoch is bumped and the member gets
+    # the new partitions at once (nothing to revoke), so the group never leaves Stable.
+    ctx = fleet("consumer", [0])
+    ctx.sleep(20_000)
+    ctx.send("TOPIC_METADATA", topics=[{"topic": "orders", "partitions": 8, "records_per_second": 10}])
+    ctx.sleep(20_000)
+    m = end_metrics(ctx)
+    assert [row["to_state"] for row in ctx.rows("group_states")] == ["Empty", "Stable"]
+    assert m["rebalance_durations"] == [{"ms": 0, "count": 1}] and m["rebalances_after_formation"] == 1
 
 
 def test_unconsumed_gaps_of_two_static_restarts():

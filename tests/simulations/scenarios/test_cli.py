@@ -76,12 +76,14 @@ def test_run_writes_every_table_and_summarizes_each_group_set(scenario_file, tmp
     # The report puts the summary's group sets side by side, and its header's rebalances are the metrics table's.
     sets = re.search(r'<section id="group_sets">.*?</section>', report, re.S).group(0)
     assert "<th>orders</th><th>audit</th>" in sets and "member_leave 6" in sets
+    assert "<b>rebalances after formation</b>: those started after it, alike for both protocols" in sets
     rebalances = int(read_table(tmp_path / "out", "metrics")["rebalances"].sum())
     assert f"<dt>rebalances</dt><dd>{rebalances}</dd>" in report
     assert "PASSED" in result.output
     for text in ("tiny (", "groups     3 in 2 group set(s)", "settings   group.initial.rebalance.delay.ms=1000",
                  "orders", "audit", "rebalances", "member_leave 6", "member_join 2",
-                 "later rebalance p50/p99/max", "24.02 / 24.02 / 24.02 s", "partitions moved",
+                 "rebalances after formation", "later rebalance p50/p99/max", "24.02 / 24.02 / 24.02 s",
+                 "formation p50/p99/max", "partitions moved",
                  "unconsumed partition-seconds", "unconsumed gap p50/p99/max", "end states"):
         assert text in result.output, text
 

@@ -17,11 +17,40 @@ from tableio.parquet import write_tables
 from .helpers import Run, run, shipped_small
 
 SESSION_MS, HEARTBEAT_MS = 45_000, 3_000  # the Java consumer's defaults
+INITIAL_DELAY_MS = 3_000  # group.initial.rebalance.delay.ms's default: the formation's window
 
 
 def after_the_first(rebalances: list[tuple[int, str]]) -> list[str]:
     """Causes of every rebalance after the group's first one (its formation)."""
     return [cause for _, cause in rebalances[1:]]
+
+
+def formation_and_later_rebalances(r: Run, group_id: str, starts: list[int]) -> tuple[int | None, int, list[int]]:
+    """The formation's end, the rebalances after it and their durations, read from the tables by the metrics
+    table's definition (docs/tables.md#metrics): a rebalance is the formation's when it starts before the
+    group was Stable after the formation's previous ones, or within the initial delay of the previous one; a
+    later one lasts until the group is next Stable (a `group_states` row, or a generation Stable in the write
+    that bumped it) and has no duration if the group goes Empty or Dead first. (A rebalance is put before the
+    rows of its millisecond: not so for a consumer group's first epoch after an online upgrade, whose
+    conversion rows come first.)"""
+    states = [(row["ts"], row["to_state"]) for row in r.rows("group_states", group_id)]
+    states += [(row["stable_ts"], "Stable") for row in r.rows("generations", group_id) if row["stable_ts"] is not None]
+    # At the same ms a rebalance starts before the group is Stable at it.
+    timeline = sorted([(ts, 0, None) for ts in starts] + [(ts, 1, state) for ts, state in states])
+    formed, previous, later, waiting, durations = None, None, 0, [], []
+    for ts, is_state, state in timeline:
+        if not is_state and (formed is None or (previous is not None and ts - previous < INITIAL_DELAY_MS)):
+            formed, previous = None, ts
+        elif not is_state:
+            later += 1
+            waiting.append(ts)
+        elif state == "Stable":
+            formed = ts if formed is None else formed
+            durations += [ts - start for start in waiting]
+            waiting = []
+        elif state in ("Empty", "Dead"):
+            waiting = []
+    return formed, later, sorted(durations)
 
 
 def assigned_partitions(r: Run, group_id: str) -> set[tuple[str, int]]:
@@ -36,6 +65,7 @@ def test_default_and_dynamic_rolling_restarts_cost_two_rebalances_per_member():
             causes = after_the_first(r.rebalances(group_id))
             assert causes == ["member_leave", "member_join"] * 4, (name, group_id)
             metrics = r.metrics(group_id)
+            assert metrics["rebalances_after_formation"] == 8
             assert metrics["end_state"] == "Stable" and metrics["end_members"] == 4
             assert len(assigned_partitions(r, group_id)) == r.scenario.group_sets[0].topics[0].partitions
 
@@ -51,6 +81,8 @@ def test_consumer_protocol_rolling_restart_moves_only_the_restarted_members_part
         causes = [row["cause"] for row in r.rows("generations", group_id)]
         assert causes[-8:] == ["member_leave", "member_join"] * 4, (group_id, causes)
         metrics = r.metrics(group_id)
+        # The formation's joins, one epoch each, are not later rebalances: the same 8 as a classic fleet's.
+        assert metrics["rebalances_after_formation"] == 8 and metrics["rebalances"] == len(causes) > 8
         assert metrics["end_state"] == "Stable" and metrics["end_members"] == 4 and metrics["failed_commits"] == 0
         leaves = [json.loads(row["raw"]) for row in r.rows("requests", group_id)
                   if row["type"] == "CONSUMER_GROUP_HEARTBEAT" and json.loads(row["raw"])["member_epoch"] == -1]
@@ -235,6 +267,7 @@ def test_a_broker_failure_moves_its_groups_after_fencing_and_the_election_gives_
 def test_protocol_comparison_summarizes_each_protocol_by_one_definition_of_its_figures():
     r = run(shipped_small("protocol-comparison", sets={"*": {"groups": 1, "members": 3}}))
     started = rebalance_starts(*(pd.DataFrame(r.rows(table)) for table in ("group_states", "generations")))
+    later = {}
     for set_name, protocol in (("classic", "classic"), ("consumer", "consumer")):
         [group_id] = r.group_ids(set_name)
         metrics, generations = r.metrics(group_id), r.rows("generations", group_id)
@@ -242,12 +275,15 @@ def test_protocol_comparison_summarizes_each_protocol_by_one_definition_of_its_f
         assert set(mine["protocol"]) == {protocol} and len(mine) == metrics["rebalances"]
         if protocol == "consumer":  # every group epoch is a rebalance, reconciled to or superseded
             assert metrics["rebalances"] == len(generations)
-        # Durations: from a rebalance's start to Stable at its own generation, after the group's first Stable.
-        formed = min(g["stable_ts"] for g in generations if g["stable_ts"] is not None)
-        durations = sorted(g["stable_ts"] - g["rebalance_start_ts"] for g in generations
-                           if g["stable_ts"] is not None and g["stable_ts"] > formed)
+        formed, later[set_name], durations = formation_and_later_rebalances(r, group_id, sorted(mine["ts"]))
+        first_event = min(row["ts"] for row in r.generated.rows if row["group_id"] == group_id)
+        assert metrics["time_to_stable_ms"] == formed - first_event
+        assert metrics["rebalances_after_formation"] == later[set_name]
         assert sorted(e["ms"] for e in metrics["rebalance_durations"] for _ in range(e["count"])) == durations
         assert metrics["end_state"] == "Stable" and metrics["partitions_moved"] > 0
+    # The same restarts and crash: as many rebalances after formation for either protocol (2 per restart,
+    # 2 for the crash), whatever each protocol's formation counted.
+    assert later["classic"] == later["consumer"] == 2 * 3 + 2
     console = Console(file=io.StringIO(), width=120)
     render(console, summarize(r.scenario, r.generated.groups, r.result.tables))
     lines = {line.split("  ", 1)[0].strip(): line.split() for line in console.file.getvalue().splitlines()}
@@ -255,6 +291,7 @@ def test_protocol_comparison_summarizes_each_protocol_by_one_definition_of_its_f
     assert lines["group.protocol"][-2:] == ["classic", "consumer"]
     totals = [sum(r.metrics(g)["rebalances"] for g in r.group_ids(name)) for name in ("classic", "consumer")]
     assert lines["rebalances"][-2:] == [str(n) for n in totals]
+    assert lines["rebalances after formation"][-2:] == [str(later["classic"]), str(later["consumer"])]
 
 
 def test_a_rolling_restart_to_group_protocol_consumer_converts_each_group_and_leaves_only_consumer_members(
