@@ -3,11 +3,13 @@
 
 - `generations`: the group's `generations` rows;
 - `rebalances` and `rebalance_causes`: the causes add up to the count; a classic group's are its
-  `group_states` rows to PreparingRebalance, by cause;
-- `rebalance_durations`: a classic group's generations that became Stable after the group's first Stable,
-  `stable_ts - rebalance_start_ts` each; the `rebalance_ms_*` percentiles and the `unconsumed_gap_ms_*` ones are
-  their distributions' (nearest rank, `state.metrics.nearest_rank`); `unconsumed_partition_ms` and
-  `unconsumed_gaps` are their distribution's total and count;
+  `group_states` rows to PreparingRebalance, by cause; `rebalances_after_formation` is at most `rebalances`;
+- `rebalance_durations`: the formation is a prefix of the group's rebalances, so the rebalances after it are
+  its last `rebalances_after_formation`; a classic group's durations are theirs, each from its row to
+  PreparingRebalance to the group's next row to Stable (none when the next Empty or Dead, or none, comes
+  first); a consumer group's are at most as many; the `rebalance_ms_*` percentiles and the
+  `unconsumed_gap_ms_*` ones are their distributions' (nearest rank, `state.metrics.nearest_rank`);
+  `unconsumed_partition_ms` and `unconsumed_gaps` are their distribution's total and count;
 - `end_state` and `end_members`: the group's last `group_states` row's state (none once it went Dead) and its
   last `members` row's count;
 - the client-side figures are all null (no synthetic clients) or all set.
@@ -73,19 +75,21 @@ def _disagreement(row, generations: pd.DataFrame, states: pd.DataFrame, members:
     causes = Counter({entry["cause"]: int(entry["count"]) for entry in row.rebalance_causes or ()})
     if sum(causes.values()) != row.rebalances:
         return f"metrics.rebalances {row.rebalances}, its causes add up to {sum(causes.values())}"
+    later = row.rebalances_after_formation
+    if not 0 <= later <= row.rebalances:
+        return f"metrics.rebalances_after_formation {later}, of {row.rebalances} rebalances"
+    durations = _counts(row.rebalance_durations)
     if classic:
         preparing = Counter(states.loc[states["to_state"] == GroupState.PREPARING_REBALANCE.value, "cause"])
         if preparing != causes:
             return (f"metrics.rebalance_causes {_named(causes)}, group_states to PreparingRebalance "
                     f"{_named(preparing)}")
-        stable = states.loc[states["to_state"] == GroupState.STABLE.value, "ts"]
-        if not stable.empty:
-            later = generations[generations["stable_ts"].notna()
-                                & (generations["stable_ts"] > stable.min())]
-            durations = Counter((later["stable_ts"] - later["rebalance_start_ts"]).astype("int64"))
-            if durations != _counts(row.rebalance_durations):
-                return (f"metrics.rebalance_durations {_named(_counts(row.rebalance_durations))}, the generations "
-                        f"Stable after the first give {_named(durations)}")
+        expected = _later_durations(states, later)
+        if durations != expected:
+            return (f"metrics.rebalance_durations {_named(durations)}, its last {later} rebalances give "
+                    f"{_named(expected)}")
+    elif sum(durations.values()) > later:
+        return f"metrics.rebalance_durations {_named(durations)}, for {later} rebalances after formation"
     for name, (distribution, prefix) in PERCENTILES.items():
         counts = _counts(getattr(row, distribution))
         for percent, suffix in ((50, "p50"), (99, "p99"), (100, "max")):
@@ -114,6 +118,23 @@ def _disagreement(row, generations: pd.DataFrame, states: pd.DataFrame, members:
 
 def _null(value) -> bool:
     return value is None or (not isinstance(value, list) and pd.isna(value))
+
+
+def _later_durations(states: pd.DataFrame, later: int) -> Counter:
+    """Durations of a classic group's last `later` rebalances, each to the next Stable (in output order)."""
+    ends = {GroupState.STABLE.value, GroupState.EMPTY.value, GroupState.DEAD.value}
+    durations: Counter = Counter()
+    pending: list[int] = []
+    starts = states.index[states["to_state"] == GroupState.PREPARING_REBALANCE.value]
+    counted = set(starts[len(starts) - later:]) if later else set()
+    for index, row in zip(states.index, states.itertuples(index=False)):
+        if index in counted:
+            pending.append(int(row.ts))
+        elif row.to_state in ends:
+            if row.to_state == GroupState.STABLE.value:
+                durations.update(int(row.ts) - start for start in pending)
+            pending = []
+    return durations
 
 
 def _named(counts: Counter) -> str:
