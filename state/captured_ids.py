@@ -10,6 +10,15 @@ LeaveGroup identities) and generations. A member id is looked up first under the
 `group_instance_id`, else its client id and connection), then on its own: brokers may reuse ids (librdkafka's
 mock hands out memory addresses), while a client that reconnects keeps its id.
 
+A KIP-848 consumer echoes the member epoch of the broker's last ConsumerGroupHeartbeat answer, so each
+answer pairs a captured member epoch with the group's, as a JoinGroup answer pairs generations: later
+heartbeats, OffsetCommits (v9 carries the member epoch) and OffsetFetches (v9) of that member carry the
+group's epoch. -1 and -2 (leaves) are sent as they are, and so is 0 (a join), but for one case: a broker that
+answered a member with epoch 0 (librdkafka's mock does, to a join it has no assignment for yet; Kafka never
+does) is echoed with 0 too, which is then that member's mapped epoch until the captured broker answers it
+with an error (after which its client joins again, at 0). The member id needs no mapping from v1 on (the
+client generates it, KIP-1082); a v0 join's handed-out id is mapped like a JoinGroup's.
+
 Two rules keep a replay going where Kafka's protocol and the capture part ways:
 - a JoinGroup carrying a captured member id the group never handed out (the capture began mid-session, or the
   group's answer is still pending) joins as a new member (`member_id: ""`), as that client would have to after
@@ -25,7 +34,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from state.events import Event, Heartbeat, JoinGroup, LeaveGroup, OffsetCommit, SyncGroup
+from state.events import (ConsumerGroupHeartbeat, Event, Heartbeat, JoinGroup, LeaveGroup, OffsetCommit,
+                          OffsetFetch, SyncGroup)
+
+# The APIs whose NONE answers hand out a member id and a generation (member epoch) to map.
+_HANDING_OUT = ("JoinGroup", "ConsumerGroupHeartbeat")
 
 RETRY_SUFFIX = "+member-id-retry"
 
@@ -50,9 +63,11 @@ class IdMap:
         """Take in the group's response to the captured request `event` (as handled, i.e. rewritten). Returns
         the JoinGroup to send next when the group asked for a MEMBER_ID_REQUIRED round the captured broker
         skipped."""
-        if response["api"] != "JoinGroup":
+        if response["api"] not in _HANDING_OUT:
             return None
         captured = event.captured
+        if response["api"] == "ConsumerGroupHeartbeat":
+            self._learn_epoch(response["member_id"], captured, response)
         error = response["error"]
         # Only a member id handed out counts: error answers echo other ids (FENCED_INSTANCE_ID names the old one).
         if error not in ("NONE", "MEMBER_ID_REQUIRED") or not response["member_id"]:
@@ -65,10 +80,22 @@ class IdMap:
                 return None
             return dataclasses.replace(event, member_id=response["member_id"],
                                        request_id=(event.request_id or "") + RETRY_SUFFIX)
-        if captured.error == "NONE" and captured.generation_id is not None:
+        if response["api"] == "JoinGroup" and captured.error == "NONE" and captured.generation_id is not None:
             self._generations[(response["member_id"], captured.generation_id)] = response["generation_id"]
             self._group_generations[captured.generation_id] = response["generation_id"]
         return None
+
+    def _learn_epoch(self, member_id: str, captured, response: dict) -> None:
+        """A ConsumerGroupHeartbeat answer pair (`member_id`: the group's id for the member)."""
+        if captured.error not in (None, "NONE"):
+            self._generations.pop((member_id, 0), None)  # the client joins again: its next 0 is a join
+            return
+        epoch, own = captured.generation_id, response["generation_id"]
+        if captured.error is None or response["error"] != "NONE" or epoch is None or epoch < 0 or own < 1:
+            return
+        self._generations[(member_id, epoch)] = own
+        if epoch > 0:  # a 0 is only ever that member's echo
+            self._group_generations[epoch] = own
 
     def member(self, captured_id: str, identity: tuple | None = None) -> str | None:
         """The group's id for a captured member id; None when it was never learned."""
@@ -78,6 +105,7 @@ class IdMap:
         return found if found is not None else self._latest.get(captured_id)
 
     def generation(self, member_id: str, captured_generation: int) -> int:
+        """The group's generation (member epoch) for one a captured broker handed `member_id` (the group's id)."""
         if captured_generation < 0:
             return captured_generation
         found = self._generations.get((member_id, captured_generation))
@@ -105,6 +133,12 @@ class IdMap:
             members = tuple(dataclasses.replace(m, member_id=self.member(m.member_id, identity) or m.member_id)
                             for m in event.members)
             return dataclasses.replace(event, members=members)
+        if isinstance(event, ConsumerGroupHeartbeat):
+            return dataclasses.replace(event, member_id=member_id,
+                                       member_epoch=self.generation(member_id, event.member_epoch))
+        if isinstance(event, OffsetFetch) and event.member_id is not None:
+            return dataclasses.replace(event, member_id=member_id,
+                                       member_epoch=self.generation(member_id, event.member_epoch))
         return event
 
 

@@ -451,6 +451,11 @@ class ConsumerGroupHandlers:
             group = self.consumer_group = ConsumerGroup(self.group_id, self.config.kafka_4_0)
             self._consumer_state_row(None, group, "group_created")
         before_state, before_members, before_epoch = group.state, dict(group.members), group.group_epoch
+        # A member enters with its first MemberMetadata record and leaves with its tombstone, however many
+        # records of it the write holds: a static member replaced by a process with another client.id gets
+        # the old member's copy, then its update (GroupMetadataManager.replaceMember, then the heartbeat's own
+        # subscription record).
+        present = dict(before_members)
         changes: list[tuple[str, ConsumerGroupMember]] = []
         target_computed = False
         for delta, record in enumerate(records, first_delta):
@@ -458,15 +463,19 @@ class ConsumerGroupHandlers:
             group.replay(record)
             self._record_row(record, delta)
             if isinstance(record, ConsumerGroupMemberMetadata):
-                if record.value is None and record.member_id in before_members:
-                    changes.append(("removed", before_members[record.member_id]))
-                elif record.value is not None and record.member_id not in before_members:
-                    changes.append(("added", group.members[record.member_id]))
+                member_id = record.member_id
+                if record.value is None and member_id in present:
+                    changes.append(("removed", present.pop(member_id)))
+                elif record.value is not None and member_id not in present:
+                    present[member_id] = group.members[member_id]
+                    changes.append(("added", present[member_id]))
             elif isinstance(record, ConsumerGroupMetadata) and record.value.epoch > before_epoch and not converted:
                 self._start_consumer_generation(record.value.epoch, cause)
             elif isinstance(record, ConsumerGroupTargetAssignmentMetadata):
                 target_computed = True
-        self._member_rows(changes, len(before_members), group, cause)
+        # An added member as the write leaves it (a replacing process's own client.id), a removed one as it was.
+        self._member_rows([(change, group.members.get(member.member_id, member) if change == "added" else member)
+                           for change, member in changes], len(before_members), group, cause)
         if not converted:
             self._assignment_rows(records, before_members, group)
         if target_computed:

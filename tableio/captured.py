@@ -42,6 +42,7 @@ CAPTURED_COLUMNS: list[tuple[str, str]] = [
     ("assignment", PARTITIONS),
     ("results", f"list<{RESULT}>"),
     ("coordinator", "string"),
+    ("heartbeat_interval_ms", "int32"),
 ]
 
 CAPTURED_SUFFIX = ".captured.ndjson"

@@ -6,7 +6,9 @@ generation it was handed, whether it was the leader, how many members the leader
 assigned), which is the same view whatever the ids are called. Generations are compared as a shift: brokers
 may number from elsewhere (librdkafka's mock starts at 2), so a generation only diverges when the difference
 between captured and simulated numbers changes within the group, i.e. when one coordinator went through a
-rebalance the other did not. The shift itself is in the summary.
+rebalance the other did not. The shift itself is in the summary. A ConsumerGroupHeartbeat's member epoch is
+compared the same way (its own shift per group, over the epochs a member holds; a leave's -1 or -2 must be
+equal), and the partitions it was given (none when the answer carried no assignment) like a SyncGroup's.
 """
 
 from __future__ import annotations
@@ -66,7 +68,11 @@ DIVERGENCE_COLUMNS: list[tuple[str, pa.DataType]] = [
 ]
 DIVERGENCES_TABLE = "divergences"
 _SCHEMA = pa.schema(DIVERGENCE_COLUMNS)
-_COMPARED_APIS = ("JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch")
+_COMPARED_APIS = ("JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch",
+                  "ConsumerGroupHeartbeat")
+# The APIs whose NONE answers hand out a generation (member epoch) and partitions.
+_HANDING_OUT_GENERATIONS = ("JoinGroup", "ConsumerGroupHeartbeat")
+_HANDING_OUT_PARTITIONS = ("SyncGroup", "ConsumerGroupHeartbeat")
 
 
 def compare_captured(tables: dict[str, list[dict]], captured_responses: CapturedInput):
@@ -80,14 +86,14 @@ def compare_captured(tables: dict[str, list[dict]], captured_responses: Captured
             simulated[row["request_id"]].append(row)
     captured = sorted((c for c in captured_records(captured_responses) if c["api"] in _COMPARED_APIS),
                       key=lambda c: (c["seq"] if c["seq"] is not None else 0))
-    baseline: dict[str, int] = {}
+    baseline: dict[tuple[str, str], int] = {}  # (group, API) -> the first shift of its generations
     rows = [_compare(c, simulated, baseline) for c in captured]
     table = pa.Table.from_pylist(rows, schema=_SCHEMA)
     nullable = {pa.int32(): pd.Int32Dtype(), pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype()}
     return table.to_pandas(types_mapper=nullable.get)
 
 
-def _compare(c: dict, simulated: dict[str, list[dict]], baseline: dict[str, int]) -> dict:
+def _compare(c: dict, simulated: dict[str, list[dict]], baseline: dict[tuple[str, str], int]) -> dict:
     rid = c["request_id"]
     answers = simulated.get(rid, [])
     retried = simulated.get(rid + RETRY_SUFFIX, [])
@@ -101,14 +107,14 @@ def _compare(c: dict, simulated: dict[str, list[dict]], baseline: dict[str, int]
     }
     if c["api"] == "JoinGroup" and c["error"] == "NONE":
         row.update(captured_leader=c["leader_id"] == c["member_id"], captured_members=_leader_view(c))
-    if c["api"] == "SyncGroup" and c["error"] == "NONE":
+    if c["api"] in _HANDING_OUT_PARTITIONS and c["error"] == "NONE":
         row["captured_assignment"] = _partitions_text(c["assignment"])
     if s is not None:
         row.update(simulated_response_ts=s["response_ts"], simulated_member_id=s["member_id"],
                    simulated_error=s["error"], simulated_generation=s["generation_id"])
         if s["api"] == "JoinGroup" and s["error"] == "NONE":
             row.update(simulated_leader=s["leader_id"] == s["member_id"], simulated_members=_leader_view(s))
-        if s["api"] == "SyncGroup" and s["error"] == "NONE":
+        if s["api"] in _HANDING_OUT_PARTITIONS and s["error"] == "NONE":
             row["simulated_assignment"] = _partitions_text(s["assignment"])
     found = _differences(c, s, bool(retried), baseline)
     row["divergence"] = next((kind for kind, _ in KINDS if kind in found), "none")
@@ -116,7 +122,7 @@ def _compare(c: dict, simulated: dict[str, list[dict]], baseline: dict[str, int]
     return row
 
 
-def _differences(c: dict, s: dict | None, retried: bool, baseline: dict[str, int]) -> dict[str, str]:
+def _differences(c: dict, s: dict | None, retried: bool, baseline: dict[tuple[str, str], int]) -> dict[str, str]:
     found: dict[str, str] = {}
     if s is None:
         found["not_replayed"] = "no simulated response"
@@ -131,19 +137,32 @@ def _differences(c: dict, s: dict | None, retried: bool, baseline: dict[str, int
             found["leader"] = "leader in " + ("the capture only" if c["leader_id"] == c["member_id"] else "the simulation only")
         if c["leader_id"] == c["member_id"] and s["leader_id"] == s["member_id"] and _leader_view(c) != _leader_view(s):
             found["members"] = f"{_leader_view(c)} members (captured) vs {_leader_view(s)} (simulated)"
-        shift = c["generation_id"] - s["generation_id"]
-        expected = baseline.setdefault(c["group_id"], shift)
-        if shift != expected:
-            found["generation"] = (f"generation {c['generation_id']} (captured) vs {s['generation_id']} (simulated), "
-                                   f"shift {shift:+d} where the group started at {expected:+d}")
-    if c["api"] == "SyncGroup" and both_ok and _partitions_text(c["assignment"]) != _partitions_text(s["assignment"]):
-        found["assignment"] = (f"assigned [{_partitions_text(c['assignment'])}] (captured) vs "
-                               f"[{_partitions_text(s['assignment'])}] (simulated)")
+    if c["api"] in _HANDING_OUT_GENERATIONS and both_ok:
+        _compare_generations(c, s, baseline, found)
+    if (c["api"] in _HANDING_OUT_PARTITIONS and both_ok
+            and _partitions_text(c["assignment"]) != _partitions_text(s["assignment"])):
+        found["assignment"] = f"{_assigned(c['assignment'])} (captured) vs {_assigned(s['assignment'])} (simulated)"
     if c["results"] is not None and s["results"] is not None and c["error"] == s["error"]:
         _compare_results(c, s, found)
     if retried:
         found["member_id_round"] = "extra MEMBER_ID_REQUIRED round in the simulation"
     return found
+
+
+def _compare_generations(c: dict, s: dict, baseline: dict, found: dict[str, str]) -> None:
+    """A JoinGroup's generation, or a ConsumerGroupHeartbeat's member epoch, as a shift from the group's first
+    (member epochs have a baseline of their own); a member epoch below 1 (a leave's) is compared as it is."""
+    captured, simulated = c["generation_id"], s["generation_id"]
+    if c["api"] == "ConsumerGroupHeartbeat" and min(captured, simulated) < 1:
+        if captured != simulated:
+            found["generation"] = f"member epoch {captured} (captured) vs {simulated} (simulated)"
+        return
+    shift = captured - simulated
+    expected = baseline.setdefault((c["group_id"], c["api"]), shift)
+    if shift != expected:
+        what = "generation" if c["api"] == "JoinGroup" else "member epoch"
+        found["generation"] = (f"{what} {captured} (captured) vs {simulated} (simulated), "
+                               f"shift {shift:+d} where the group started at {expected:+d}")
 
 
 def _compare_results(c: dict, s: dict, found: dict[str, str]) -> None:
@@ -177,6 +196,10 @@ def _leader_view(response: dict) -> int | None:
     if response["leader_id"] != response["member_id"]:
         return None
     return len(response["members"] or [])
+
+
+def _assigned(partitions) -> str:
+    return "no assignment" if partitions is None else f"assigned [{_partitions_text(partitions)}]"
 
 
 def _partitions_text(partitions) -> str | None:
@@ -238,8 +261,8 @@ def write_divergences(out_dir: str | os.PathLike, divergences) -> Path:
 
 
 def divergence_summary(divergences, offsets=None) -> list[tuple[str, str]]:
-    """(label, text) lines for a readable summary: counts per kind, per API, the generation shift, the most
-    frequent error pairs and, when given, the final offsets."""
+    """(label, text) lines for a readable summary: counts per kind, per API, the generation (and member epoch)
+    shift, the most frequent error pairs and, when given, the final offsets."""
     total = len(divergences)
     kinds = Counter(divergences["divergence"])
     lines = [("requests compared", str(total))]
@@ -248,12 +271,14 @@ def divergence_summary(divergences, offsets=None) -> list[tuple[str, str]]:
         lambda s: ", ".join(f"{k} {n}" for k, n in Counter(s).most_common()))
     for api, text in per_api.items():
         lines.append((f"  {api}", text))
-    joins = divergences[(divergences["api"] == "JoinGroup") & (divergences["captured_error"] == "NONE")
-                        & (divergences["simulated_error"] == "NONE")]
-    for group_id, group in joins.groupby("group_id"):
-        shifts = Counter((group["captured_generation"] - group["simulated_generation"]).astype(int))
-        lines.append((f"generation shift {group_id}", ", ".join(
-            f"captured = simulated {s:+d} ×{n}" for s, n in sorted(shifts.items()))))
+    answered = divergences[(divergences["captured_error"] == "NONE") & (divergences["simulated_error"] == "NONE")]
+    for api, label in (("JoinGroup", "generation shift"), ("ConsumerGroupHeartbeat", "member epoch shift")):
+        handed_out = answered[(answered["api"] == api) & (answered["captured_generation"] > 0)
+                              & (answered["simulated_generation"] > 0)]
+        for group_id, group in handed_out.groupby("group_id"):
+            shifts = Counter((group["captured_generation"] - group["simulated_generation"]).astype(int))
+            lines.append((f"{label} {group_id}", ", ".join(
+                f"captured = simulated {s:+d} ×{n}" for s, n in sorted(shifts.items()))))
     errors = divergences[divergences["divergence"] == "error"]
     pairs = Counter(zip(errors["api"], errors["captured_error"], errors["simulated_error"]))
     for (api, captured, simulated), n in pairs.most_common(5):

@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from state import consumer_protocol
 from state.errors import ERROR_CODES
 
-from simulations.capture.messages import (FIND_COORDINATOR, HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, OFFSET_COMMIT,
-                                          OFFSET_FETCH, SYNC_GROUP, Api)
+from simulations.capture.messages import (CONSUMER_GROUP_HEARTBEAT, FIND_COORDINATOR, HEARTBEAT, JOIN_GROUP,
+                                          LEAVE_GROUP, OFFSET_COMMIT, OFFSET_FETCH, SYNC_GROUP, Api)
 
 EVENT_TYPES = {
     JOIN_GROUP.key: "JOIN_GROUP", SYNC_GROUP.key: "SYNC_GROUP", HEARTBEAT.key: "HEARTBEAT",
     LEAVE_GROUP.key: "LEAVE_GROUP", OFFSET_COMMIT.key: "OFFSET_COMMIT", OFFSET_FETCH.key: "OFFSET_FETCH",
+    CONSUMER_GROUP_HEARTBEAT.key: "CONSUMER_GROUP_HEARTBEAT",
 }
 
 # Codes group APIs can carry that the simulator never answers with, so state.errors does not name them.
@@ -149,9 +150,27 @@ def _offset_fetch(body: dict, request: Request, part: Part) -> dict:
     return fields
 
 
+def _consumer_group_heartbeat(body: dict, request: Request, part: Part) -> dict:
+    """Partitions travel by topic id; the events name topics (docs/events.md), which topics.py fills in once
+    the capture's Metadata responses are read."""
+    return {
+        "member_id": body["member_id"],
+        "member_epoch": body["member_epoch"],
+        "instance_id": body["instance_id"],
+        "rack_id": body["rack_id"],
+        "rebalance_timeout_ms": body["rebalance_timeout_ms"],
+        "subscribed_topic_names": body["subscribed_topic_names"],
+        **({"subscribed_topic_regex": body["subscribed_topic_regex"]} if request.version >= 1 else {}),
+        "server_assignor": body["server_assignor"],
+        "topic_partitions": body["topic_partitions"],  # [{topic_id, partitions}] as decoded
+        "client_host": request.client_host,
+    }
+
+
 _EVENT_FIELDS = {
     "JOIN_GROUP": _join_group, "SYNC_GROUP": _sync_group, "HEARTBEAT": _heartbeat,
     "LEAVE_GROUP": _leave_group, "OFFSET_COMMIT": _offset_commit, "OFFSET_FETCH": _offset_fetch,
+    "CONSUMER_GROUP_HEARTBEAT": _consumer_group_heartbeat,
 }
 
 
@@ -161,14 +180,19 @@ def captured_request_fields(request: Request, part: Part) -> dict:
     """The captured-responses columns known from the request alone, as the simulator's responses echo them."""
     body = request.body
     single_leave = request.api is LEAVE_GROUP and request.version < 3
-    member_id = body["member_id"] if request.api in (SYNC_GROUP, HEARTBEAT, OFFSET_COMMIT) or single_leave else None
+    echoed = (SYNC_GROUP, HEARTBEAT, OFFSET_COMMIT, CONSUMER_GROUP_HEARTBEAT)
+    member_id = body["member_id"] if request.api in echoed or single_leave else None
+    if request.api is CONSUMER_GROUP_HEARTBEAT:
+        instance_id = body["instance_id"]
+    else:
+        instance_id = body.get("group_instance_id") if request.api is not LEAVE_GROUP else None
     return {
         "group_id": part.group_id,
         "api": request.api.name,
         "api_version": request.version,
         "client_id": request.client_id,
         "member_id": member_id,
-        "group_instance_id": body.get("group_instance_id") if request.api is not LEAVE_GROUP else None,
+        "group_instance_id": instance_id,
         "generation_id": body["generation_id"] if request.api in (SYNC_GROUP, HEARTBEAT, OFFSET_COMMIT) else None,
     }
 
@@ -198,6 +222,16 @@ def captured_response_fields(request: Request, part: Part, body: dict) -> dict:
         }
     if api is HEARTBEAT:
         return {"error": error_name(body["error_code"])}
+    if api is CONSUMER_GROUP_HEARTBEAT:
+        # As the simulator's row: the member epoch answered and, when given, the partitions (by topic id until
+        # topics.py names them); on an error only the error, the member id staying the request's.
+        if body["error_code"]:
+            return {"error": error_name(body["error_code"])}
+        assignment = body["assignment"]
+        return {"error": "NONE", "generation_id": body["member_epoch"],
+                "heartbeat_interval_ms": body["heartbeat_interval_ms"],
+                "assignment": None if assignment is None else assignment["topic_partitions"],
+                **({"member_id": body["member_id"]} if body["member_id"] is not None else {})}
     if api is LEAVE_GROUP:
         return {"error": error_name(body["error_code"]),
                 "results": None if request.version < 3 else [

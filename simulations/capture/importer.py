@@ -22,10 +22,11 @@ from pathlib import Path
 from tableio.captured import CAPTURED_SUFFIX, REJECTS_SUFFIX, empty_row, sidecar, write_json_lines
 from simulations.capture.contract import (Part, Request, captured_request_fields, captured_response_fields,
                                           event_row, parts)
-from simulations.capture.messages import (GROUP_APIS, decode_request, decode_response, read_request_header,
-                                          response_correlation_id)
+from simulations.capture.messages import (GROUP_APIS, METADATA, decode_request, decode_response,
+                                          read_request_header, response_correlation_id)
 from simulations.capture.segments import CaptureError, SegmentSource, json_segments, tshark_segments
 from simulations.capture.streams import Broken, Frame, Reassembler
+from simulations.capture.topics import TopicCatalog, resolve_topics
 from simulations.capture.wire import WireError
 from tableio.inputs import read_events, reject_row
 from tableio.parquet import path_problem
@@ -103,6 +104,7 @@ def _import_segments(path: Path, kind: str, source: SegmentSource, ports) -> Imp
     for item in pairing.reassembler.leftovers():
         pairing.broken(item)
     pairing.finish()
+    resolve_topics(result, pairing.topics)
     for warning in source.warnings:
         result.rejects.append(reject_row("", f"capture damaged: tshark: {warning}", result.source, 0))
     return result
@@ -111,12 +113,14 @@ def _import_segments(path: Path, kind: str, source: SegmentSource, ports) -> Imp
 @dataclass
 class _Pending:
     """A request waiting for its response; `request` is None for requests we do not decode (other APIs,
-    or group requests already rejected), whose responses are consumed silently."""
+    or group requests already rejected), whose responses are consumed silently. `metadata_version`: a
+    Metadata request's, whose response is read for its topics only."""
 
     frame: Frame
     correlation_id: int
     request: Request | None = None
     rows: list[tuple[Part, dict]] = field(default_factory=list)
+    metadata_version: int | None = None
 
 
 class _Pairing:
@@ -124,6 +128,7 @@ class _Pairing:
         self.result = result
         self.reassembler = reassembler
         self.pending: dict[tuple[int, int], _Pending] = {}
+        self.topics = TopicCatalog()
 
     def _reject(self, reason: str, frame: Frame, raw: bytes | str) -> None:
         if isinstance(raw, bytes):
@@ -151,6 +156,8 @@ class _Pairing:
         api = GROUP_APIS.get(header.api_key)
         if api is None:
             self.result.other_requests += 1
+            if header.api_key == METADATA.key and header.api_version <= METADATA.max_version:
+                pending.metadata_version = header.api_version
             return
         where = f"{api.name} v{header.api_version} (correlation id {header.correlation_id} on {conn.name})"
         if header.api_version > api.max_version:
@@ -188,6 +195,9 @@ class _Pairing:
                          "captured request (sent before the capture began, or its packets were lost)",
                          frame, frame.data)
             return
+        if pending.metadata_version is not None:
+            self._metadata(frame, pending.metadata_version)
+            return
         request = pending.request
         if request is None:
             return
@@ -202,6 +212,15 @@ class _Pairing:
             return
         for part, row in pending.rows:
             row.update(captured_response_fields(request, part, body))
+
+    def _metadata(self, frame: Frame, version: int) -> None:
+        try:
+            body = decode_response(METADATA, version, frame.data)
+        except WireError as error:
+            self._reject(f"undecodable response: Metadata v{version} (on {frame.connection.name}): {error}; its "
+                         "topics are not known", frame, frame.data)
+            return
+        self.topics.note(frame.ts_us // 1000, body)
 
     def _unanswered(self, pending: _Pending, why: str) -> None:
         request = pending.request

@@ -6,8 +6,10 @@ which it may be null, its default when absent, and the first flexible version of
 reader walks these declarations, so supporting a new version means editing a declaration, not code. Field
 names are the specs' names in snake_case.
 
-Only the APIs a classic group's members send to find and talk to their coordinator are declared; other
-APIs on the same connection (Fetch, Metadata, ApiVersions, ...) are framed and paired but never decoded.
+Declared: the APIs a classic group's members send to find and talk to their coordinator, a KIP-848
+consumer's ConsumerGroupHeartbeat, and Metadata, whose responses name the topic ids ConsumerGroupHeartbeat
+carries (topics.py). Other APIs on the same connection (Fetch, ApiVersions, ...) are framed and paired but
+never decoded.
 """
 
 from __future__ import annotations
@@ -41,10 +43,19 @@ class Versions:
 @dataclass(frozen=True)
 class Field:
     name: str
-    type: Any  # "int8" ... "string", "bytes", "bool", "[]int32", "[]string", or a tuple of Fields (array of structs)
+    # "int8" ... "string", "bytes", "bool", "uuid", "[]int32", "[]string", a tuple of Fields (array of structs)
+    # or a Struct (one struct)
+    type: Any
     versions: Versions
     nullable: Versions
     default: Any
+
+
+@dataclass(frozen=True)
+class Struct:
+    """A field that is one struct, not an array of them (ConsumerGroupHeartbeatResponse's Assignment)."""
+
+    fields: tuple[Field, ...]
 
 
 def f(name: str, type: Any, versions: str = "0+", nullable: str = "none", default: Any = None) -> Field:
@@ -230,8 +241,79 @@ OFFSET_FETCH = Api(9, "OffsetFetch", 9, 6, request=(
     ], "8+"),
 ))
 
+# The Kafka 4.x broker's versions: v1 adds SubscribedTopicRegex and has the client generate its member id
+# (KIP-1082). Both versions are flexible; the response's Assignment is a nullable struct.
+_TOPIC_PARTITIONS = [
+    f("topic_id", "uuid"),
+    f("partitions", "[]int32"),
+]
+
+CONSUMER_GROUP_HEARTBEAT = Api(68, "ConsumerGroupHeartbeat", 1, 0, request=(
+    f("group_id", "string"),
+    f("member_id", "string"),
+    f("member_epoch", "int32"),
+    f("instance_id", "string", nullable="0+"),
+    f("rack_id", "string", nullable="0+"),
+    f("rebalance_timeout_ms", "int32", default=-1),
+    f("subscribed_topic_names", "[]string", nullable="0+"),
+    f("subscribed_topic_regex", "string", "1+", nullable="1+"),
+    f("server_assignor", "string", nullable="0+"),
+    f("topic_partitions", _TOPIC_PARTITIONS, nullable="0+"),
+), response=(
+    f("throttle_time_ms", "int32"),
+    f("error_code", "int16"),
+    f("error_message", "string", nullable="0+"),
+    f("member_id", "string", nullable="0+"),
+    f("member_epoch", "int32"),
+    f("heartbeat_interval_ms", "int32"),
+    f("assignment", Struct((f("topic_partitions", _TOPIC_PARTITIONS),)), nullable="0+"),
+))
+
 GROUP_APIS: dict[int, Api] = {api.key: api for api in (
-    FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, OFFSET_COMMIT, OFFSET_FETCH)}
+    FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, OFFSET_COMMIT, OFFSET_FETCH,
+    CONSUMER_GROUP_HEARTBEAT)}
+
+# Read for its responses' topics only: names, ids (v10+) and partition counts. v0-v13, as Kafka 4.x answers.
+METADATA = Api(3, "Metadata", 13, 9, request=(
+    f("topics", [
+        f("topic_id", "uuid", "10+"),
+        f("name", "string", nullable="10+"),
+    ], nullable="1+"),
+    f("allow_auto_topic_creation", "bool", "4+", default=True),
+    f("include_cluster_authorized_operations", "bool", "8-10", default=False),
+    f("include_topic_authorized_operations", "bool", "8+", default=False),
+), response=(
+    f("throttle_time_ms", "int32", "3+"),
+    f("brokers", [
+        f("node_id", "int32"),
+        f("host", "string"),
+        f("port", "int32"),
+        f("rack", "string", "1+", nullable="1+"),
+    ]),
+    f("cluster_id", "string", "2+", nullable="2+"),
+    f("controller_id", "int32", "1+", default=-1),
+    f("topics", [
+        f("error_code", "int16"),
+        f("name", "string", nullable="12+"),
+        f("topic_id", "uuid", "10+"),
+        f("is_internal", "bool", "1+", default=False),
+        f("partitions", [
+            f("error_code", "int16"),
+            f("partition_index", "int32"),
+            f("leader_id", "int32"),
+            f("leader_epoch", "int32", "7+", default=-1),
+            f("replica_nodes", "[]int32"),
+            f("isr_nodes", "[]int32"),
+            f("offline_replicas", "[]int32", "5+"),
+        ]),
+        f("topic_authorized_operations", "int32", "8+", default=-2147483648),
+    ]),
+    f("cluster_authorized_operations", "int32", "8-10", default=-2147483648),
+    f("error_code", "int16", "13+", default=0),
+))
+
+# Every API whose messages are decoded: the group APIs, and Metadata for the topics.
+DECODED_APIS: dict[int, Api] = {**GROUP_APIS, METADATA.key: METADATA}
 
 # No Kafka API key is near this yet; a larger one in a request header means the bytes are not Kafka.
 MAX_PLAUSIBLE_API_KEY = 200
@@ -259,7 +341,7 @@ def read_request_header(frame: bytes) -> RequestHeader:
     client_id = r.string(nullable=True, what="client id")
     if not 0 <= api_key <= MAX_PLAUSIBLE_API_KEY or api_version < 0:
         raise WireError(f"api key {api_key} version {api_version} is not a Kafka request header")
-    api = GROUP_APIS.get(api_key)
+    api = DECODED_APIS.get(api_key)
     if api is not None and api_version <= api.max_version and api.flexible(api_version):
         r.flexible = True
         r.skip_tagged_fields("request header tagged fields")
@@ -284,6 +366,8 @@ def decode_response(api: Api, version: int, frame: bytes) -> dict:
 
 def _decode_body(fields: tuple[Field, ...], version: int, r: Reader, api: Api, what: str) -> dict:
     body = _decode_struct(fields, version, r)
+    if r.lenient and r.flexible and r.data[r.pos:] == b"\x00":
+        r.skip_tagged_fields("a second top-level tagged-field section")  # librdkafka's mock's Metadata v13
     # Kafka peers never pad a message, so leftover bytes mean the layout read was not the one sent.
     if r.remaining():
         raise WireError(f"{r.remaining()} bytes left over after the {api.name} v{version} {what}")
@@ -301,6 +385,11 @@ def _decode_struct(fields: tuple[Field, ...], version: int, r: Reader) -> dict:
 def _read(field: Field, version: int, r: Reader) -> Any:
     nullable = version in field.nullable
     kind = field.type
+    if isinstance(kind, Struct):
+        # A nullable struct is preceded by a presence byte: -1 null, 1 present (Kafka's MessageDataGenerator).
+        if nullable and r.int8(field.name) < 0:
+            return None
+        return _decode_struct(kind.fields, version, r)
     if isinstance(kind, tuple):
         n = r.array_length(nullable, field.name)
         return None if n is None else [_decode_struct(kind, version, r) for _ in range(n)]
@@ -320,4 +409,4 @@ def _scalar(kind: str, nullable: bool, what: str, r: Reader) -> Any:
         return r.bytes_(nullable, what)
     if kind == "bool":
         return r.boolean(what)
-    return getattr(r, kind)(what)  # int8, int16, int32, int64
+    return getattr(r, kind)(what)  # int8, int16, int32, int64, uuid

@@ -1,4 +1,4 @@
-"""Kafka's wire types, read from one frame: fixed-width integers, and the strings, bytes and arrays whose
+"""Kafka's wire types, read from one frame: fixed-width integers and Uuids, and the strings, bytes and arrays whose
 length prefix depends on whether the message version is "flexible" (KIP-482: unsigned-varint lengths plus
 one, 0 meaning null, and a tagged-field section closing every struct) or not (int16 / int32 lengths, -1
 meaning null).
@@ -6,11 +6,13 @@ meaning null).
 Reading past the end, a negative length where null is not allowed, or a length longer than what is left
 raises WireError: in a capture that means a damaged or non-Kafka frame, never a reason to crash. A
 `lenient` reader takes null where the spec allows none: brokers other than Kafka's own send that (librdkafka's
-mock answers some SyncGroups with a null assignment), and what the broker meant is still plain.
+mock answers some SyncGroups with a null assignment), and what the broker meant is still plain; so is a flexible
+response closed by a second, empty tagged-field section (the mock's Metadata v13).
 """
 
 from __future__ import annotations
 
+import base64
 import struct
 
 _INT16 = struct.Struct(">h")
@@ -55,6 +57,10 @@ class Reader:
 
     def boolean(self, what: str = "bool") -> bool:
         return self.int8(what) != 0
+
+    def uuid(self, what: str = "uuid") -> str:
+        """A Kafka Uuid (16 bytes), as Uuid.toString prints it: URL-safe base64 without padding."""
+        return base64.urlsafe_b64encode(self._take(16, what)).rstrip(b"=").decode("ascii")
 
     def uvarint(self, what: str = "varint") -> int:
         value = shift = 0

@@ -295,9 +295,13 @@ def _explain(kind: str, kwargs: dict, outcome) -> str:
 
 
 def _condition(condition) -> str:
-    """A suite's row condition ({type: nullity | comparison, ...}) in words."""
+    """A suite's row condition ({type: nullity | comparison | and | or, ...}) in words."""
     if not isinstance(condition, dict):
         return str(condition)
+    if condition.get("type") in ("and", "or"):
+        parts = [_condition(part) for part in condition.get("conditions") or ()]
+        return f" {condition['type']} ".join(f"({part})" if " and " in part or " or " in part else part
+                                            for part in parts)
     column = condition.get("column", {}).get("name")
     if condition.get("type") == "nullity":
         return f"{column} is {'' if condition.get('is_null') else 'not '}null"

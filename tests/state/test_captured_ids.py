@@ -88,6 +88,67 @@ def test_static_members_are_known_by_instance_id_across_connections():
     assert ids.rewrite(leave).members[0].member_id == "i-1-aaa"
 
 
+def consumer_heartbeat(request_id, member_id, epoch, ts=0, captured=None, **fields):
+    event = parse_event({"ts": ts, "group_id": "g", "type": "CONSUMER_GROUP_HEARTBEAT", "request_id": request_id,
+                         "client_id": "app", "member_id": member_id, "member_epoch": epoch, "api_version": 1,
+                         **fields}, source="capture", line=ts)
+    return dataclasses.replace(event, captured=captured)
+
+
+def heartbeat_response(member_id, epoch, error="NONE"):
+    return {"api": "ConsumerGroupHeartbeat", "member_id": member_id, "generation_id": epoch, "error": error}
+
+
+def test_a_consumer_echoing_the_brokers_member_epochs_is_sent_the_groups():
+    ids = IdMap()
+    ids.learn(consumer_heartbeat("h1", "M", 0, captured=answer(member_id="M", generation_id=7)),
+              heartbeat_response("M", 2))
+    assert ids.rewrite(consumer_heartbeat("h2", "M", 7, captured=answer())).member_epoch == 2
+    ids.learn(consumer_heartbeat("h2", "M", 2, captured=answer(member_id="M", generation_id=7)),
+              heartbeat_response("M", 3))  # the group bumped where the broker did not: the latest pair counts
+    assert ids.rewrite(consumer_heartbeat("h3", "M", 7, captured=answer())).member_epoch == 3
+    commit = parse_event({"ts": 0, "group_id": "g", "type": "OFFSET_COMMIT", "request_id": "c", "client_id": "app",
+                          "member_id": "M", "generation_id": 7, "offsets": [{"topic": "t", "partition": 0,
+                                                                              "offset": 1}]})
+    assert ids.rewrite(dataclasses.replace(commit, captured=answer())).generation_id == 3
+    fetch = parse_event({"ts": 0, "group_id": "g", "type": "OFFSET_FETCH", "request_id": "f", "client_id": "app",
+                         "member_id": "M", "member_epoch": 7})
+    assert ids.rewrite(dataclasses.replace(fetch, captured=answer())).member_epoch == 3
+    # joins and leaves go as they are
+    assert [ids.rewrite(consumer_heartbeat("h", "M", e, captured=answer())).member_epoch for e in (0, -1, -2)] == [
+        0, -1, -2]
+
+
+def test_a_v0_join_maps_the_member_id_the_broker_handed_out():
+    ids = IdMap()
+    ids.learn(consumer_heartbeat("h1", "", 0, api_version=0, captured=answer(member_id="broker-id", generation_id=4)),
+              heartbeat_response("own-id", 1))
+    rewritten = ids.rewrite(consumer_heartbeat("h2", "broker-id", 4, captured=answer()))
+    assert (rewritten.member_id, rewritten.member_epoch) == ("own-id", 1)
+
+
+def test_an_epoch_0_answer_is_echoed_until_the_broker_answers_the_member_with_an_error():
+    """librdkafka's mock answers a join it has no assignment for with epoch 0, and its client sends 0 again:
+    an echo, not a join. After an error answer, the client's 0 is a join again."""
+    ids = IdMap()
+    ids.learn(consumer_heartbeat("h1", "M", 0, captured=answer(member_id="M", generation_id=0)),
+              heartbeat_response("M", 2))
+    assert ids.rewrite(consumer_heartbeat("h2", "M", 0, captured=answer())).member_epoch == 2
+    assert ids.rewrite(consumer_heartbeat("h2", "N", 0, captured=answer())).member_epoch == 0  # another member
+    ids.learn(consumer_heartbeat("h3", "M", 2, captured=answer(error="FENCED_MEMBER_EPOCH", member_id="M")),
+              heartbeat_response("M", 2))
+    assert ids.rewrite(consumer_heartbeat("h4", "M", 0, captured=answer())).member_epoch == 0
+
+
+def test_the_groups_error_answers_and_leaves_teach_no_epoch():
+    ids = IdMap()
+    ids.learn(consumer_heartbeat("h1", "M", 4, captured=answer(member_id="M", generation_id=5)),
+              heartbeat_response("M", None, "FENCED_MEMBER_EPOCH"))
+    ids.learn(consumer_heartbeat("h2", "M", -1, captured=answer(member_id="M", generation_id=-1)),
+              heartbeat_response("M", -1))
+    assert ids.rewrite(consumer_heartbeat("h3", "M", 5, captured=answer())).member_epoch == 5
+
+
 # -- the runtime ---------------------------------------------------------------------------------------------
 
 def two_member_capture():

@@ -166,6 +166,32 @@ def test_static_member_leaves_with_epoch_minus_2_and_returns(ctx):
     assert_log_replays_to_group(ctx)
 
 
+def test_a_static_member_restarted_with_another_client_id_is_removed_then_added_once(ctx):
+    """The replacement's write holds two MemberMetadata records of the new id (the old member's copy, then the
+    update to the new process's client.id): one `added` row, after the old id's `removed`, and member_count
+    stays the group's size."""
+    for member_id, instance_id in (("A", None), ("B", None), ("S1", "static-1")):
+        heartbeat(ctx, member_id, 0, instance_id=instance_id, client_id=f"consumer-{member_id}")
+        ctx.sleep(100)
+    heartbeat(ctx, "S1", -2, instance_id="static-1", client_id="consumer-S1")
+    ctx.sleep(100)
+    back = heartbeat(ctx, "S2", 0, instance_id="static-1", client_id="consumer-S1-restarted")
+    assert back.error == "NONE"
+    records = [(r["record_type"], r["member_id"], r["tombstone"]) for r in ctx.tables["consumer_group_records"]
+               if r["write_ts"] == ctx.time and r["record_type"] == "ConsumerGroupMemberMetadata"]
+    assert records == [("ConsumerGroupMemberMetadata", "S1", True), ("ConsumerGroupMemberMetadata", "S2", False),
+                       ("ConsumerGroupMemberMetadata", "S2", False)]
+    assert rows(ctx, "members", "member_id", "client_id", "change", "member_count") == [
+        ("A", "consumer-A", "added", 1),
+        ("B", "consumer-B", "added", 2),
+        ("S1", "consumer-S1", "added", 3),
+        ("S1", "consumer-S1", "removed", 2),
+        ("S2", "consumer-S1-restarted", "added", 3),
+    ]
+    assert len(ctx.runtime.consumer_group.members) == 3
+    assert_log_replays_to_group(ctx)
+
+
 def test_a_second_holder_of_a_static_instance_id_is_refused(ctx):
     heartbeat(ctx, "S1", 0, instance_id="static-1")
     assert heartbeat(ctx, "S2", 0, instance_id="static-1").error == "UNRELEASED_INSTANCE_ID"

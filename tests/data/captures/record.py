@@ -17,8 +17,10 @@ How a scenario runs: this process creates the mock cluster (a Producer with `tes
 lives as long as that producer), creates the topic by producing to it (auto-created topics get 4 partitions),
 starts dumpcap on the brokers' ports, then starts each consumer as a child process (this script with
 `consumer ...`), so one can be killed with SIGKILL like a crashed host. A consumer polls, commits its
-positions synchronously about once a second, and on SIGTERM closes gracefully (LeaveGroup). The producer
-keeps writing a few records a second so that commits keep moving.
+positions synchronously about once a second, and on SIGTERM closes gracefully (LeaveGroup; with
+group.protocol=consumer, a heartbeat at epoch -1, or -2 for a static member). The producer keeps writing a few
+records a second so that commits keep moving. A scenario's prelude consumers join and close before dumpcap
+starts, so that the group is captured in mid-life.
 """
 
 from __future__ import annotations
@@ -58,6 +60,12 @@ class Scenario:
     # client.id per consumer; None = librdkafka's default "rdkafka" for all, as in many real fleets
     client_ids: dict[str, str] | None = None
     instance_ids: dict[str, str] = field(default_factory=dict)
+    # group.protocol: "consumer" (KIP-848) sends ConsumerGroupHeartbeat with `assignor` as the broker-side
+    # group.remote.assignor; the session and heartbeat interval are then the mock broker's.
+    protocol: str = "classic"
+    # Consumers that join and close (committing nothing) before the capture starts: the group is then not new
+    # when it is captured, as in a capture of a long-lived group (its epochs do not start where a replay's do).
+    prelude: tuple[str, ...] = ()
 
 
 SCENARIOS = {
@@ -84,6 +92,19 @@ SCENARIOS = {
         instance_ids={"s1": "instance-1", "s2": "instance-2"},
         steps=(Step(0.5, "start", "s1"), Step(0.8, "start", "s2"), Step(9.0, "kill", "s2"),
                Step(11.0, "start", "s2")),
+    ),
+    "consumer-protocol": Scenario(
+        description="KIP-848 consumers (group.protocol=consumer, the broker's uniform assignor), in a group two "
+                    "consumers joined and left before the capture: k1, k2, k3 join; "
+                    "k4 joins, which takes partitions from the others; k2 closes (leave at epoch -1); the static "
+                    "member k3 closes (leave at epoch -2) and restarts with a new member id",
+        assignor="uniform", brokers=1, duration=26.0, protocol="consumer",
+        client_ids={"k1": "orders-1", "k2": "orders-2", "k3": "orders-3", "k4": "orders-4", "p1": "earlier-1",
+                    "p2": "earlier-2"},
+        instance_ids={"k3": "instance-3"}, prelude=("p1", "p2"),
+        steps=(Step(0.5, "start", "k1"), Step(0.8, "start", "k2"), Step(1.1, "start", "k3"),
+               Step(8.0, "start", "k4"), Step(13.0, "close", "k2"), Step(17.0, "close", "k3"),
+               Step(19.0, "start", "k3")),
     ),
 }
 
@@ -118,6 +139,7 @@ def record(name: str, scenario: Scenario) -> dict:
     producer.flush(10)
 
     out = HERE / f"{name}.pcapng"
+    run_prelude(scenario, brokers, name)
     with tempfile.TemporaryDirectory() as tmp:
         # dumpcap drops root privileges to write; a world-writable scratch file avoids permission surprises.
         os.chmod(tmp, 0o777)
@@ -162,11 +184,24 @@ def record(name: str, scenario: Scenario) -> dict:
         "assignor": scenario.assignor,
         "client_ids": scenario.client_ids or {},
         "instance_ids": scenario.instance_ids,
-        "session_timeout_ms": SESSION_TIMEOUT_MS,
+        "session_timeout_ms": SESSION_TIMEOUT_MS if scenario.protocol == "classic" else None,
+        "protocol": scenario.protocol,
+        "prelude": list(scenario.prelude),
         "timeline": timeline,
         "librdkafka": confluent_kafka.libversion()[0],
         "confluent_kafka": confluent_kafka.__version__,
     }
+
+
+def run_prelude(scenario: Scenario, brokers: list[str], group: str) -> None:
+    """The prelude's consumers, before the capture: all join, then all close."""
+    children = [start_consumer(scenario, consumer, brokers, group, commit=False) for consumer in scenario.prelude]
+    if children:
+        time.sleep(6.0)
+    for child in children:
+        child.send_signal(signal.SIGTERM)
+    for child in children:
+        child.wait(30)
 
 
 def consumer_arguments() -> argparse.ArgumentParser:
@@ -177,6 +212,8 @@ def consumer_arguments() -> argparse.ArgumentParser:
     parser.add_argument("--assignor", required=True)
     parser.add_argument("--client-id")
     parser.add_argument("--instance-id")
+    parser.add_argument("--protocol", default="classic")
+    parser.add_argument("--no-commit", action="store_true")
     return parser
 
 
@@ -192,9 +229,12 @@ def start_capture(ports: list[int], path: Path) -> subprocess.Popen:
     sys.exit(f"dumpcap failed (exit {capture.returncode}); capturing on lo needs root or CAP_NET_RAW")
 
 
-def start_consumer(scenario: Scenario, consumer: str, brokers: list[str], group: str) -> subprocess.Popen:
+def start_consumer(scenario: Scenario, consumer: str, brokers: list[str], group: str,
+                   commit: bool = True) -> subprocess.Popen:
     command = [sys.executable, __file__, "consumer", "--bootstrap", ",".join(brokers), "--group", group,
-               "--assignor", scenario.assignor]
+               "--assignor", scenario.assignor, "--protocol", scenario.protocol]
+    if not commit:
+        command.append("--no-commit")
     if scenario.client_ids:
         command += ["--client-id", scenario.client_ids[consumer]]
     if consumer in scenario.instance_ids:
@@ -220,12 +260,14 @@ def run_consumer(args) -> None:
     config = {
         "bootstrap.servers": args.bootstrap,
         "group.id": args.group,
-        "partition.assignment.strategy": args.assignor,
-        "session.timeout.ms": SESSION_TIMEOUT_MS,
-        "heartbeat.interval.ms": 1000,
         "enable.auto.commit": False,
         "auto.offset.reset": "earliest",
     }
+    if args.protocol == "consumer":  # the broker owns the session, the heartbeat interval and the assignor
+        config.update({"group.protocol": "consumer", "group.remote.assignor": args.assignor})
+    else:
+        config.update({"partition.assignment.strategy": args.assignor, "session.timeout.ms": SESSION_TIMEOUT_MS,
+                       "heartbeat.interval.ms": 1000})
     if args.client_id:
         config["client.id"] = args.client_id
     if args.instance_id:
@@ -238,7 +280,7 @@ def run_consumer(args) -> None:
         message = consumer.poll(0.2)
         if message is not None and not message.error():
             pending = True
-        if pending and time.monotonic() - last_commit >= 1.0:
+        if pending and not args.no_commit and time.monotonic() - last_commit >= 1.0:
             try:
                 consumer.commit(asynchronous=False)
             except confluent_kafka.KafkaException as error:

@@ -31,6 +31,11 @@ class W:
     def boolean(self, v):
         return self.i8(1 if v else 0)
 
+    def uuid(self, raw: bytes):
+        assert len(raw) == 16
+        self.out += raw
+        return self
+
     def uvarint(self, v):
         while True:
             byte = v & 0x7F

@@ -6,6 +6,7 @@ import io
 import json
 
 import pandas as pd
+import pytest
 from rich.console import Console
 
 from simulations.scenarios.generator import to_jsonl
@@ -70,10 +71,37 @@ def test_default_and_dynamic_rolling_restarts_cost_two_rebalances_per_member():
             assert len(assigned_partitions(r, group_id)) == r.scenario.group_sets[0].topics[0].partitions
 
 
-def test_consumer_protocol_rolling_restart_moves_only_the_restarted_members_partitions():
-    r = run(shipped_small("rolling-restart-consumer-protocol", sets={"*": {"groups": 2, "members": 4}}))
+def moves_between_staying_members(r, group_id: str) -> int:
+    """Partitions a rolling restart hands from one member to another where neither is the member leaving nor
+    the one coming back in that step (from a member's leave to the next one's), by the assignments rows."""
+    members = r.rows("members", group_id)
+    steps = []  # (out_seq of the leave, {the leaving member, the member that joins next})
+    for i, row in enumerate(members):
+        if row["change"] == "removed" and row["cause"] == "member_leave":
+            back = next((m["member_id"] for m in members[i + 1:] if m["change"] == "added"), None)
+            steps.append((row["out_seq"], {row["member_id"], back}))
+    last_owner, moves = {}, 0
+    for row in r.rows("assignments", group_id):
+        partition, owner = (row["topic"], row["partition"]), row["member_id"]
+        involved = [members for seq, members in steps if seq < row["out_seq"]]
+        previous = last_owner.get(partition)
+        if previous not in (None, owner) and involved and not {previous, owner} & involved[-1]:
+            moves += 1
+        last_owner[partition] = owner
+    return moves
+
+
+@pytest.mark.parametrize("assignor, sticky", [("range", False), ("uniform", True)])
+def test_consumer_protocol_rolling_restart_moves_partitions_between_staying_members_only_under_range(
+        assignor, sticky):
+    """range gives each member a contiguous range in member id order, so a leave or a return also moves
+    partitions between the members that stay; uniform is sticky: only the restarted member's move."""
+    config = {"group.protocol": "consumer", "group.remote.assignor": assignor}
+    r = run(shipped_small("rolling-restart-consumer-protocol", sets={"*": {"groups": 2, "members": 4,
+                                                                          "config": config}}))
     partitions = r.scenario.group_sets[0].topics[0].partitions
     for group_id in r.group_ids():
+        assert (moves_between_staying_members(r, group_id) == 0) == sticky
         assert {row["api"] for row in r.rows("responses", group_id)} == {"ConsumerGroupHeartbeat", "OffsetCommit",
                                                                        "OffsetFetch"}
         # After the formation, one group epoch for each leave and each join of a restarted member (a join

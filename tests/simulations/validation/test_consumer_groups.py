@@ -4,6 +4,7 @@ and each consumer-group rule of the invariants and suites catches rows Kafka can
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -21,6 +22,9 @@ from tests.state.test_consumer_group_migration import upgraded_fleet
 from tableio.coordinator_load import coordinator_load_rows
 
 from ..scenarios.helpers import run, shipped_small
+from ..views.runs import replay
+
+CG_SAMPLE = Path(__file__).resolve().parents[3] / "simulations" / "samples" / "consumer-group-heartbeats.jsonl"
 
 GROW = "generations only grow within a life of a group"
 CHAIN = "state transitions chain and are legal"
@@ -195,3 +199,37 @@ def test_a_consumer_group_subscribing_with_a_pattern_holds_the_invariants():
     assert (records["record_type"] == "ConsumerGroupRegularExpression").any()
     assert not consumer(tables, "assignments").empty
     assert failures(tables) == {}
+
+
+@pytest.fixture(scope="module")
+def sample_run(tmp_path_factory):
+    """The bundled consumer-group sample replayed: its static member leaves with epoch -2 (answered -2)."""
+    return replay(CG_SAMPLE, tmp_path_factory.mktemp("consumer-group-sample") / "run")
+
+
+def test_the_bundled_consumer_group_sample_validates_clean(sample_run):
+    result = validate(sample_run, events=[CG_SAMPLE])
+    assert result.success, result.summary()
+    responses = read_range(sample_run, WHOLE)[0]["responses"]
+    static_leave = responses[responses["generation_id"] == -2]
+    assert static_leave[["api", "group_instance_id", "error"]].values.tolist() == [
+        ["ConsumerGroupHeartbeat", "orders-3", "NONE"]]
+
+
+def test_member_epoch_minus_2_is_refused_where_kafka_never_answers_it(sample_run):
+    """-2 answers only a static member's leave heartbeat (GroupMetadataManager.consumerGroupStaticMemberGroupLeave):
+    not a dynamic member's leave, not a commit; and nothing below -2 answers even that."""
+    responses = read_range(sample_run, WHOLE)[0]["responses"]
+    dynamic_leave = responses[(responses["generation_id"] == -1) & (responses["api"] == "ConsumerGroupHeartbeat")]
+    commit = responses[responses["api"] == "OffsetCommit"]
+    static_leave = responses[responses["generation_id"] == -2]
+    responses.loc[[dynamic_leave.index[0], commit.index[0]], "generation_id"] = -2
+    responses.loc[static_leave.index, "generation_id"] = -3
+    suites = Suites()
+    suites.add({"responses": responses})
+    assert [(c.name, c.detail.split(" fail")[0]) for c in suites.checks() if not c.passed] == [
+        ("responses.generation_id: expect_column_values_to_be_between",
+         "2 of 16 rows where api != ConsumerGroupHeartbeat or group_instance_id is null or error != NONE"),
+        ("responses.generation_id: expect_column_values_to_be_between",
+         "1 of 7 rows where api == ConsumerGroupHeartbeat and group_instance_id is not null and error == NONE"),
+    ]
