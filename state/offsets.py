@@ -80,10 +80,20 @@ class OffsetHandlers:
                 "metadata": "" if p.metadata is None else p.metadata,
                 "commit_ts": now if p.commit_timestamp == -1 else p.commit_timestamp,
                 "expire_ts": expire_ts,
+                "topic_id": self._committed_topic_id(p.topic, expire_ts),
             }
             log_end = self.reported_log_end_offset((p.topic, p.partition), now)
             records.append(OffsetCommitRecord(p.topic, p.partition, value, dict(context, log_end_offset=log_end)))
         return results, records
+
+    def _committed_topic_id(self, topic: str, expire_ts: int | None) -> str | None:
+        """The topic id the commit's OffsetCommitValue holds: from Kafka 4.1 (KAFKA-19141) the coordinator
+        writes the topic's id, which trunk's KafkaApis resolves for every committed topic by name (OffsetCommit
+        v10 carries it), except in a v1 value (a commit with an expire timestamp), which has no field for it.
+        Kafka 4.0 wrote none."""
+        if expire_ts is not None or self.config.kafka_4_0:
+            return None
+        return str(self.topic_id(topic))
 
     def fail_offset_commit(self, req: OffsetCommit, error: str, **fields) -> None:
         """An error for the whole request applies to each of its partitions (`fields`: other columns)."""

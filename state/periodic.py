@@ -518,7 +518,8 @@ class PeriodicHandlers:
         """The run's last commit, appended and replayed; its rows are the run's own."""
         self.appended([OffsetCommitRecord(row["topic"], row["partition"], {
             "offset": rule_offset(rule, run.last_ts), "leader_epoch": row["leader_epoch"],
-            "metadata": row["metadata"], "commit_ts": run.last_ts, "expire_ts": row["expire_ts"]})
+            "metadata": row["metadata"], "commit_ts": run.last_ts, "expire_ts": row["expire_ts"],
+            "topic_id": row["topic_id"]})
             for row, rule in zip(run.offsets, run.rules)], rows=False)
 
     def _restore(self, client: SyntheticConsumer, elided: ElidedClient, at: int) -> None:

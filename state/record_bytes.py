@@ -5,11 +5,12 @@ records.
 
 Key: the record type as int16 (CoordinatorRecordType: OffsetCommit 1, GroupMetadata 2), then the key message,
 not flexible. Value: the value version as int16, then the value message at that version; a tombstone has a
-null value. The versions are GroupCoordinatorRecordHelpers': OffsetCommitValue v3, or v1 when the commit set
-an expire timestamp (a v1 value has no leader epoch), and GroupMetadataValue v3. None of them is a flexible
-version (OffsetCommitValue and GroupMetadataValue are flexible from v4), so strings are int16-length-prefixed
-UTF-8 (-1 for null), bytes int32-length-prefixed, arrays int32-count-prefixed, and there are no tagged
-fields.
+null value. The versions are GroupCoordinatorRecordHelpers': GroupMetadataValue v3, and OffsetCommitValue
+(`offset_commit_value_version`) v1 when the commit set an expire timestamp (a v1 value has no leader epoch),
+else v4 from Kafka 4.1 (KAFKA-19141: the committed topic's id as tagged field 0) and v3 in 4.0. Versions 1
+to 3 are not flexible: strings are int16-length-prefixed UTF-8 (-1 for null), bytes int32-length-prefixed,
+arrays int32-count-prefixed, and there are no tagged fields. Version 4 and the consumer group values below
+are flexible.
 
 The coordinator runtime writes uncompressed batches (`offsets.topic.compression.codec` defaults to none)
 with no producer id outside transactions, and every record of one append carries the append's time, so
@@ -31,14 +32,17 @@ from typing import Iterable
 
 from state.consumer_group import records as cg
 from state.consumer_group.reconciliation import PartitionEpochs
+from state.consumer_group.topic_id import TopicId
 from state.records import OffsetCommitRecord, Record
 
 # CoordinatorRecordType ids: the key's int16 prefix.
 OFFSET_COMMIT = 1
 GROUP_METADATA = 2
 
-OFFSET_COMMIT_VALUE_VERSION = 3
+OFFSET_COMMIT_VALUE_VERSION = 4  # Kafka 4.1+
+OFFSET_COMMIT_VALUE_VERSION_4_0 = 3
 OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRE_TIMESTAMP = 1
+OFFSET_COMMIT_TOPIC_ID_TAG = 0
 GROUP_METADATA_VALUE_VERSION = 3
 
 # DefaultRecordBatch.RECORD_BATCH_OVERHEAD: base offset 8, batch length 4, partition leader epoch 4, magic 1,
@@ -92,57 +96,7 @@ def _bytes(b: bytes) -> bytes:
     return _int32(len(b)) + b
 
 
-def key_bytes(record: Record | cg.ConsumerGroupRecord, group_id: str) -> bytes:
-    """The record's key, type-prefixed: OffsetCommitKey(group, topic, partition), GroupMetadataKey(group),
-    or a consumer group record's key (group, and member id for a member's records)."""
-    if isinstance(record, OffsetCommitRecord):
-        return _int16(OFFSET_COMMIT) + _string(group_id) + _string(record.topic) + _int32(record.partition)
-    if isinstance(record, _CONSUMER_GROUP_RECORDS):
-        # The member id, or a ConsumerGroupRegularExpressionKey's RegularExpression, follows the group id.
-        record_type, *member_id = record.key
-        return _int16(record_type) + _string(group_id) + b"".join(_string(m) for m in member_id)
-    return _int16(GROUP_METADATA) + _string(group_id)
-
-
-def value_bytes(record: Record | cg.ConsumerGroupRecord) -> bytes | None:
-    """The record's value, version-prefixed, or None for a tombstone."""
-    if record.value is None:
-        return None
-    if isinstance(record, OffsetCommitRecord):
-        return _offset_commit_value(record.value)
-    if isinstance(record, _CONSUMER_GROUP_RECORDS):
-        return _int16(CONSUMER_GROUP_VALUE_VERSION) + _consumer_group_value(record)
-    return _group_metadata_value(record.value)
-
-
-def _offset_commit_value(v: dict) -> bytes:
-    offset, metadata, commit_ts = _int64(v["offset"]), _string(v["metadata"]), _int64(v["commit_ts"])
-    if v["expire_ts"] is not None:
-        return _int16(OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRE_TIMESTAMP) + offset + metadata + commit_ts + _int64(
-            v["expire_ts"])
-    epoch = NO_PARTITION_LEADER_EPOCH if v["leader_epoch"] is None else v["leader_epoch"]
-    return _int16(OFFSET_COMMIT_VALUE_VERSION) + offset + _int32(epoch) + metadata + commit_ts
-
-
-def _group_metadata_value(v: dict) -> bytes:
-    state_ts = NO_TIMESTAMP if v["current_state_ts"] is None else v["current_state_ts"]
-    out = [_int16(GROUP_METADATA_VALUE_VERSION), _string(v["protocol_type"]), _int32(v["generation_id"]),
-           _string(v["protocol_name"]), _string(v["leader_id"]), _int64(state_ts), _int32(len(v["members"]))]
-    for m in v["members"]:
-        out += [_string(m["member_id"]), _string(m["group_instance_id"]), _string(m["client_id"]),
-                _string(m["client_host"]), _int32(m["rebalance_timeout_ms"]), _int32(m["session_timeout_ms"]),
-                _bytes(m["subscription"]), _bytes(m["assignment"])]
-    return b"".join(out)
-
-
-# ----------------------------------------------------------------------------------------------------------
-# Consumer group records: flexible version 0 values.
-
-CONSUMER_GROUP_VALUE_VERSION = 0
-_CONSUMER_GROUP_RECORDS = (cg.ConsumerGroupMetadata, cg.ConsumerGroupPartitionMetadata, cg.ConsumerGroupMemberMetadata,
-                           cg.ConsumerGroupTargetAssignmentMetadata, cg.ConsumerGroupTargetAssignmentMember,
-                           cg.ConsumerGroupCurrentMemberAssignment, cg.ConsumerGroupRegularExpression)
-
+# Flexible versions' encodings.
 
 def _uvarint_len(n: int) -> bytes:
     """A compact length: n + 1 as an unsigned varint (0 stands for null)."""
@@ -169,6 +123,72 @@ def _tagged(fields: dict[int, bytes]) -> bytes:
     """The tagged fields section: how many, then each as tag, size and data, tags ascending."""
     return _unsigned_varint(len(fields)) + b"".join(
         _unsigned_varint(tag) + _unsigned_varint(len(data)) + data for tag, data in sorted(fields.items()))
+
+
+def key_bytes(record: Record | cg.ConsumerGroupRecord, group_id: str) -> bytes:
+    """The record's key, type-prefixed: OffsetCommitKey(group, topic, partition), GroupMetadataKey(group),
+    or a consumer group record's key (group, and member id for a member's records)."""
+    if isinstance(record, OffsetCommitRecord):
+        return _int16(OFFSET_COMMIT) + _string(group_id) + _string(record.topic) + _int32(record.partition)
+    if isinstance(record, _CONSUMER_GROUP_RECORDS):
+        # The member id, or a ConsumerGroupRegularExpressionKey's RegularExpression, follows the group id.
+        record_type, *member_id = record.key
+        return _int16(record_type) + _string(group_id) + b"".join(_string(m) for m in member_id)
+    return _int16(GROUP_METADATA) + _string(group_id)
+
+
+def value_bytes(record: Record | cg.ConsumerGroupRecord) -> bytes | None:
+    """The record's value, version-prefixed, or None for a tombstone."""
+    if record.value is None:
+        return None
+    if isinstance(record, OffsetCommitRecord):
+        return _offset_commit_value(record.value)
+    if isinstance(record, _CONSUMER_GROUP_RECORDS):
+        return _int16(CONSUMER_GROUP_VALUE_VERSION) + _consumer_group_value(record)
+    return _group_metadata_value(record.value)
+
+
+def offset_commit_value_version(value: dict) -> int:
+    """The OffsetCommitValue version `value` is written at (GroupCoordinatorRecordHelpers.
+    offsetCommitValueVersion): 1 when the commit has an expire timestamp; otherwise 4 when the value carries
+    the committed topic's id (`topic_id`: Kafka 4.1+, whose KafkaApis resolves the id of every committed
+    topic), 3 when it does not (Kafka 4.0)."""
+    if value["expire_ts"] is not None:
+        return OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRE_TIMESTAMP
+    return OFFSET_COMMIT_VALUE_VERSION_4_0 if value["topic_id"] is None else OFFSET_COMMIT_VALUE_VERSION
+
+
+def _offset_commit_value(v: dict) -> bytes:
+    version = offset_commit_value_version(v)
+    offset, commit_ts = _int64(v["offset"]), _int64(v["commit_ts"])
+    if version == OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRE_TIMESTAMP:
+        return _int16(version) + offset + _string(v["metadata"]) + commit_ts + _int64(v["expire_ts"])
+    epoch = _int32(NO_PARTITION_LEADER_EPOCH if v["leader_epoch"] is None else v["leader_epoch"])
+    if version == OFFSET_COMMIT_VALUE_VERSION_4_0:
+        return _int16(version) + offset + epoch + _string(v["metadata"]) + commit_ts
+    # Flexible: the metadata a compact string, the topic id a tagged field (written when not ZERO_UUID).
+    return (_int16(version) + offset + epoch + _compact_string(v["metadata"]) + commit_ts
+            + _tagged({OFFSET_COMMIT_TOPIC_ID_TAG: _uuid(TopicId.from_string(v["topic_id"]))}))
+
+
+def _group_metadata_value(v: dict) -> bytes:
+    state_ts = NO_TIMESTAMP if v["current_state_ts"] is None else v["current_state_ts"]
+    out = [_int16(GROUP_METADATA_VALUE_VERSION), _string(v["protocol_type"]), _int32(v["generation_id"]),
+           _string(v["protocol_name"]), _string(v["leader_id"]), _int64(state_ts), _int32(len(v["members"]))]
+    for m in v["members"]:
+        out += [_string(m["member_id"]), _string(m["group_instance_id"]), _string(m["client_id"]),
+                _string(m["client_host"]), _int32(m["rebalance_timeout_ms"]), _int32(m["session_timeout_ms"]),
+                _bytes(m["subscription"]), _bytes(m["assignment"])]
+    return b"".join(out)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Consumer group records: flexible version 0 values.
+
+CONSUMER_GROUP_VALUE_VERSION = 0
+_CONSUMER_GROUP_RECORDS = (cg.ConsumerGroupMetadata, cg.ConsumerGroupPartitionMetadata, cg.ConsumerGroupMemberMetadata,
+                           cg.ConsumerGroupTargetAssignmentMetadata, cg.ConsumerGroupTargetAssignmentMember,
+                           cg.ConsumerGroupCurrentMemberAssignment, cg.ConsumerGroupRegularExpression)
 
 
 def _if_set(tag: int, value: int) -> dict[int, bytes]:

@@ -49,7 +49,8 @@ from state.records import (GroupLog, GroupMetadataRecord, OffsetCommitRecord, Re
 from state.timers import FIRING, Timer, TimerQueue, request_item
 
 # The `offsets` columns a tombstone has no value for, and those of a record written without a request.
-TOMBSTONE_OFFSET = {"offset": None, "leader_epoch": None, "metadata": None, "commit_ts": None, "expire_ts": None}
+TOMBSTONE_OFFSET = {"offset": None, "leader_epoch": None, "metadata": None, "commit_ts": None, "expire_ts": None,
+                    "topic_id": None}
 NO_CONTEXT = {"log_end_offset": None, "generation_id": None, "member_id": None}
 
 # Timer kinds that belong to the group's protocol (the periodic offsets sweep is housekeeping).

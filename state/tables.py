@@ -89,6 +89,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("leader_epoch", "int32"),
         ("commit_ts", "int64"),
         ("expire_ts", "int64"),
+        ("topic_id", "string"),
         ("write_ts", "int64"),
         ("generation_id", "int32"),
         ("member_id", "string"),

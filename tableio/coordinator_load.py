@@ -21,13 +21,13 @@ heartbeats (3 s apart, 1 s windows) cost three lattices of 1,200 points per brok
 Every figure is a sum over groups, so the written tables are read once, a range of groups at a time, in
 bounded memory (`read_inputs`); strings are read as categories and grouped by their codes.
 
-Bytes are `state.record_bytes`' sizes, measured once per shape of record (the byte lengths of its variable
-fields, which are all a size depends on). A batch is one operation's records, rebuilt from the rows: the
-`offsets` rows of one group written at one `write_ts` by one member (one OffsetCommit request; each commit of
-a quiet run of them); a GroupMetadata record alone; the expiry sweep's tombstones of one group at one
-`write_ts` (its offset tombstones, then its group tombstone). Records take their offset deltas in `out_seq`
-order and the batch header is counted with the batch's first record, so a batch's bytes are
-`record_bytes.batch_size` of its records.
+Bytes are `state.record_bytes`' sizes of the rows' records (`tableio.record_rows`), measured once per shape of
+record (the byte lengths of its variable fields and which optional fields it has: all a size depends on). A
+batch is one operation's records, rebuilt from the rows: the `offsets` rows of one group written at one
+`write_ts` by one member (one OffsetCommit request; each commit of a quiet run of them); a GroupMetadata
+record alone; the expiry sweep's tombstones of one group at one `write_ts` (its offset tombstones, then its
+group tombstone). Records take their offset deltas in `out_seq` order and the batch header is counted with the
+batch's first record, so a batch's bytes are `record_bytes.batch_size` of its records.
 """
 
 from __future__ import annotations
@@ -43,10 +43,10 @@ import pyarrow.parquet as pq
 from pandas.api.types import union_categoricals
 
 from state.record_bytes import RECORD_BATCH_OVERHEAD, record_size
-from state.records import GroupMetadataRecord, OffsetCommitRecord
 from state.variants import VARIANT
 from tableio.parquet import PART_FILE, PartFileWriter, arrow_schema, rows_to_arrow, sort_table, variant_rows
 from tableio.quiet_run import COUNT, INTERVAL
+from tableio.record_rows import group_metadata_record, offset_record
 
 TABLE = "coordinator_load"
 WINDOW_MS = 1000
@@ -67,8 +67,8 @@ FIND_COORDINATOR = "FindCoordinator"
 
 OFFSET_COMMIT, GROUP_METADATA = "OffsetCommit", "GroupMetadata"
 METADATA_MEMBERS = "group_metadata.members"
-STRINGS = ("group_id", "api", "error", "topic", "metadata", "member_id", "protocol_type", "protocol_name",
-           "leader_id", "to_state", "record_type")
+STRINGS = ("group_id", "api", "error", "topic", "metadata", "topic_id", "member_id", "protocol_type",
+           "protocol_name", "leader_id", "to_state", "record_type")
 # A classic group rebalancing; a consumer group whose target assignment is not computed or not reached yet.
 REBALANCING = ("PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling")
 # A GroupMetadata member's variable-length fields (the others are two int32 timeouts).
@@ -81,7 +81,7 @@ TIME_COLUMNS = {"responses": "request_ts", "offsets": "write_ts", "group_metadat
 INPUT_COLUMNS = {
     "responses": ("request_ts", "response_ts", "api", "error", "coordinator_id", COUNT, INTERVAL),
     "offsets": ("group_id", "topic", "partition", "offset", "metadata", "leader_epoch", "commit_ts",
-                "expire_ts", "write_ts", "member_id", "coordinator_id", COUNT, INTERVAL, "out_seq"),
+                "expire_ts", "topic_id", "write_ts", "member_id", "coordinator_id", COUNT, INTERVAL, "out_seq"),
     "group_metadata": ("group_id", "write_ts", "tombstone", "protocol_type", "generation_id", "protocol_name",
                        "leader_id", "current_state_ts", "members", "coordinator_id", "out_seq"),
     "consumer_group_records": ("group_id", "write_ts", "record_type", "batch_bytes", "coordinator_id", "out_seq"),
@@ -335,15 +335,15 @@ def _consumer_group_records(load: "_Load", records: pd.DataFrame) -> None:
 
 def _offset_sizes(offsets: pd.DataFrame, rows: np.ndarray, deltas: np.ndarray) -> np.ndarray:
     source = offsets.iloc[rows]
-    return _sizes(source, deltas, _offset_record, (
+    return _sizes(source, deltas, offset_record, (
         source["group_id_bytes"], source["topic_bytes"], source["metadata_bytes"], source["expire_ts"].notna(),
-        source["leader_epoch"].notna(), source["offset"].isna()))
+        source["topic_id"].notna(), source["leader_epoch"].notna(), source["offset"].isna()))
 
 
 def _metadata_sizes(metadata: pd.DataFrame, members: pa.ListArray, rows: np.ndarray, deltas: np.ndarray
                     ) -> np.ndarray:
     source = metadata.iloc[rows].assign(row=rows)
-    return _sizes(source, deltas, lambda row: _metadata_record(row, members[row["row"]].as_py()), (
+    return _sizes(source, deltas, lambda row: group_metadata_record(row, members[row["row"]].as_py()), (
         source["group_id_bytes"], source["protocol_type_bytes"], source["protocol_name_bytes"],
         source["leader_id_bytes"], source["member_count"], source["members_bytes"], source["tombstone"]))
 
@@ -355,29 +355,6 @@ def _sizes(source: pd.DataFrame, deltas: np.ndarray, record, shape: tuple) -> np
     sizes = np.array([record_size(record(row), row["group_id"], offset_delta=int(delta))
                       for row, delta in zip(source.iloc[first].to_dict("records"), deltas[first])], dtype="int64")
     return sizes[codes] if len(codes) else codes
-
-
-def _offset_record(row: dict) -> OffsetCommitRecord:
-    if pd.isna(row["offset"]):
-        return OffsetCommitRecord(row["topic"], int(row["partition"]), None)
-    return OffsetCommitRecord(row["topic"], int(row["partition"]), {
-        "offset": int(row["offset"]), "metadata": row["metadata"], "commit_ts": int(row["commit_ts"]),
-        "expire_ts": None if pd.isna(row["expire_ts"]) else int(row["expire_ts"]),
-        "leader_epoch": None if pd.isna(row["leader_epoch"]) else int(row["leader_epoch"])})
-
-
-def _metadata_record(row: dict, members: list[dict] | None) -> GroupMetadataRecord:
-    if row["tombstone"]:
-        return GroupMetadataRecord(None)
-    # Nulls read back as NaN (and the integer columns, which tombstones leave null, as floats).
-    return GroupMetadataRecord({
-        "protocol_type": _text(row["protocol_type"]), "generation_id": int(row["generation_id"]),
-        "protocol_name": _text(row["protocol_name"]), "leader_id": _text(row["leader_id"]),
-        "current_state_ts": int(row["current_state_ts"]), "members": members})
-
-
-def _text(value) -> str | None:
-    return None if pd.isna(value) else value
 
 
 def _groups(load: "_Load", states: pd.DataFrame, members: pd.DataFrame) -> None:

@@ -104,15 +104,24 @@ def describe(run_dir: str, group: str, mode: str, at: int | None, variant: str |
 @click.command()
 @RUN_DIR
 @click.option("--group", metavar="G", help="Only this group's records.")
+@click.option("--formatter", metavar="F", default="OffsetsMessageFormatter", show_default=True,
+              help="Kafka's formatter to print as (its class name, with or without its package): "
+                   "OffsetsMessageFormatter, the OffsetCommit records; GroupMetadataMessageFormatter, the "
+                   "GroupMetadata records.")
+@click.option("--format", "text_format", type=click.Choice(["json", "legacy"]), default="json", show_default=True,
+              help="json: Kafka 4.x's formatters; legacy: the text of Kafka 0.10.1 to 2.0's "
+                   "OffsetsMessageFormatter.")
 @VARIANT
-def offsets(run_dir: str, group: str | None, variant: str | None) -> None:
-    """Print the offsets records as Kafka's OffsetsMessageFormatter prints __consumer_offsets."""
+def offsets(run_dir: str, group: str | None, formatter: str, text_format: str, variant: str | None) -> None:
+    """Print the run's __consumer_offsets records as kafka-console-consumer.sh prints them with Kafka's
+    OffsetsMessageFormatter (or GroupMetadataMessageFormatter), one record a line."""
     from simulations.views import offsets_log
+    from simulations.views.offsets_log import FormatterError
 
     try:
-        for line in offsets_log(_run(run_dir, variant), group):
+        for line in offsets_log(_run(run_dir, variant), group, formatter, legacy=text_format == "legacy"):
             click.echo(line)
-    except _user_errors() as error:
+    except (*_user_errors(), FormatterError) as error:
         raise UserError(str(error)) from None
 
 

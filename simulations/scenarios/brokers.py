@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from state.client_config import ClientConfig
 from state.cluster import NO_LEADER, Cluster, ControllerSettings, Leadership
+from state.consumer_group.topic_id import derived_topic_id
 from state.consumer_protocol import (Assignment, Subscription, TopicPartition, encode_assignment,
                                      encode_subscription)
 from state.java_compat import coordinator_partition
@@ -71,8 +72,10 @@ class PartitionLog:
                  started_ms: int) -> None:
         self.started_ms = started_ms
         partitions = [TopicPartition(t, p) for t, n in topics.items() for p in range(n)]
+        # Sized as trunk writes them (with the topic id): the events are made before a run's settings.
         offsets = [OffsetCommitRecord(tp.topic, tp.partition, {"offset": 0, "leader_epoch": None, "metadata": "",
-                                                               "commit_ts": 0, "expire_ts": None})
+                                                               "commit_ts": 0, "expire_ts": None,
+                                                               "topic_id": str(derived_topic_id(tp.topic))})
                    for tp in partitions]
         offset_bytes = sum(record_size(r, group_id) for r in offsets)
         subscription = encode_subscription(Subscription(tuple(topics)))

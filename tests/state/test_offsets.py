@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from state.consumer_group.topic_id import derived_topic_id
 from tests.state.conftest import make_ctx
 
 FOO0, BAR0 = ("foo", 0), ("bar", 0)
@@ -235,6 +236,27 @@ def test_accepted_commit_rows_carry_generation_and_member(ctx):
     ctx.commit({FOO0: 3}, member_id=member_id, generation_id=1)
     row = ctx.rows("offsets")[-1]
     assert (row["generation_id"], row["member_id"], row["write_ts"]) == (1, member_id, ctx.time)
+
+
+def test_new_offset_commit_record_carries_the_topic_id(ctx):
+    # GroupCoordinatorRecordHelpersTest.testNewOffsetCommitRecord (trunk, KAFKA-19141): the value holds the
+    # committed topic's id, the one the cluster gave it (TOPIC_METADATA) or coordsim's for a topic never declared.
+    ctx.send("TOPIC_METADATA", topics=[{"topic": "foo", "partitions": 1, "topic_id": "MKXx1fIkQy2J9jXHhK8m1w"}])
+    ctx.commit({FOO0: 1, BAR0: 2})
+    assert [(r["topic"], r["topic_id"]) for r in ctx.rows("offsets")] == [
+        ("foo", "MKXx1fIkQy2J9jXHhK8m1w"), ("bar", str(derived_topic_id("bar")))]
+
+
+def test_new_offset_commit_record_with_expire_timestamp_has_no_topic_id(ctx):
+    # testNewOffsetCommitRecordWithExpireTimestamp: a v1 value has no TopicId field.
+    ctx.commit({FOO0: 1}, version=3, retention_time_ms=1234)
+    assert ctx.rows("offsets")[-1]["topic_id"] is None
+
+
+def test_kafka_4_0_offset_commit_record_has_no_topic_id():
+    ctx = make_ctx(coordsim_kafka_version="4.0")
+    ctx.commit({FOO0: 1})
+    assert ctx.rows("offsets")[-1]["topic_id"] is None
 
 
 @pytest.mark.parametrize("version,field,value,column,kafka_value", [

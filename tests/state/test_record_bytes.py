@@ -1,6 +1,7 @@
 """The bytes of a classic group's `__consumer_offsets` records as a Kafka 4.x coordinator writes them
-(state.record_bytes): keys, values at the versions written, the v2 record around them and the batch around
-one operation's records. Expected bytes are written out field by field so they can be checked by hand."""
+(state.record_bytes): keys, values at the versions written (trunk's and 4.0's OffsetCommitValue), the v2
+record around them and the batch around one operation's records. Expected bytes are written out field by
+field so they can be checked by hand."""
 
 from __future__ import annotations
 
@@ -12,12 +13,17 @@ from state.records import GroupMetadataRecord, OffsetCommitRecord
 
 GROUP = "orders-000"
 COMMIT_TS = 1_700_000_000_000  # 0x0000018BCFE56800
+# OffsetMessageFormatterTest's topic id; its 16 bytes, base64url-decoded by hand.
+TOPIC_ID = "MKXx1fIkQy2J9jXHhK8m1w"
+TOPIC_ID_BYTES = "30a5f1d5f224432d89f635c784af26d7"
 
 
-def commit(partition=3, offset=12345, leader_epoch=None, metadata="", expire_ts=None) -> OffsetCommitRecord:
+def commit(partition=3, offset=12345, leader_epoch=None, metadata="", expire_ts=None,
+           topic_id=TOPIC_ID) -> OffsetCommitRecord:
+    """A commit as trunk's coordinator writes it (with its topic id); `topic_id=None`: as Kafka 4.0's."""
     return OffsetCommitRecord("orders", partition, {"offset": offset, "leader_epoch": leader_epoch,
                                                     "metadata": metadata, "commit_ts": COMMIT_TS,
-                                                    "expire_ts": expire_ts})
+                                                    "expire_ts": expire_ts, "topic_id": topic_id})
 
 
 def h(*fields: str) -> bytes:
@@ -65,49 +71,81 @@ def test_offset_commit_key():
     assert len(OFFSET_COMMIT_KEY) == 26
 
 
-def test_offset_commit_value_without_expire_timestamp_is_v3():
-    assert value_bytes(commit()) == h("0003",              # value version 3
+def test_offset_commit_value_is_v4_with_the_topic_id_as_a_tagged_field():
+    """KAFKA-19141 (Kafka 4.1+): OffsetCommitValue v4 is flexible; the topic id is tagged field 0."""
+    assert value_bytes(commit()) == h("0004",              # value version 4
                                       "0000000000003039",  # offset 12345
                                       "ffffffff",          # leader epoch: none (-1)
-                                      "0000",              # metadata ""
-                                      "0000018bcfe56800")  # commit timestamp
+                                      "01",                # metadata "": compact, length + 1
+                                      "0000018bcfe56800",  # commit timestamp
+                                      "01",                # tagged fields: 1
+                                      "00", "10",          # tag 0 (topicId), 16 bytes
+                                      TOPIC_ID_BYTES)
+    assert len(value_bytes(commit())) == 42
     assert value_bytes(commit(leader_epoch=7, metadata="ab")) == h(
+        "0004", "0000000000003039", "00000007", "03", b"ab".hex(), "0000018bcfe56800", "01", "00", "10",
+        TOPIC_ID_BYTES)
+
+
+def test_offset_commit_value_without_topic_id_is_v3_as_kafka_4_0_wrote_it():
+    assert value_bytes(commit(topic_id=None)) == h("0003",              # value version 3
+                                                   "0000000000003039",  # offset 12345
+                                                   "ffffffff",          # leader epoch: none (-1)
+                                                   "0000",              # metadata ""
+                                                   "0000018bcfe56800")  # commit timestamp
+    assert value_bytes(commit(leader_epoch=7, metadata="ab", topic_id=None)) == h(
         "0003", "0000000000003039", "00000007", "0002", b"ab".hex(), "0000018bcfe56800")
 
 
-def test_offset_commit_value_with_expire_timestamp_is_v1_without_leader_epoch():
-    assert value_bytes(commit(leader_epoch=7, expire_ts=COMMIT_TS + 60_000)) == h(
-        "0001",              # value version 1
-        "0000000000003039",  # offset
-        "0000",              # metadata ""
-        "0000018bcfe56800",  # commit timestamp
-        "0000018bcfe65260")  # expire timestamp 1_700_000_060_000
+def test_offset_commit_value_with_expire_timestamp_is_v1_without_leader_epoch_or_topic_id():
+    expected = h("0001",              # value version 1
+                 "0000000000003039",  # offset
+                 "0000",              # metadata ""
+                 "0000018bcfe56800",  # commit timestamp
+                 "0000018bcfe65260")  # expire timestamp 1_700_000_060_000
+    assert value_bytes(commit(leader_epoch=7, expire_ts=COMMIT_TS + 60_000, topic_id=None)) == expected
 
 
 def test_metadata_length_counts_utf8_bytes():
-    assert value_bytes(commit(metadata="é"))[14:18] == h("0002", "c3a9")
+    assert value_bytes(commit(metadata="é"))[14:17] == h("03", "c3a9")
+    assert value_bytes(commit(metadata="é", topic_id=None))[14:18] == h("0002", "c3a9")
 
 
 def test_offset_commit_record_in_a_batch_of_one():
     assert record_bytes(commit(), GROUP) == h(
-        "70",       # length 56 (zigzag varint)
+        "9401",     # length 74 (zigzag varint: 148, two bytes)
         "00",       # attributes
         "00",       # timestamp delta 0
         "00",       # offset delta 0
         "34",       # key length 26
         OFFSET_COMMIT_KEY.hex(),
-        "30",       # value length 24
+        "54",       # value length 42
         value_bytes(commit()).hex(),
         "00")       # headers: 0
-    assert record_size(commit(), GROUP) == 57
-    assert batch_size([commit()], GROUP) == RECORD_BATCH_OVERHEAD + 57 == 118
+    assert record_size(commit(), GROUP) == 76
+    assert batch_size([commit()], GROUP) == RECORD_BATCH_OVERHEAD + 76 == 137
+
+
+def test_kafka_4_0_offset_commit_record_in_a_batch_of_one():
+    assert record_bytes(commit(topic_id=None), GROUP) == h(
+        "70",       # length 56 (zigzag varint)
+        "00", "00", "00",
+        "34",       # key length 26
+        OFFSET_COMMIT_KEY.hex(),
+        "30",       # value length 24
+        value_bytes(commit(topic_id=None)).hex(),
+        "00")
+    assert record_size(commit(topic_id=None), GROUP) == 57
+    assert batch_size([commit(topic_id=None)], GROUP) == RECORD_BATCH_OVERHEAD + 57 == 118
 
 
 def test_record_sizes():
-    assert record_size(commit(expire_ts=COMMIT_TS + 1), GROUP) == 61  # v1: no epoch (-4), expire ts (+8)
-    assert record_size(commit(metadata="x" * 7), GROUP) == 64  # length 63: one varint byte
-    assert record_size(commit(metadata="x" * 8), GROUP) == 66  # length 64: two
-    assert record_size(commit(metadata="x" * 100), GROUP) == 159  # and value length 124: two
+    assert record_size(commit(expire_ts=COMMIT_TS + 1, topic_id=None), GROUP) == 61  # v1: no epoch, expire ts
+    assert record_size(commit(metadata="x" * 100), GROUP) == 177  # value length 142 takes two varint bytes
+    assert record_size(commit(metadata="x" * 127), GROUP) == 205  # compact metadata length 128: two bytes
+    assert record_size(commit(metadata="x" * 7, topic_id=None), GROUP) == 64  # length 63: one varint byte
+    assert record_size(commit(metadata="x" * 8, topic_id=None), GROUP) == 66  # length 64: two
+    assert record_size(commit(metadata="x" * 100, topic_id=None), GROUP) == 159  # and value length 124: two
 
 
 def test_offset_commit_tombstone():
@@ -162,5 +200,5 @@ def test_group_metadata_with_two_members_is_v3():
 
 def test_batch_counts_offset_deltas_and_the_header_once():
     records = [commit(partition=p) for p in range(200)]
-    assert batch_size(records, GROUP) == RECORD_BATCH_OVERHEAD + 64 * 57 + 136 * 58  # offset delta 64+ takes 2 bytes
+    assert batch_size(records, GROUP) == RECORD_BATCH_OVERHEAD + 64 * 76 + 136 * 77  # offset delta 64+ takes 2 bytes
     assert batch_size([], GROUP) == RECORD_BATCH_OVERHEAD

@@ -1,6 +1,7 @@
 """The coordinator_load table on a small cluster computed by hand: two groups on brokers 1 and 2 (one moves from
 2 to 1), request counts per window with quiet runs, parked JoinGroups, groups per state and members at window
-ends, and the bytes of each record kind (docs/records.md's worked example: a lone commit is 118 bytes)."""
+ends, and the bytes of each record kind (docs/records.md's worked example: a lone commit is 137 bytes, 118 as Kafka
+4.0 wrote it)."""
 
 from __future__ import annotations
 
@@ -28,11 +29,16 @@ def response(api, request_ts, response_ts=None, error="NONE", broker=1, count=1,
             "coordinator_id": broker, "repeat_count": count, "repeat_interval_ms": interval}
 
 
-def commit(partition, write_ts, count=1, interval=None, seq=0, group=A, offset=12345, member="m1"):
+TOPIC_ID = "MKXx1fIkQy2J9jXHhK8m1w"
+
+
+def commit(partition, write_ts, count=1, interval=None, seq=0, group=A, offset=12345, member="m1",
+           topic_id=TOPIC_ID):
+    """A commit as trunk writes it (its value holds the topic id); `topic_id=None`: as Kafka 4.0 wrote it."""
     return {"group_id": group, "topic": "orders", "partition": partition, "offset": offset, "metadata": "",
-            "leader_epoch": None, "commit_ts": write_ts, "expire_ts": None, "write_ts": write_ts,
-            "member_id": member, "coordinator_id": 1, "repeat_count": count, "repeat_interval_ms": interval,
-            "out_seq": seq}
+            "leader_epoch": None, "commit_ts": write_ts, "expire_ts": None, "topic_id": topic_id,
+            "write_ts": write_ts, "member_id": member, "coordinator_id": 1, "repeat_count": count,
+            "repeat_interval_ms": interval, "out_seq": seq}
 
 
 MEMBER = {"member_id": "m1", "group_instance_id": None, "client_id": "c1", "client_host": "/10.0.0.1",
@@ -64,8 +70,9 @@ TABLES = input_frames({
     ]),
     "offsets": frame("offsets", [
         commit(0, 3300, seq=10), commit(1, 3300, seq=11),        # one request: a batch of 2
-        commit(0, 5000, count=4, interval=5000, seq=20),         # a quiet run of 2-partition commits:
-        commit(1, 5000, count=4, interval=5000, seq=21),         # 5000, 10000, 15000, 20000
+        # A quiet run of 2-partition commits, 5000, 10000, 15000, 20000, as Kafka 4.0 wrote them (no topic id).
+        commit(0, 5000, count=4, interval=5000, seq=20, topic_id=None),
+        commit(1, 5000, count=4, interval=5000, seq=21, topic_id=None),
         commit(3, 40_000, group=B, offset=None, member=None, seq=30),  # the sweep: a tombstone, with B's below
     ]),
     "group_metadata": frame("group_metadata", [
@@ -137,17 +144,19 @@ def test_groups_per_state_and_members_at_window_ends(load):
 
 
 def test_bytes_of_each_record_kind(load):
-    pair = RECORD_BATCH_OVERHEAD + 57 + 57  # two commits of docs/records.md's example in one batch
-    assert pair == batch_size([OffsetCommitRecord("orders", p, {"offset": 12345, "metadata": "", "commit_ts": 0,
-                                                                "expire_ts": None, "leader_epoch": None})
-                               for p in (0, 1)], A)
+    pair = RECORD_BATCH_OVERHEAD + 76 + 76  # two commits of docs/records.md's example in one batch
+    pair_4_0 = RECORD_BATCH_OVERHEAD + 57 + 57  # the same as Kafka 4.0 wrote them
+    for topic_id, size in ((TOPIC_ID, pair), (None, pair_4_0)):
+        assert size == batch_size([OffsetCommitRecord("orders", p, {
+            "offset": 12345, "metadata": "", "commit_ts": 0, "expire_ts": None, "leader_epoch": None,
+            "topic_id": topic_id}) for p in (0, 1)], A)
     metadata = batch_size([GroupMetadataRecord(METADATA)], A)
     # Value: version 2, protocol type 10, generation 4, protocol 7, leader 4, state time 8, member count 4, the
     # member 4 + 2 + 4 + 11 + 4 + 4 + 5 + 5: 78 bytes. Record: length (2), attributes, timestamp and offset
     # deltas, key length, key 14, value length (2), value, headers.
     assert metadata == RECORD_BATCH_OVERHEAD + 2 + 1 + 1 + 1 + 1 + 14 + 2 + 78 + 1 == 162
-    assert series(load, 1, "bytes", "OffsetCommit") == {3: pair, 5: pair, 10: pair, 15: pair, 20: pair,
-                                                       40: RECORD_BATCH_OVERHEAD + 33}
+    assert series(load, 1, "bytes", "OffsetCommit") == {3: pair, 5: pair_4_0, 10: pair_4_0, 15: pair_4_0,
+                                                       20: pair_4_0, 40: RECORD_BATCH_OVERHEAD + 33}
     # The sweep's group tombstone shares the offset tombstone's batch: its 21 bytes, no header.
     assert series(load, 1, "bytes", "GroupMetadata") == {3: metadata, 40: 21}
     assert series(load, 1, "records", "OffsetCommit") == {3: 2, 5: 2, 10: 2, 15: 2, 20: 2, 40: 1}

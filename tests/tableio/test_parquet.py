@@ -17,7 +17,7 @@ from state.tables import TABLES, columns
 
 def offset_row(out_seq: int, group_id: str = "g", offset: int | None = 5) -> dict:
     return {"group_id": group_id, "topic": "t", "partition": 0, "offset": offset, "log_end_offset": None,
-            "metadata": "", "leader_epoch": -1, "commit_ts": 10, "expire_ts": None, "write_ts": 10,
+            "metadata": "", "leader_epoch": -1, "commit_ts": 10, "expire_ts": None, "topic_id": None, "write_ts": 10,
             "generation_id": 1, "member_id": "m", "coordinator_partition": 3, "coordinator_id": None,
             "repeat_count": 3, "repeat_interval_ms": 5_000, "records_per_second": 2.5, "rate_origin_ts": 1, "log_end_origin_ts": None,
             "out_seq": out_seq}

@@ -3,6 +3,7 @@ errors as one line with exit code 2."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
 import subprocess
@@ -51,6 +52,8 @@ def test_describe_prints_the_tool_s_table_and_its_notes(tiny_run):
 
 def test_offsets_prints_one_record_per_line(tiny_run):
     result = invoke(commands.offsets, tiny_run, "--group", "exporter")
+    assert [json.loads(line)["key"]["data"]["partition"] for line in result.output.splitlines()] == [0, 1, 0]
+    result = invoke(commands.offsets, tiny_run, "--group", "exporter", "--format", "legacy")
     assert result.output.splitlines() == [
         "[exporter,invoices,0]::[OffsetMetadata[42,batch-17],CommitTime 1772442001000,ExpirationTime 1772442061000]",
         "[exporter,invoices,1]::[OffsetMetadata[7,NO_METADATA],CommitTime 1772442002000,ExpirationTime _]",

@@ -64,10 +64,11 @@ def test_load_time_is_the_partitions_bytes_over_the_load_rate():
     log = PartitionLog("g", 2, {"t": 4}, False, ClientConfig(), started_ms=1_000)
     assert log.bytes_at(0) == (0, 0.0)
     compacted, active = log.bytes_at(11_000)
-    # An OffsetCommit record of group "g", topic "t": key 2+3+3+4 = 12 bytes, value v3 2+8+4+2+8 = 24 bytes,
-    # record 1 (length) + 1 + 1 + 1 + 1 + 12 + 1 + 24 + 1 = 43 bytes. In 10 s, two auto-commit intervals, each
-    # of the two members commits its 2 partitions in one batch: 2 x (2 x 61 + 4 x 43) = 588 bytes.
-    assert active == pytest.approx(588)
+    # An OffsetCommit record of group "g", topic "t" as trunk writes it: key 2+3+3+4 = 12 bytes, value v4
+    # 2+8+4+1+8 and the topic id tagged 1+1+1+16 = 42 bytes, record 1 (length) + 1 + 1 + 1 + 1 + 12 + 1 + 42 + 1
+    # = 61 bytes. In 10 s, two auto-commit intervals, each of the two members commits its 2 partitions in one
+    # batch: 2 x (2 x 61 + 4 x 61) = 732 bytes.
+    assert active == pytest.approx(732)
     played = ClusterTimeline(Cluster.of((Broker(1),), {0: [1]}), ControllerSettings(load_bytes_per_second=1_000))
     played.add_group("g", log)
     assert played.load_ms(0, 11_000) == -(-(compacted + active) * 1000 // 1_000)

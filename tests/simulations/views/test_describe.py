@@ -1,5 +1,5 @@
-"""`describe` and `offsets_log` on the tiny trace, against text written out by hand from what
-kafka-consumer-groups.sh and OffsetsMessageFormatter print (trailing spaces included)."""
+"""`describe` on the tiny trace, against text written out by hand from what kafka-consumer-groups.sh prints
+(trailing spaces included)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from simulations.views import UnknownGroup, describe, load_run, offsets_log
+from simulations.views import UnknownGroup, describe, load_run
 from tableio.coordinator_settings import load_config
 from simulations.views.describe import tool_order
 from state.runtime import GroupRuntime
@@ -120,19 +120,6 @@ def test_a_group_whose_coordinator_is_not_available_is_not_described(failed_brok
 def test_a_group_missing_from_the_run_is_an_error(tiny_run):
     with pytest.raises(UnknownGroup, match="group 'ordres' is not in this run \\(groups: exporter, orders\\)"):
         describe(tiny_run, "ordres")
-
-
-def test_offsets_log_prints_records_and_tombstones_in_write_order(tiny_run):
-    assert list(offsets_log(tiny_run)) == [
-        "[exporter,invoices,0]::[OffsetMetadata[42,batch-17],CommitTime 1772442001000,ExpirationTime 1772442061000]",
-        "[exporter,invoices,1]::[OffsetMetadata[7,NO_METADATA],CommitTime 1772442002000,ExpirationTime _]",
-        "[orders,orders,0]::[OffsetMetadata[100,NO_METADATA],CommitTime 1772442007000,ExpirationTime _]",
-        "[orders,orders,1]::[OffsetMetadata[200,batch-7],CommitTime 1772442007000,ExpirationTime _]",
-        "[orders,orders,2]::[OffsetMetadata[300,NO_METADATA],CommitTime 1772442007100,ExpirationTime _]",
-        "[orders,orders,3]::[OffsetMetadata[400,NO_METADATA],CommitTime 1772442009000,ExpirationTime _]",
-        "[exporter,invoices,0]::NULL",
-    ]
-    assert len(list(offsets_log(tiny_run, "exporter"))) == 3
 
 
 @pytest.mark.parametrize("partitions, printed", [
