@@ -101,7 +101,7 @@ def test_a_group_upgraded_then_downgraded_validates_clean(tmp_path):
     ctx.send("CLIENT_STOP", client_id="c3")
     ctx.sleep(60_000)
     ctx.finish()
-    write_tables(tmp_path, ctx.tables)
+    write_tables(tmp_path, {**ctx.tables, "coordinator_load": coordinator_load_rows(ctx.tables, ctx.time)})
     result = validate(tmp_path)
     assert result.success, result.summary()
     classic, consumer_rows = split_protocols(read_range(tmp_path, WHOLE)[0])
