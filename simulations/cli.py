@@ -45,6 +45,7 @@ from tableio.captured_answers import attach_captured, captured_answers
 from tableio.coordinator_settings import load_config, non_default_settings, parse_overrides, read_conf_file
 from tableio.inputs import JSONL_SUFFIXES, InputError, coordinator_reject, read_events
 from tableio.parquet import OutputError, make_folder, output_errors, read_columns, written_rows
+from tableio.run_record import input_names
 from tableio.run_result import RunResult
 
 USER_ERRORS = (InputError, OutputError, ConfigError, EventError, ScenarioError, *CAPTURE_ERRORS)
@@ -133,7 +134,8 @@ def replay(events: tuple[str, ...], out_dir: str, engine: str, conf_file: str | 
         else:
             rows = read_events(events)
             replayed = rows.events if captured is None else attach_captured(rows.events, captured_answers(captured))
-            result = run_local_to(out_dir, replayed, config, until, rows.rejects)
+            result = run_local_to(out_dir, replayed, config, until, rows.rejects, inputs=input_names(events),
+                                  captured=None if captured_file is None else str(Path(captured_file).absolute()))
             tables = result.tables
         if captured is not None:
             report = captured_report(tables, captured)
@@ -534,7 +536,7 @@ def _run_local(console: Console, events_file: Path, config: CoordinatorConfig, u
         # Tables are written as the groups finish.
         result = run_local_to(out_dir, rows.events, config, until, rows.rejects,
                               progress=lambda done, total: bar.update(task, completed=done, total=total),
-                              variants=variants)
+                              variants=variants, inputs=input_names([events_file]))
         bar.update(task, description="done")
     return result
 
