@@ -7,6 +7,7 @@ import shutil
 
 import pandas as pd
 import pyarrow.parquet as pq
+import pytest
 
 from simulations import scenarios
 from simulations.engines import run_local_to
@@ -14,6 +15,7 @@ from simulations.reports import build_report, figures
 from tableio.parquet import PART_FILE
 from simulations.reports.figures import Bins
 from simulations.reports.page import summary
+from simulations.reports.panel import span
 from simulations.reports.panels import NEEDS_CLIENTS, build_panels
 from tableio.coordinator_settings import load_config
 from simulations.views import load_run
@@ -37,6 +39,7 @@ PANELS = {
     "load": "Load per __consumer_offsets partition",
     "broker-requests": "Requests per broker",
     "broker-heatmap": "Broker load heatmap",
+    "lookup-heatmap": "FindCoordinator lookups per broker",
     "moves": "Coordinator moves",
 }
 
@@ -200,8 +203,29 @@ def test_the_capacity_page_shows_each_broker_and_what_a_broker_failure_cost_the_
     away = moves[moves["from_broker"] == 3]
     back = moves[moves["to_broker"] == 3]
     assert len(away) and set(away["group_id"]) == set(back["group_id"])
-    # Away: no coordinator until the controller fences broker 3 (9 s) and the next replica loads the group.
-    assert away["gap_ms"].between(9_000, 10_000).all() and back["gap_ms"].lt(1_000).all()
+    # Away: no coordinator until the controller fences broker 3 (9 s) and the next replica loads the group;
+    # its clients are answered once they find it.
+    assert away["without_coordinator_ms"].between(9_000, 10_000).all()
+    assert back["without_coordinator_ms"].lt(1_000).all()
+    assert (away["answer_gap_ms"] >= away["without_coordinator_ms"]).all() and back["answer_gap_ms"].lt(1_000).all()
     panels = {p.id: p for p in build_panels(run)}
     assert "<svg" in panels["broker-requests"].body and "<svg" in panels["broker-heatmap"].body
+    assert "<svg" in panels["lookup-heatmap"].body
     assert "<td>3</td>" in panels["moves"].body
+
+
+def test_each_broker_heatmap_has_its_own_scale(tmp_path):
+    """A broker failure's lookup burst would set one scale for everything, leaving the steady load in the
+    palest level; the coordinator's requests and FindCoordinator's have a heatmap each."""
+    run = _scenario_run("broker-failure", tmp_path, groups=12)
+    bins = Bins.over(run.start_ts, run.end_ts)
+    coordinator = figures.broker_requests(run, bins, lookups=False)
+    lookups = figures.broker_requests(run, bins, lookups=True)
+    every = figures.broker_requests(run, bins)
+    assert "any broker (FindCoordinator)" not in coordinator and "any broker (FindCoordinator)" in lookups
+    top = max(max(values) for values in coordinator.values())
+    assert max(max(values) for values in lookups.values()) > 3 * top  # the burst, on its own scale
+    panels = {p.id: p for p in build_panels(run)}
+    assert f"busiest broker-{span(bins.width_ms)} ({top:.0f}/s)" in panels["broker-heatmap"].guide
+    assert sum(map(sum, every.values())) == pytest.approx(sum(map(sum, coordinator.values()))
+                                                          + sum(map(sum, lookups.values())))
