@@ -33,8 +33,8 @@ from simulations.scenarios.summary import render, render_comparison, summarize
 from simulations.views import RunError
 from simulations.views.run_tables import sweep_variants
 from simulations.views.comparison import write_comparison
-from simulations.views.capacity import (ACTIONS_FILE, CapacityError, capacity, parse_window, render_csv, render_json,
-                                        render_text)
+from simulations.views.capacity import (ACTIONS_FILE, BROKERS_FILE, CapacityError, capacity, parse_window, render_csv,
+                                        render_json, render_text)
 from simulations.views.quiet_runs import count_requests
 from simulations.views.variants import EVENTS_FILE, SCENARIO_DIR
 from state.config import ConfigError, CoordinatorConfig
@@ -45,6 +45,7 @@ from tableio.captured_answers import attach_captured, captured_answers
 from tableio.coordinator_settings import load_config, non_default_settings, parse_overrides, read_conf_file
 from tableio.inputs import JSONL_SUFFIXES, InputError, coordinator_reject, event_files, read_events
 from tableio.parquet import OutputError, make_folder, output_errors, read_columns, written_rows
+from tableio.run_record import input_names
 from tableio.run_result import RunResult
 
 USER_ERRORS = (InputError, OutputError, ConfigError, EventError, ScenarioError, *CAPTURE_ERRORS)
@@ -134,7 +135,8 @@ def replay(events: tuple[str, ...], out_dir: str, engine: str, conf_file: str | 
         else:
             rows = read_events(events)
             replayed = rows.events if captured is None else attach_captured(rows.events, captured_answers(captured))
-            result = run_local_to(out_dir, replayed, config, until, rows.rejects)
+            result = run_local_to(out_dir, replayed, config, until, rows.rejects, inputs=input_names(events),
+                                  captured=None if captured_file is None else str(Path(captured_file).absolute()))
             tables = result.tables
         if captured is not None:
             report = captured_report(tables, captured)
@@ -335,8 +337,8 @@ def run(scenario: str, out_dir: str, engine: str, conf_file: str | None, overrid
         spark = _engine_settings(engine, spark_sets, profile, master, slice_text, speed_text)
         _start_spark(spark)  # while the scenario's events are generated
         generated = scenarios.generate(loaded)
-        events_file = _write_run_inputs(path, scenarios.to_jsonl(generated.rows), generated.actions, Path(out_dir),
-                                        check_checkpoint=engine == "spark")
+        events_file = _write_run_inputs(path, scenarios.to_jsonl(generated.rows), generated.actions,
+                                        _broker_ids(loaded), Path(out_dir), check_checkpoint=engine == "spark")
         result = _simulate(console, engine, events_file, config, generated.until_ms, out_dir, spark)
     except USER_ERRORS as error:
         raise UserError(str(error)) from None
@@ -400,7 +402,8 @@ def sweep(scenario: str, vary: tuple[str, ...], out_dir: str, engine: str, conf_
         rows = [dict(row, variant=name) for name, variant_generated in generated.items()
                 for row in variant_generated.rows]
         actions = {name: variant_generated.actions for name, variant_generated in generated.items()}
-        events_file = _write_run_inputs(path, scenarios.to_jsonl(rows), actions, Path(out_dir),
+        brokers = {variant.name: _broker_ids(variant.scenario) for variant in loaded.variants}
+        events_file = _write_run_inputs(path, scenarios.to_jsonl(rows), actions, brokers, Path(out_dir),
                                         check_checkpoint=engine == "spark")
         result = _simulate(console, engine, events_file, config, loaded.base.until_ms, out_dir, spark, configs)
         comparison = write_comparison(out_dir, loaded)
@@ -488,10 +491,11 @@ def _finish_run(console: Console, out_dir: str, events_file: Path, until: int, w
             raise SystemExit(1)
 
 
-def _write_run_inputs(scenario_file: Path, text: str, actions: list | dict, out: Path, check_checkpoint: bool
-                      ) -> Path:
-    """DIR/scenario/: the scenario as given, its events (`text`), which is what the engine reads, and when its
-    actions ran (`actions.json`, for `coordsim capacity`; a sweep's: per variant)."""
+def _write_run_inputs(scenario_file: Path, text: str, actions: list | dict, brokers: list | dict | None, out: Path,
+                      check_checkpoint: bool) -> Path:
+    """DIR/scenario/: the scenario as given, its events (`text`), which is what the engine reads, when its
+    actions ran (`actions.json`) and the ids of its cluster's brokers (`brokers.json`, null without a
+    cluster), for `coordsim capacity` (a sweep's: per variant)."""
     folder = out / RUN_SCENARIO_DIR
     events_file = folder / EVENTS_FILE
     if check_checkpoint and (out / SPARK_CHECKPOINTS).exists() and events_file.is_file() \
@@ -502,7 +506,12 @@ def _write_run_inputs(scenario_file: Path, text: str, actions: list | dict, out:
     _write_text(folder / "scenario.yaml", scenario_file.read_text(encoding="utf-8"), "the run's scenario")
     _write_text(events_file, text, "the run's events")
     _write_text(folder / ACTIONS_FILE, json.dumps(actions, indent=1) + "\n", "the run's action times")
+    _write_text(folder / BROKERS_FILE, json.dumps(brokers) + "\n", "the run's brokers")
     return events_file
+
+
+def _broker_ids(scenario: scenarios.Scenario) -> list[int] | None:
+    return None if scenario.cluster is None else [broker.id for broker in scenario.cluster.brokers]
 
 
 def _engine_settings(engine: str, spark_sets: tuple[str, ...], profile: str, master: str | None,
@@ -535,7 +544,7 @@ def _run_local(console: Console, events_file: Path, config: CoordinatorConfig, u
         # Tables are written as the groups finish.
         result = run_local_to(out_dir, rows.events, config, until, rows.rejects,
                               progress=lambda done, total: bar.update(task, completed=done, total=total),
-                              variants=variants)
+                              variants=variants, inputs=input_names([events_file]))
         bar.update(task, description="done")
     return result
 

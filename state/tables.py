@@ -254,6 +254,15 @@ COMPARISON: list[tuple[str, str]] = [
     ("peak_broker_requests", "int64"),
     ("peak_window_start_ts", "int64"),
     ("window_ms", "int64"),
+    ("actions_peak_broker_id", "int32"),
+    ("actions_peak_broker_requests", "int64"),
+    ("actions_peak_window_start_ts", "int64"),
+    ("find_coordinator_requests", "int64"),
+    ("find_coordinator_peak_requests", "int64"),
+    ("coordinator_moves", "int64"),
+    ("groups_without_coordinator", "int64"),
+    ("without_coordinator_ms", "int64"),
+    ("without_coordinator_ms_max", "int64"),
 ]
 
 # Tables the coordinator produces (rejects come from input validation, before any group sees the row;

@@ -431,9 +431,8 @@ class _Run:
         )
 
     def write_run_file(self, result: SparkRunResult, settings: Mapping[str, Any]) -> None:
-        write_run_record(self.out, "spark", result, self.config.to_kafka(),
-                         inputs=[name for _, name in self.inputs], captured=self.captured, until=self.until,
-                         final_ts=result.final_ts, batches=result.batches, late_rows=result.late_rows,
+        write_run_record(self.out, "spark", result, self.config.to_kafka(), [name for _, name in self.inputs],
+                         self.captured, self.until, batches=result.batches, late_rows=result.late_rows,
                          late_rows_unknown_batches=result.late_rows_unknown_batches, wall_s=result.wall_s,
                          phases_s=result.phases_s, settings=dict(settings), **variant_settings(self.variants))
 

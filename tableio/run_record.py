@@ -6,8 +6,12 @@ The record is written last: a run folder without it is not finished (the views r
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
+
+from state.tables import TABLES
+from tableio.inputs import event_files
 
 RUN_FILE = "_run.json"
 
@@ -23,20 +27,33 @@ def final_time(until: int | None, last_event_ts: int | None, pending_deadlines: 
     return max([last_event_ts, *(d for d in pending_deadlines if d is not None)])
 
 
-def write_run_record(out: Path, engine: str, result: Any, coordinator: Mapping[str, Any],
-                     **engine_fields: Any) -> None:
-    """Write `out/_run.json`: the engine, its own fields, then what every engine records of a run (its
-    event, group and row counts and the coordinator settings). `result` is the engine's run result."""
+def write_run_record(out: Path, engine: str, result: Any, coordinator: Mapping[str, Any], inputs: Sequence[str],
+                     captured: str | None, until: int | None, **engine_fields: Any) -> None:
+    """Write `out/_run.json`: the engine, what every engine records of what it ran (the event files as given,
+    the captured-responses file's absolute path, `until`, the final time), the engine's own fields, then
+    what every engine records of the run (its event, group and row counts, tables in contract order, and the
+    coordinator settings). `result` is the engine's run result. The same run on either engine records the
+    same facts but the engine's own (tests/streaming/test_run_record.py)."""
     record = {
         "engine": engine,
+        "inputs": list(inputs),
+        "captured": captured,
+        "until": until,
+        "final_ts": result.final_ts,
         **engine_fields,
         "events": result.events_applied,
         "events_after_until": result.events_after_until,
         "groups": result.groups,
-        "rows": {name: result.tables.row_count(name) for name in result.tables},
+        "rows": {name: result.tables.row_count(name) for name in TABLES if name in result.tables},
         "coordinator": dict(coordinator),
     }
     (out / RUN_FILE).write_text(json.dumps(record, indent=1, default=str) + "\n", encoding="utf-8")
+
+
+def input_names(paths: Iterable[str | os.PathLike]) -> list[str]:
+    """The event files a run reads from its arguments, as the record names them: each as given (a folder's
+    files under the folder's name), as the tables' `source` columns name them."""
+    return [str(path) for path in event_files(paths)]
 
 
 def read_run_record(root: Path) -> dict | None:

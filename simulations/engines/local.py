@@ -15,7 +15,7 @@ tables are written the `coordinator_load` table from them (`tableio.coordinator_
 
 `run_local` returns every row in memory; `run_local_to` writes the tables as the groups finish
 (`StreamedTables`), so a run holds one group's rows at a time instead of all of them, then the run record
-`_run.json` (what ran: engine, core, counts, coordinator settings).
+`_run.json` (what ran: engine, inputs, `until` and final time, counts, coordinator settings).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 from collections import defaultdict
 from pathlib import Path
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable, Mapping, Sequence
 
 from tableio.heap import long_lived_heap
 from tableio.parquet import PartFileWriter, WrittenTables, output_errors, to_arrow
@@ -101,18 +101,21 @@ def run_local(events: Iterable[Event], config: CoordinatorConfig, until: int | N
 def run_local_to(out_dir: str | os.PathLike, events: Iterable[Event], config: CoordinatorConfig,
                  until: int | None = None, rejects: Iterable[Mapping] = (),
                  progress: Callable[[int, int], None] | None = None,
-                 variants: Mapping[str, CoordinatorConfig] | None = None) -> RunResult:
+                 variants: Mapping[str, CoordinatorConfig] | None = None, inputs: Sequence[str] = (),
+                 captured: str | None = None) -> RunResult:
     """`run_local`, its tables written under `out_dir` as the groups finish (`rejects`: the input's, added to
     the engine's own); the result's tables read them back on access. The same files as `write_tables` of
-    run_local's tables."""
+    run_local's tables. `inputs` and `captured` name, for the run record, the event files the events came
+    from (as given) and the captured-responses file attached to them (its absolute path), as the Spark
+    engine records them."""
     out = Path(out_dir)
     with output_errors(out):
         out.mkdir(parents=True, exist_ok=True)
         stream = StreamedTables(out, rejects, None if variants is None else sorted(variants))
         result = run_local(events, config, until, progress, on_group=stream, variants=variants)
         result.tables = stream.close()
-        # No final time or `until` in a local run's record: the views and validation derive them from its tables.
-        write_run_record(out, "local", result, config.to_kafka(), **variant_settings(variants))
+        write_run_record(out, "local", result, config.to_kafka(), inputs, captured, until,
+                         **variant_settings(variants))
     return result
 
 

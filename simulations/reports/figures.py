@@ -34,12 +34,13 @@ import numpy as np
 import pandas as pd
 
 from tableio.lag_status import PARTITION_STATUSES, LagHistory
+from simulations.views import coordinators
 from simulations.views.quiet_runs import count_requests, counts_per_window, repeat_times
 from simulations.views.rebalances import rebalance_starts
 from simulations.views.history import shown_state
 from simulations.views.ownership import holdings, owner_names
 from simulations.views.run_tables import RunTables
-from tableio.coordinator_load import NO_BROKER
+from tableio.coordinator_load import FIND_COORDINATOR, NO_BROKER
 
 MAX_BINS = 60
 # Bin widths a reader can count in (ms): 1, 2, 5 times powers of ten up to seconds, then clock steps.
@@ -267,17 +268,20 @@ def partition_load(run: RunTables) -> pd.DataFrame:
     return load.sort_index()
 
 
-def broker_requests(run: RunTables, bins: Bins) -> dict[str, list[float]]:
+def broker_requests(run: RunTables, bins: Bins, lookups: bool | None = None) -> dict[str, list[float]]:
     """Requests per second each broker received, per bin, from the `coordinator_load` table (the figures
-    `coordsim capacity` reads): label -> one value per bin. Empty until the table is written (run end)."""
+    `coordsim capacity` reads): label -> one value per bin. Empty until the table is written (run end).
+    `lookups`: True for FindCoordinator requests only, False for every API but FindCoordinator."""
     load = run["coordinator_load"]
     load = load[load["measure"] == "requests"]
+    only_null = bool(load["broker_id"].isna().all())
+    if lookups is not None:
+        load = load[(load["name"] == FIND_COORDINATOR) == lookups]
     if load.empty:
         return {}
     load = load.assign(bin=bins.index(load["window_start_ts"]),
                        broker=load["broker_id"].astype("float64").fillna(NO_BROKER))
     per_bin = load.groupby(["broker", "bin"])["value"].sum()
-    only_null = bool((per_bin.index.get_level_values(0) == NO_BROKER).all())
     out: dict[str, list[float]] = {}
     for broker, values in per_bin.groupby(level=0):
         if broker == NO_BROKER:
@@ -292,30 +296,21 @@ def broker_requests(run: RunTables, bins: Bins) -> dict[str, list[float]]:
 
 
 def coordinator_moves(run: RunTables) -> pd.DataFrame:
-    """One row per time a group's coordinator lost it (`group_states` cause coordinator_unload): the broker
-    it left (`from_broker`), the one that loaded it next (`to_broker`, NaN: none by the end), and `gap_ms`,
-    from the unload to the group's first successful answer to anything but FindCoordinator (`unanswered`
-    when there was none by the end)."""
-    states = run["group_states"]
-    columns = ["group_id", "ts", "from_broker", "to_broker", "gap_ms", "unanswered"]
-    unloads = states[states["cause"] == "coordinator_unload"]
-    if unloads.empty:
-        return pd.DataFrame(columns=columns)
-    loads = dict(iter(states[states["cause"] == "coordinator_load"].groupby("group_id", sort=False)))
+    """The run's coordinator moves (`simulations.views.coordinators.coordinator_moves`: from, to, and the
+    time without a coordinator), each with `answer_gap_ms`, from the unload to the group's first successful
+    answer to anything but FindCoordinator, what its clients waited (null and `unanswered` when there was
+    none by the end)."""
+    moves = coordinators.coordinator_moves(run["group_states"], run.end_ts)
     responses = run["responses"]
-    answered = responses[(responses["error"] == "NONE") & (responses["api"] != "FindCoordinator")]
+    answered = responses[(responses["error"] == "NONE") & (responses["api"] != FIND_COORDINATOR)]
     answered = dict(iter(answered.sort_values(["group_id", "request_ts"]).groupby("group_id", sort=False)))
     no_rows = responses.iloc[0:0]
-    rows = []
-    for row in unloads.itertuples(index=False):
-        later = loads.get(row.group_id, states.iloc[0:0])
-        later = later[later["ts"] >= row.ts]
-        own = answered.get(row.group_id, no_rows)
-        i = int(np.searchsorted(own["request_ts"].to_numpy("int64"), row.ts, side="left"))
-        gap = int(own["response_ts"].iloc[i]) - row.ts if i < len(own) else None
-        rows.append((row.group_id, row.ts, row.coordinator_id,
-                     later["coordinator_id"].iloc[0] if len(later) else None, gap, gap is None))
-    return pd.DataFrame(rows, columns=columns)
+    gaps = []
+    for group_id, ts in zip(moves["group_id"], moves["ts"]):
+        own = answered.get(group_id, no_rows)
+        i = int(np.searchsorted(own["request_ts"].to_numpy("int64"), ts, side="left"))
+        gaps.append(int(own["response_ts"].iloc[i]) - ts if i < len(own) else None)
+    return moves.assign(answer_gap_ms=pd.array(gaps, dtype="Int64"), unanswered=[gap is None for gap in gaps])
 
 
 def _peak_per_second(responses: pd.DataFrame) -> int:

@@ -45,7 +45,7 @@ COLUMNS = {
     "members": ("group_id", "ts"),  # only for the run's groups and time span (RunTables)
     "metrics": tuple(dict.fromkeys((*METRICS_COLUMNS, *figures.UNCONSUMED))),
     "rejects": ("line",),
-    "coordinator_load": ("broker_id", "window_start_ts", "measure", "value"),
+    "coordinator_load": ("broker_id", "window_start_ts", "measure", "name", "value"),
 }
 
 

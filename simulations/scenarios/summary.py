@@ -160,23 +160,35 @@ def render_comparison(console: Console, rows: list[dict]) -> None:
                       _count(row["unconsumed_partition_ms"], scale=1000), _count(row["duplicate_records"]),
                       _count(row["failed_commits"]), _peak(row))
     console.print(table)
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    for header in ("", "moves", "groups", "no coord. max s", "group-s", "lookups", "per s", "actions peak"):
+        table.add_column(header, justify="right", no_wrap=True)
+    for number, row in enumerate(rows, start=1):
+        table.add_row(str(number), f"{row['coordinator_moves']:,}", f"{row['groups_without_coordinator']:,}",
+                      _seconds(row["without_coordinator_ms_max"]), _count(row["without_coordinator_ms"], scale=1000),
+                      f"{row['find_coordinator_requests']:,}", f"{row['find_coordinator_peak_requests']:,}",
+                      _peak(row, "actions_peak_"))
+    console.print(table)
     console.print("later: rebalances after their group's formation (p99 and max are of their durations, to the "
                   "group Stable again); "
                   "unconsumed: partition-seconds; dupl.: duplicate records; failed: failed commits; peak: the "
-                  "busiest broker and its requests in its busiest second", highlight=False)
+                  "busiest broker and its requests in its busiest second (every API, FindCoordinator included), "
+                  "actions peak: the same during the actions; moves: coordinator moves, of that many groups, "
+                  "without a coordinator for at most that long and that many group-seconds in all; lookups: "
+                  "FindCoordinator requests to every broker, in all and in the busiest second", highlight=False)
 
 
 def _seconds(ms: int | None) -> str:
     return "-" if ms is None else f"{ms / 1000:.2f}"
 
 
-def _peak(row: dict) -> str:
+def _peak(row: dict, prefix: str = "peak_") -> str:
     """The busiest broker and its requests in its busiest window (a second, unless the run is weeks long)."""
-    if row["peak_broker_requests"] is None:
+    if row[f"{prefix}broker_requests"] is None:
         return "-"
-    broker = "one" if row["peak_broker_id"] is None else str(row["peak_broker_id"])
+    broker = "one" if row[f"{prefix}broker_id"] is None else str(row[f"{prefix}broker_id"])
     per = "" if row["window_ms"] == 1000 else f" per {row['window_ms'] / 1000:g} s"
-    return f"{broker}: {row['peak_broker_requests']:,}{per}"
+    return f"{broker}: {row[f'{prefix}broker_requests']:,}{per}"
 
 
 def _spread(counts: Counter) -> str:

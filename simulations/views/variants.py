@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from simulations.views.capacity import ACTIONS_FILE
+from simulations.views.capacity import ACTIONS_FILE, BROKERS_FILE
 from state.tables import TABLES
 from state.variants import VARIANT
 from tableio.parquet import PART_FILE, PartFileWriter, output_errors, variant_rows
@@ -49,7 +49,7 @@ def write_variant_run(sweep_dir: str | Path, variant: str, into: str | Path) -> 
 
 
 def _write_inputs(source: Path, into: Path, variant: str) -> None:
-    """The variant's events and action times, when the sweep's folder has them."""
+    """The variant's events, action times and brokers, when the sweep's folder has them."""
     events = source / EVENTS_FILE
     if not events.is_file():
         return
@@ -59,10 +59,10 @@ def _write_inputs(source: Path, into: Path, variant: str) -> None:
             row = json.loads(line)
             if row.pop(VARIANT, None) == variant:
                 out.write(json.dumps(row, separators=(",", ":")) + "\n")
-    actions = source / ACTIONS_FILE
-    if actions.is_file():
-        by_variant = json.loads(actions.read_text(encoding="utf-8"))
-        (into / ACTIONS_FILE).write_text(json.dumps(by_variant.get(variant, []), indent=1) + "\n", encoding="utf-8")
+    for name, none in ((ACTIONS_FILE, []), (BROKERS_FILE, None)):
+        if (source / name).is_file():
+            by_variant = json.loads((source / name).read_text(encoding="utf-8"))
+            (into / name).write_text(json.dumps(by_variant.get(variant, none), indent=1) + "\n", encoding="utf-8")
 
 
 __all__ = ["write_variant_run"]

@@ -122,13 +122,15 @@ def test_a_run_writing_its_tables_as_groups_finish_writes_the_same_files(sample,
 
 
 def test_a_run_writing_its_tables_records_what_ran(sample, tmp_path):
-    result = run_local_to(tmp_path / "out", sample.events, CoordinatorConfig(), CAPTURE_END, sample.rejects)
+    result = run_local_to(tmp_path / "out", sample.events, CoordinatorConfig(), CAPTURE_END, sample.rejects,
+                          inputs=["sample-trace.jsonl"])
     record = json.loads((tmp_path / "out" / "_run.json").read_text())
-    assert record["engine"] == "local"
+    assert record["engine"] == "local" and record["inputs"] == ["sample-trace.jsonl"]
     assert (record["groups"], record["events"], record["events_after_until"]) == \
            (result.groups, result.events_applied, result.events_after_until)
     assert record["rows"] == {name: result.tables.row_count(name) for name in result.tables}
-    assert "final_ts" not in record and "until" not in record  # the views derive a local run's from its tables
+    # Where the run ended, as a Spark run records it: the views end the run there, not at its last row.
+    assert (record["until"], record["final_ts"]) == (CAPTURE_END, result.final_ts) == (CAPTURE_END, CAPTURE_END)
 
 
 def test_a_run_into_a_file_path_is_a_clear_error(sample, tmp_path):

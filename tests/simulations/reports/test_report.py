@@ -7,11 +7,13 @@ import shutil
 
 import pandas as pd
 import pyarrow.parquet as pq
+import pytest
 
 from simulations.reports import build_report, figures, svg
 from tableio.parquet import PART_FILE
 from simulations.reports.figures import Bins
 from simulations.reports.page import summary
+from simulations.reports.panel import span
 from simulations.reports.panels import NEEDS_CLIENTS, build_panels
 from simulations.views import load_run
 from simulations.views.history import UNAVAILABLE
@@ -33,6 +35,7 @@ PANELS = {
     "load": "Load per __consumer_offsets partition",
     "broker-requests": "Requests per broker",
     "broker-heatmap": "Broker load heatmap",
+    "lookup-heatmap": "FindCoordinator lookups per broker",
     "moves": "Coordinator moves",
 }
 
@@ -192,10 +195,14 @@ def test_the_capacity_page_shows_each_broker_and_what_a_broker_failure_cost_the_
     away = moves[moves["from_broker"] == 3]
     back = moves[moves["to_broker"] == 3]
     assert len(away) and set(away["group_id"]) == set(back["group_id"])
-    # Away: no coordinator until the controller fences broker 3 (9 s) and the next replica loads the group.
-    assert away["gap_ms"].between(9_000, 10_000).all() and back["gap_ms"].lt(1_000).all()
+    # Away: no coordinator until the controller fences broker 3 (9 s) and the next replica loads the group;
+    # its clients are answered once they find it.
+    assert away["without_coordinator_ms"].between(9_000, 10_000).all()
+    assert back["without_coordinator_ms"].lt(1_000).all()
+    assert (away["answer_gap_ms"] >= away["without_coordinator_ms"]).all() and back["answer_gap_ms"].lt(1_000).all()
     panels = {p.id: p for p in build_panels(run)}
     assert "<svg" in panels["broker-requests"].body and "<svg" in panels["broker-heatmap"].body
+    assert "<svg" in panels["lookup-heatmap"].body
     assert "<td>3</td>" in panels["moves"].body
 
 
@@ -239,3 +246,20 @@ def test_bars_label_only_as_many_categories_as_fit():
     labels = [f"payments-{i:02d}" for i in range(20)]
     chart = svg.bars(labels, list(range(1, 21)), svg.PALETTE[0], "partition-s")
     assert chart.count('class="tick">payments-') == 10  # every other one: 11 characters need 76 px, a bar has 39
+
+
+def test_each_broker_heatmap_has_its_own_scale(tmp_path):
+    """A broker failure's lookup burst would set one scale for everything, leaving the steady load in the
+    palest level; the coordinator's requests and FindCoordinator's have a heatmap each."""
+    run = _scenario_run("broker-failure", tmp_path, groups=12)
+    bins = Bins.over(run.start_ts, run.end_ts)
+    coordinator = figures.broker_requests(run, bins, lookups=False)
+    lookups = figures.broker_requests(run, bins, lookups=True)
+    every = figures.broker_requests(run, bins)
+    assert "any broker (FindCoordinator)" not in coordinator and "any broker (FindCoordinator)" in lookups
+    top = max(max(values) for values in coordinator.values())
+    assert max(max(values) for values in lookups.values()) > 3 * top  # the burst, on its own scale
+    panels = {p.id: p for p in build_panels(run)}
+    assert f"busiest broker-{span(bins.width_ms)} ({top:.0f}/s)" in panels["broker-heatmap"].guide
+    assert sum(map(sum, every.values())) == pytest.approx(sum(map(sum, coordinator.values()))
+                                                          + sum(map(sum, lookups.values())))

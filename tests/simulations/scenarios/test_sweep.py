@@ -4,6 +4,7 @@ variant's rows of every table are the rows of that variant run alone)."""
 from __future__ import annotations
 
 import csv
+import json
 
 import pyarrow.parquet as pq
 import pytest
@@ -199,6 +200,9 @@ def test_the_comparison_has_a_row_per_variant_with_the_runs_own_figures(tmp_path
         assert row["peak_broker_requests"] == per_window.max()
         assert (row["peak_broker_id"], row["peak_window_start_ts"]) == min(
             key for key, value in per_window.items() if value == per_window.max())
+        lookups = load[(load["variant"] == row["variant"]) & (load["measure"] == "requests")
+                       & (load["name"] == "FindCoordinator")]
+        assert row["find_coordinator_requests"] == lookups["value"].sum()
     assert "comparison" in result.output and "  4  brokers=2,members=4" in result.output
 
 
@@ -207,8 +211,11 @@ def test_the_views_read_a_sweep_per_variant(tmp_path):
     result = cli("sweep", write(tmp_path), "--vary", "group_sets.svc.members=2,3", "--engine", "local",
                  "--no-validate", "--out", out)
     assert result.exit_code == 0, result.output
+    # The cluster's brokers, per variant, for `coordsim capacity`'s skew.
+    assert json.loads((out / "scenario" / "brokers.json").read_text()) == {"members=2": [1, 2, 3],
+                                                                           "members=3": [1, 2, 3]}
     page = (out / "report.html").read_text()
-    assert "Variants side by side" in page and "Busiest broker&#x27;s busiest window" in page
+    assert "Variants side by side" in page and "Busiest broker&#x27;s busiest second (every API" in page
     assert page.count("<tr title=") == 2
     capacity = cli("capacity", out)
     assert capacity.exit_code == 0, capacity.output

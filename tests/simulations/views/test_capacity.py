@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from simulations.cli import main
-from simulations.views.capacity import ACTIONS_FILE, capacity
+from simulations.views.capacity import ACTIONS_FILE, BROKERS_FILE, capacity, render_text
 from tableio.parquet import PartFileWriter, to_arrow, write_tables
 
 
@@ -110,3 +110,53 @@ def test_windows_before_every_group_first_became_stable_are_forming_not_steady(r
     # Windows 0, 1 and 2 start before group b's first Stable at 2.5 s: forming, neither steady nor actions.
     assert result.seconds == {"steady": 6.0, "actions": 1.0} and (result.forming_s, result.formed_ts) == (3.0, 2_500)
     assert figures(result, 1)[("steady", "bytes", "OffsetCommit")] == (0.0, 0.0, 0.0)
+
+
+def _cluster_run(out, load_rows, states, brokers):
+    """A run folder of a cluster run: its coordinator_load and group_states rows and its recorded brokers."""
+    write_tables(out, {"group_states": states})
+    (out / "_run.json").write_text(json.dumps({"engine": "local", "final_ts": 9_999}))
+    with PartFileWriter(out, "coordinator_load") as writer:
+        writer.write(to_arrow("coordinator_load", load_rows))
+    (out / "scenario").mkdir()
+    (out / "scenario" / BROKERS_FILE).write_text(json.dumps(brokers))
+    return str(out)
+
+
+def state(group, ts, from_state, to_state, cause, broker):
+    return {"group_id": group, "ts": ts, "group_type": "classic", "from_state": from_state, "to_state": to_state,
+            "generation_id": 1, "leader_id": None, "member_count": 0, "cause": cause, "coordinator_partition": 0,
+            "coordinator_id": broker, "out_seq": ts}
+
+
+def test_a_brokers_steady_state_leaves_out_the_time_it_coordinates_no_group(tmp_path):
+    """Broker 2 coordinates group b until it crashes at 3 s; b is loaded at broker 1 at 3.5 s and broker 2
+    leads nothing after: its steady mean is over the 3 s it led, not the 10 s of the run."""
+    states = [state("a", 0, None, "Empty", "group_created", 1), state("b", 0, None, "Empty", "group_created", 2),
+              state("b", 3_000, "Empty", "Dead", "coordinator_unload", 2),
+              state("b", 3_500, None, "Empty", "coordinator_load", 1)]
+    rows = [row(1, w, "requests", "Heartbeat", 10) for w in range(10)]
+    rows += [row(2, w, "requests", "Heartbeat", 6) for w in range(3)]
+    result = capacity(_cluster_run(tmp_path / "run", rows, states, [1, 2]))
+    assert figures(result, 2)[("steady", "requests", "Heartbeat")] == (6.0, 6.0, 6.0)
+    assert result.seconds["steady"] == 10.0 and result.steady_by_broker == {1: 10.0, 2: 3.0}
+    assert result.moves == {"coordinator_moves": 1, "groups_without_coordinator": 1,
+                            "without_coordinator_ms": 500, "without_coordinator_ms_max": 500}
+    lines = render_text(result)
+    assert "  steady: the 3 s it coordinates groups (not the 7 s it coordinates none)" in lines
+    assert lines[-2:] == ["coordinator moves: 1, of 1 groups",
+                          "  without a coordinator: up to 0.50 s, 0.5 group-s in all"]
+
+
+def test_the_skew_counts_every_broker_of_the_cluster_those_that_lead_nothing_too(tmp_path):
+    """Four brokers, broker 1 leading every partition: broker 1 takes everything, skew 4 (docs/capacity.md)."""
+    states = [state("a", 0, None, "Empty", "group_created", 1)]
+    rows = [row(1, w, "requests", "Heartbeat", 10) for w in range(10)]
+    result = capacity(_cluster_run(tmp_path / "run", rows, states, [1, 2, 3, 4]))
+    assert (result.hottest, result.skew, result.brokers) == (1, 4.0, [1, 2, 3, 4])
+    lines = render_text(result)
+    assert "hottest broker 1: 10.0 requests/s, skew 4.00 (max / mean of 4)" in lines
+    # The others coordinate no group: no steady state, and the run has no action.
+    assert "brokers 2, 3, 4: no steady state (coordinating no group) and no action: no figures" in lines
+    assert capacity(str(tmp_path / "run"), broker=3).figures == []
+    assert "coordinator moves: none" in lines
