@@ -6,12 +6,14 @@ A group's coordinator is the leader of `__consumer_offsets` partition `abs(hashC
 (StripedReplicaPlacer, ported below), or given as a map, e.g. read from `kafka-topics.sh --describe` output
 (`parse_topic_description`). Leaders follow the controller's election rules (PartitionChangeBuilder):
 `Cluster.leader` answers for a set of live brokers all in sync, `Leadership` follows the ISR through broker
-failures, returns and preferred-leader elections. Bad input is a `ClusterError` with a one-line message that
-names the setting.
+failures, returns and preferred-leader elections. The controller's timing: when it fences a crashed broker
+(`BrokerHeartbeats`, from the broker's heartbeat phase) and when it checks leader imbalance (`ImbalanceCheck`).
+Bad input is a `ClusterError` with a one-line message that names the setting.
 """
 
 from __future__ import annotations
 
+import random
 import re
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
@@ -349,6 +351,12 @@ class Leadership:
                 changed.append(partition)
         return changed
 
+    def imbalanced(self) -> bool:
+        """Some partition is not led by its preferred replica, leaderless ones included
+        (ReplicationControlManager.arePartitionLeadersImbalanced: any partition counts, whatever
+        leader.imbalance.per.broker.percentage says, a setting only the ZooKeeper controller read)."""
+        return any(leader != replicas[0] for leader, replicas in zip(self.leaders, self.cluster.replicas))
+
     def _first_in_sync(self, partition: int, excluded: int = NO_LEADER) -> int:
         isr = self.isr[partition]
         return next((r for r in self.cluster.replicas[partition]
@@ -445,8 +453,10 @@ def _int_list(text: str, key: str, line: int) -> tuple[int, ...]:
 # The controller's timing (KRaft controller settings, Kafka's defaults)
 
 SESSION_TIMEOUT = "broker.session.timeout.ms"
+HEARTBEAT_INTERVAL = "broker.heartbeat.interval.ms"
 AUTO_LEADER_REBALANCE = "auto.leader.rebalance.enable"
 IMBALANCE_CHECK_INTERVAL = "leader.imbalance.check.interval.seconds"
+IMBALANCE_PERCENTAGE = "leader.imbalance.per.broker.percentage"
 SEGMENT_BYTES = "offsets.topic.segment.bytes"
 LOAD_RATE = "coordsim.offsets.load.bytes.per.second"
 
@@ -455,15 +465,85 @@ LOAD_RATE = "coordsim.offsets.load.bytes.per.second"
 class ControllerSettings:
     """When leadership changes after a broker event, and how long a new leader takes to load a partition.
 
-    `broker_session_timeout_ms`: a broker whose heartbeats to the controller stop is fenced this long after
-    (its leaderships move then). `auto_leader_rebalance_enable` / `leader_imbalance_check_interval_s`: the
-    controller gives leadership back to preferred leaders that interval after a partition was left off its
-    preferred leader. `offsets_topic_segment_bytes`: a `__consumer_offsets` segment rolls at this size, and
-    only rolled segments are compacted. `load_bytes_per_second`: coordsim's assumption of how fast a new
-    leader reads the partition's log to load its groups (docs/scenarios.md, "Broker events")."""
+    `broker_heartbeat_interval_ms` / `broker_session_timeout_ms`: a broker heartbeats to the controller every
+    interval; once its heartbeats stop, the controller fences it the session timeout after the last one it
+    received (its leaderships move then). `auto_leader_rebalance_enable` / `leader_imbalance_check_interval_s`:
+    the controller checks the interval after leadership first left a preferred leader, and every interval
+    while some partition is still off its preferred leader (`ImbalanceCheck`). `offsets_topic_segment_bytes`:
+    a `__consumer_offsets` segment rolls at this size, and only rolled segments are compacted.
+    `load_bytes_per_second`: coordsim's assumption of how fast a new leader reads the partition's log to load
+    its groups (docs/scenarios.md, "Broker events")."""
 
     broker_session_timeout_ms: int = 9_000
+    broker_heartbeat_interval_ms: int = 2_000
     auto_leader_rebalance_enable: bool = True
     leader_imbalance_check_interval_s: int = 300
     offsets_topic_segment_bytes: int = 104_857_600
     load_bytes_per_second: int = 50_000_000
+
+
+def heartbeat_phase(seed: int | str, broker_id: int, interval_ms: int) -> int:
+    """Where in its heartbeat interval a broker that was up before the scenario began heartbeats: brokers
+    start at unrelated times, so each gets its own phase in [0, interval), drawn from the scenario's seed and
+    its id (text `SEED/broker ID/heartbeat`, like every other draw)."""
+    return random.Random(f"{seed}/broker {broker_id}/heartbeat").randrange(interval_ms)
+
+
+class BrokerHeartbeats:
+    """When each broker's heartbeats reach the controller, and so when a crashed broker is fenced.
+
+    A broker heartbeats every `broker.heartbeat.interval.ms` (BrokerLifecycleManager schedules the next one an
+    interval after each answer; the round trip is not modelled): at its phase plus multiples of the interval,
+    or, once it has registered again after a return, at its registration plus multiples of the interval. The
+    controller fences it when `broker.session.timeout.ms` has passed since the last heartbeat it received
+    (BrokerHeartbeatManager.hasValidSession): a heartbeat due at the crash's millisecond is not sent, so the
+    fence falls between the session timeout less one interval and the session timeout after the crash
+    (7 to 9 s with Kafka's defaults)."""
+
+    def __init__(self, settings: ControllerSettings, seed: int | str, broker_ids: Iterable[int]) -> None:
+        self.interval = settings.broker_heartbeat_interval_ms
+        self.session_timeout = settings.broker_session_timeout_ms
+        self.anchor = {b: heartbeat_phase(seed, b, self.interval) for b in broker_ids}
+        self.registered: dict[int, int] = {}
+
+    def register(self, broker_id: int, t: int) -> None:
+        """The broker registers again at t (a return) and heartbeats from then on."""
+        self.anchor[broker_id] = self.registered[broker_id] = t
+
+    def last_heartbeat(self, broker_id: int, crash_ms: int) -> int:
+        """The last heartbeat the controller received from a broker that crashed at `crash_ms`."""
+        anchor = self.anchor[broker_id]
+        last = anchor + (crash_ms - 1 - anchor) // self.interval * self.interval
+        return max(last, self.registered.get(broker_id, last))  # its registration counts as one
+
+    def fenced_at(self, broker_id: int, crash_ms: int) -> int:
+        return self.last_heartbeat(broker_id, crash_ms) + self.session_timeout
+
+
+class ImbalanceCheck:
+    """When the controller's automatic preferred-leader election runs
+    (QuorumController.maybeScheduleNextBalancePartitionLeaders).
+
+    After every event the controller writes (a fence, a controlled shutdown, a registration, an election),
+    when leadership is imbalanced (`Leadership.imbalanced`) and no check is scheduled, it schedules one
+    `leader.imbalance.check.interval.seconds` later; the check elects each preferred leader that is active
+    and in sync, and, being a write too, schedules the next check when some partition is still off its
+    preferred leader. So the first election follows the event that first moved leadership off a preferred
+    leader (a fence, not a broker's return) by the interval, and the next ones come every interval while
+    imbalanced. Kafka elects at most 1,000 partitions per check and goes on 10 ms later; the
+    `__consumer_offsets` partitions are taken as fewer."""
+
+    def __init__(self, settings: ControllerSettings) -> None:
+        self.enabled = settings.auto_leader_rebalance_enable
+        self.interval_ms = settings.leader_imbalance_check_interval_s * 1000
+        self.scheduled: int | None = None
+
+    def after_write(self, t: int, imbalanced: bool) -> int | None:
+        """The time of the check a controller write at t schedules, if it schedules one."""
+        if not self.enabled or self.scheduled is not None or not imbalanced:
+            return None
+        self.scheduled = t + self.interval_ms
+        return self.scheduled
+
+    def ran(self) -> None:
+        self.scheduled = None

@@ -4,30 +4,36 @@ group sees of them: the COORDINATOR_FAULT rows that tell its runtime which broke
 
 The controller's rules (KRaft, Kafka 4.x; docs/scenarios.md, "Broker events"):
 - `broker_down` (a crash): the broker's connections fail at once (`crash` for the groups it coordinates).
-  The controller fences it `broker.session.timeout.ms` later; each partition it led goes to the first replica
-  still in sync (`move`, loading), or has no leader (`move` to -1).
+  The controller fences it `broker.session.timeout.ms` after the last heartbeat it received from it
+  (state.cluster.BrokerHeartbeats: 7 to 9 s after the crash with Kafka's defaults); each partition it led goes
+  to the first replica still in sync (`move`, loading), or has no leader (`move` to -1).
 - `broker_shutdown` (controlled): the controller moves the broker's leaderships at once (`move`); the
   broker answers NOT_COORDINATOR meanwhile, then stops.
-- `broker_up`: the broker is unfenced; partitions without a leader whose ISR holds it get it. It catches up
-  (at once: the partitions are small) and leads its preferred partitions again only after a preferred-leader
-  election: an explicit `preferred_leader_election`, or with `auto.leader.rebalance.enable`
-  `leader.imbalance.check.interval.seconds` after its return.
-A group that starts after broker events starts with the cluster as they left it.
+- `broker_up`: the broker registers and is unfenced; partitions without a leader whose ISR holds it get it.
+  It catches up (at once: the partitions are small) and leads its preferred partitions again only after a
+  preferred-leader election: an explicit `preferred_leader_election`, or with `auto.leader.rebalance.enable`
+  the controller's imbalance check (state.cluster.ImbalanceCheck), `leader.imbalance.check.interval.seconds`
+  after the write that first moved leadership off a preferred leader (the fence), then every interval while
+  some partition is off its preferred leader.
+A new leader loads the partition for the time its log takes at `coordsim.offsets.load.bytes.per.second`
+(`ClusterTimeline.log_bytes`, over the groups' `PartitionLog`s). A group that starts after broker events
+starts with the cluster as they left it.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from state.client_config import ClientConfig
-from state.cluster import NO_LEADER, Cluster, ControllerSettings, Leadership
+from state.cluster import (NO_LEADER, BrokerHeartbeats, Cluster, ControllerSettings, ImbalanceCheck,
+                           Leadership)
 from state.consumer_group.topic_id import derived_topic_id
 from state.consumer_protocol import (Assignment, Subscription, TopicPartition, encode_assignment,
                                      encode_subscription)
 from state.java_compat import coordinator_partition
-from state.record_bytes import RECORD_BATCH_OVERHEAD, record_size
+from state.record_bytes import batch_size
 from state.records import GroupMetadataRecord, OffsetCommitRecord
 
 # The member id a broker gives: client id, "-", a UUID (36 characters).
@@ -64,12 +70,20 @@ class Change:
 
 
 class PartitionLog:
-    """How many bytes a group's share of its `__consumer_offsets` partition holds by a given time: its last
-    GroupMetadata and one offset per partition (what compaction keeps), plus the commits appended since the
-    run started, which sit in the active segment until it rolls (at most `offsets.topic.segment.bytes`)."""
+    """What one group has appended to its `__consumer_offsets` partition by a given time (the load-time rule,
+    docs/scenarios.md "Broker events", is `ClusterTimeline.log_bytes`).
+
+    A classic group writes an empty GroupMetadata record when its first JoinGroup creates it, and the full one
+    (its members, their subscriptions and assignments) when it forms: the delayed first join takes
+    `group.initial.rebalance.delay.ms`, once more when members arrive during it (InitialDelayedJoin; the
+    generator starts a group's members within a few milliseconds). From one commit interval after that, each
+    member with partitions commits them in one batch per interval (a member without partitions sends no
+    commit), except while its partition has no leader that answers. A consumer group (KIP-848) forms on its
+    members' first heartbeats; its records are sized as a classic group's. Rebalances the timeline causes
+    add records this leaves out."""
 
     def __init__(self, group_id: str, members: int, topics: dict[str, int], static: bool, client: ClientConfig,
-                 started_ms: int) -> None:
+                 started_ms: int, initial_rebalance_delay_ms: int) -> None:
         self.started_ms = started_ms
         partitions = [TopicPartition(t, p) for t, n in topics.items() for p in range(n)]
         # Sized as trunk writes them (with the topic id): the events are made before a run's settings.
@@ -77,7 +91,6 @@ class PartitionLog:
                                                                "commit_ts": 0, "expire_ts": None,
                                                                "topic_id": str(derived_topic_id(tp.topic))})
                    for tp in partitions]
-        offset_bytes = sum(record_size(r, group_id) for r in offsets)
         subscription = encode_subscription(Subscription(tuple(topics)))
         value_members = []
         for k in range(members):
@@ -90,26 +103,72 @@ class PartitionLog:
         metadata = GroupMetadataRecord({"protocol_type": "consumer", "generation_id": 1, "protocol_name": "range",
                                         "leader_id": value_members[0]["member_id"] if members else None,
                                         "current_state_ts": 0, "members": value_members})
-        self.compacted = record_size(metadata, group_id) + offset_bytes
-        # Each member commits its share of the partitions in one batch per commit interval.
-        self.commit_bytes_per_ms = (0.0 if not client.commits_periodically or not members else
-                                    (members * RECORD_BATCH_OVERHEAD + offset_bytes) / client.commit_interval_ms)
+        empty = GroupMetadataRecord({"protocol_type": "", "generation_id": 0, "protocol_name": None,
+                                     "leader_id": None, "current_state_ts": 0, "members": []})
+        self.created_bytes = batch_size([empty], group_id)
+        self.formed_bytes = batch_size([metadata], group_id)
+        self.formed_ms = started_ms + formation_ms(client, members, initial_rebalance_delay_ms)
+        # One interval's commits: each member's share of the partitions, one batch each.
+        self.commit_bytes = sum(batch_size(offsets[k::members], group_id) for k in range(min(members, len(offsets))))
+        self.first_commit_ms = (self.formed_ms + client.commit_interval_ms if client.commits_periodically
+                                and self.commit_bytes else None)
+        self.commit_interval_ms = client.commit_interval_ms
 
-    def bytes_at(self, t: int) -> tuple[int, float]:
-        """(compacted bytes, active-segment bytes) at scenario time t; nothing before the group starts."""
-        if t < self.started_ms:
-            return 0, 0.0
-        return self.compacted, self.commit_bytes_per_ms * (t - self.started_ms)
+    def appended(self, t: int, outages: list[tuple[int, int]]) -> float:
+        """The bytes the group appended before t; no commit is appended during the outages of its partition
+        ([begin, end) spans, which may overlap)."""
+        appended = (self.created_bytes if t > self.started_ms else 0) + (self.formed_bytes if t > self.formed_ms
+                                                                           else 0)
+        if self.first_commit_ms is None or t <= self.first_commit_ms:
+            return appended
+        committing, cursor = t - self.first_commit_ms, self.first_commit_ms
+        for begin, end in sorted(outages):
+            begin, end = max(begin, cursor), min(end, t)
+            if end > begin:
+                committing, cursor = committing - (end - begin), end
+        return appended + self.commit_bytes * committing / self.commit_interval_ms
+
+    def compacted(self, t: int) -> int:
+        """What compaction keeps of it at t: the last GroupMetadata and each member's last commit batch."""
+        kept = self.formed_bytes if t > self.formed_ms else self.created_bytes if t > self.started_ms else 0
+        return kept + (self.commit_bytes if self.first_commit_ms is not None and t > self.first_commit_ms else 0)
+
+
+def formation_ms(client: ClientConfig, members: int, initial_rebalance_delay_ms: int) -> int:
+    """How long after its start a group's members have their first assignment: a classic group's delayed
+    first join (GroupMetadataManager.tryCompleteInitialRebalanceElseSchedule: the delay, extended once by at
+    most the delay while the rebalance timeout allows when members arrive during it); a consumer group's
+    first heartbeats (none of the delays)."""
+    if client.group_protocol == "consumer":
+        return 0
+    delay = initial_rebalance_delay_ms
+    extension = min(delay, max(client.max_poll_interval_ms - delay, 0)) if members > 1 else 0
+    return delay + extension
+
+
+@dataclass(frozen=True)
+class Fence:
+    """A crashed broker fenced by the controller: its last heartbeat the controller received, and the fence."""
+
+    broker: int
+    last_heartbeat_ms: int
+    fenced_ms: int
+    label: str
 
 
 class ClusterTimeline:
-    """The broker events of a timeline, played in time order into each partition's leadership changes."""
+    """The broker events of a timeline, played in time order into each partition's leadership changes, up to
+    the end of the run (`until_ms`, scenario time: the engines leave later events out, and the imbalance
+    check of a broker that never returns would repeat without end)."""
 
-    def __init__(self, cluster: Cluster, settings: ControllerSettings) -> None:
+    def __init__(self, cluster: Cluster, settings: ControllerSettings, seed: int | str, until_ms: int) -> None:
         self.cluster = cluster
         self.settings = settings
+        self.seed = seed
+        self.until_ms = until_ms
         self.events: list[BrokerEvent] = []
         self.logs: dict[int, list[PartitionLog]] = {}  # partition -> the logs of its groups
+        self.fences: list[Fence] = []  # filled by `changes`
 
     def add(self, event: BrokerEvent) -> None:
         self.events.append(event)
@@ -117,42 +176,69 @@ class ClusterTimeline:
     def add_group(self, group_id: str, log: PartitionLog) -> None:
         self.logs.setdefault(coordinator_partition(group_id, self.cluster.num_partitions), []).append(log)
 
-    def load_ms(self, partition: int, t: int) -> int:
-        compacted, active = 0, 0.0
-        for log in self.logs.get(partition, ()):
-            c, a = log.bytes_at(t)
-            compacted, active = compacted + c, active + a
-        total = compacted + min(active, self.settings.offsets_topic_segment_bytes)
-        return math.ceil(total * 1000 / self.settings.load_bytes_per_second)
+    def log_bytes(self, partition: int, t: int, outages: list[tuple[int, int]]) -> int:
+        """The partition's log at t: what its groups appended, its segments rolled every
+        `offsets.topic.segment.bytes`, the rolled ones compacted to at most the last record of each key."""
+        appended = sum(log.appended(t, outages) for log in self.logs.get(partition, ()))
+        compacted = sum(log.compacted(t) for log in self.logs.get(partition, ()))
+        rolled = appended // self.settings.offsets_topic_segment_bytes * self.settings.offsets_topic_segment_bytes
+        return math.ceil(appended - rolled + min(rolled, compacted))
+
+    def load_ms(self, partition: int, t: int, outages: list[tuple[int, int]]) -> int:
+        return math.ceil(self.log_bytes(partition, t, outages) * 1000 / self.settings.load_bytes_per_second)
 
     def changes(self) -> dict[int, list[Change]]:
-        """Partition -> its changes in time order (partitions that never change are absent)."""
+        """Partition -> its changes in time order (partitions that never change are absent); the fences go to
+        `fences`."""
         leadership = Leadership(self.cluster)
+        heartbeats = BrokerHeartbeats(self.settings, self.seed, self.cluster.broker_ids)
+        check = ImbalanceCheck(self.settings)
         down: set[int] = set()
-        pending_fence: dict[int, int] = {}  # broker -> when the controller fences it
+        pending_fence: dict[int, Fence] = {}  # broker -> its fence to come
         changes: dict[int, list[Change]] = {}
+        # Per partition: when no leader answered its groups (a crash or a leaderless spell until the next
+        # leader has loaded it, a load), and since when it has none, while that lasts.
+        outages: dict[int, list[tuple[int, int]]] = {}
+        unanswered: dict[int, int] = {}
+        self.fences = []
         # (time, order, kind, broker, label, restart after): the timeline's events and those they cause
         queue: list[tuple[int, int, str, int | None, str, int | None]] = []
         for order, event in enumerate(self.events):
             heapq.heappush(queue, (event.at_ms, order, event.kind, event.broker, event.label, event.restart_after_ms))
         order = len(self.events)
-        next_election: int | None = None
+
+        def push(t: int, kind: str, broker: int | None, label: str, restart: int | None = None) -> None:
+            nonlocal order
+            heapq.heappush(queue, (t, order, kind, broker, label, restart))
+            order += 1
 
         def moved(partitions: list[int], t: int) -> None:
             for p in partitions:
                 leader = leadership.leader(p)
-                changes.setdefault(p, []).append(
-                    Change(t, "move", NO_LEADER if leader is None else leader, 0 if leader is None else
-                           self.load_ms(p, t)))
+                past = outages.setdefault(p, [])
+                since = unanswered.pop(p, t)
+                load = 0 if leader is None else self.load_ms(p, t, past + [(since, t)])
+                changes.setdefault(p, []).append(Change(t, "move", NO_LEADER if leader is None else leader, load))
+                if leader is None:
+                    unanswered[p] = since
+                else:
+                    past.append((since, t + load))
+
+        def written(t: int) -> None:
+            """A controller write at t: it may schedule the imbalance check."""
+            at = check.after_write(t, leadership.imbalanced())
+            if at is not None:
+                push(at, "imbalance_check", None, "auto")
 
         def fence(broker: int, t: int) -> None:
-            del pending_fence[broker]
+            self.fences.append(replace(pending_fence.pop(broker), fenced_ms=t))
             moved(leadership.broker_removed(broker), t)
+            written(t)
 
-        while queue:
+        while queue and queue[0][0] <= self.until_ms:
             t, _, kind, broker, label, restart = heapq.heappop(queue)
             if kind == "fence":
-                if pending_fence.get(broker) == t:
+                if broker in pending_fence and pending_fence[broker].fenced_ms == t:
                     fence(broker, t)
                 continue
             if kind in ("broker_down", "broker_shutdown"):
@@ -163,30 +249,32 @@ class ClusterTimeline:
                     for p in range(self.cluster.num_partitions):
                         if leadership.leader(p) == broker:
                             changes.setdefault(p, []).append(Change(t, "crash"))
-                    pending_fence[broker] = t + self.settings.broker_session_timeout_ms
-                    heapq.heappush(queue, (pending_fence[broker], order, "fence", broker, label, None))
+                            unanswered.setdefault(p, t)
+                    last = heartbeats.last_heartbeat(broker, t)
+                    pending_fence[broker] = Fence(broker, last, heartbeats.fenced_at(broker, t), label)
+                    push(pending_fence[broker].fenced_ms, "fence", broker, label)
                 else:
                     moved(leadership.broker_removed(broker), t)
-                order += 1
+                    written(t)
                 if restart is not None:
-                    heapq.heappush(queue, (t + restart, order, "broker_up", broker, f"{label} (its restart)", None))
-                    order += 1
+                    push(t + restart, "broker_up", broker, f"{label} (its restart)")
             elif kind == "broker_up":
                 if broker not in down:
                     raise BrokerEventError(f"{label}: broker {broker} is not down at {t / 1000:g} s")
                 if broker in pending_fence:
                     fence(broker, t)  # it registers again: the controller fences the old registration first
                 down.discard(broker)
+                heartbeats.register(broker, t)
                 moved(leadership.broker_unfenced(broker), t)
                 leadership.caught_up(broker)
-                if self.settings.auto_leader_rebalance_enable:
-                    at = t + self.settings.leader_imbalance_check_interval_s * 1000
-                    if next_election is None or next_election <= t:
-                        next_election = at
-                        heapq.heappush(queue, (at, order, "preferred_leader_election", None, "auto", None))
-                        order += 1
+                written(t)
+            elif kind == "imbalance_check":
+                check.ran()
+                moved(leadership.preferred_leader_election(), t)
+                written(t)
             else:  # preferred_leader_election
                 moved(leadership.preferred_leader_election(), t)
+                written(t)
         return changes
 
     def rows(self, group_id: str, started_ms: int, changes: dict[int, list[Change]]) -> list[tuple[int, dict]]:

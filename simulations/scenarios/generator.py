@@ -29,6 +29,7 @@ from simulations.scenarios.schema import (Action, BrokerAction, CoordinatorMove,
                                           PartitionIncrease, Pause, RollingRestart, ScaleIn, ScaleOut, Scenario,
                                           ScenarioError, merged_config)
 from state.client_config import ClientConfig
+from state.config import CoordinatorConfig
 
 # Members of one group start within this many milliseconds of each other (pods of one deployment starting).
 JOIN_SPREAD_MS = 50
@@ -116,7 +117,8 @@ class GroupPlan:
 def generate(scenario: Scenario) -> Generated:
     plans: dict[str, list[GroupPlan]] = {s.name: _start_groups(scenario, s) for s in scenario.group_sets}
     notes: list[str] = []
-    cluster = None if scenario.cluster is None else ClusterTimeline(scenario.cluster, scenario.controller)
+    cluster = None if scenario.cluster is None else ClusterTimeline(scenario.cluster, scenario.controller,
+                                                                    scenario.seed, scenario.duration_ms)
     actions: list[dict] = []
     cursor = 0
     for action in scenario.timeline:
@@ -128,10 +130,9 @@ def generate(scenario: Scenario) -> Generated:
         if isinstance(action, BrokerAction):
             cluster.add(BrokerEvent(at, action.kind, action.broker, action.restart_after_ms, action.label))
             cursor = at + (action.restart_after_ms or 0)
-            # A crash disrupts at least until the controller fences the broker; the cluster has no stagger.
-            fenced = at + scenario.controller.broker_session_timeout_ms if action.kind == "broker_down" else at
+            # The cluster has no stagger; a crash's end waits for its fence (below).
             actions.append({"action": action.label, "start_ts": scenario.start_ms + at,
-                            "end_ts": scenario.start_ms + max(cursor, fenced)})
+                            "end_ts": scenario.start_ms + cursor})
             continue
         cursor = _apply(scenario, action, at, plans, notes)
         if not isinstance(action, Idle):
@@ -140,6 +141,7 @@ def generate(scenario: Scenario) -> Generated:
                             "end_ts": scenario.start_ms + cursor + max(offsets)})
     if cluster is not None:
         _name_coordinators(scenario, cluster, [plan for set_plans in plans.values() for plan in set_plans])
+        _add_fences(scenario, cluster, actions)
     rows = _rows(scenario, [plan for set_plans in plans.values() for plan in set_plans])
     groups = {name: [plan.group_id for plan in set_plans] for name, set_plans in plans.items()}
     return Generated(rows, groups, scenario.start_ms, scenario.until_ms, notes, actions)
@@ -148,10 +150,11 @@ def generate(scenario: Scenario) -> Generated:
 def _name_coordinators(scenario: Scenario, cluster: ClusterTimeline, plans: list["GroupPlan"]) -> None:
     """Each group's COORDINATOR_FAULT rows: the broker leading its partition as it starts (before its first
     row), then what the broker events do to that partition."""
+    delay = CoordinatorConfig.from_kafka(scenario.broker).group_initial_rebalance_delay_ms
     for plan in plans:
         topics = {t.name: t.partitions for t in plan.set.topics}
         cluster.add_group(plan.group_id, PartitionLog(plan.group_id, plan.set.members, topics, plan.set.static,
-                                                      ClientConfig.from_kafka(plan.set.config), plan.offset))
+                                                      ClientConfig.from_kafka(plan.set.config), plan.offset, delay))
     try:
         changes = cluster.changes()
     except BrokerEventError as error:
@@ -161,6 +164,18 @@ def _name_coordinators(scenario: Scenario, cluster: ClusterTimeline, plans: list
             # Rows at the group's start go before its first row (emission orders below every other).
             plan.rows.append((t, order - 1_000_000 if t == plan.offset else len(plan.rows), "COORDINATOR_FAULT",
                               fields))
+
+
+def _add_fences(scenario: Scenario, cluster: ClusterTimeline, actions: list[dict]) -> None:
+    """A crash's action lasts until the controller fences the broker, if that is after its return, and
+    records when the controller last heard from the broker and when it fenced it (docs/scenarios.md, "Broker
+    events")."""
+    by_label = {a["action"]: a for a in actions}
+    for fence in cluster.fences:
+        action = by_label[fence.label]
+        action["end_ts"] = max(action["end_ts"], scenario.start_ms + fence.fenced_ms)
+        action["last_heartbeat_ts"] = scenario.start_ms + fence.last_heartbeat_ms
+        action["fenced_ts"] = scenario.start_ms + fence.fenced_ms
 
 
 def group_ids(group_set: GroupSet) -> list[str]:

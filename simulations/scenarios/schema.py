@@ -18,9 +18,9 @@ from simulations.scenarios.document import (Node, ScenarioError, Section, as_cho
                                             as_mapping, as_number, as_str, as_time_ms, describe, parse_yaml)
 from state.client_config import ClientConfig
 from state.cluster import (AUTO_LEADER_REBALANCE, DEFAULT_NUM_PARTITIONS, DEFAULT_REPLICATION_FACTOR,
-                           IMBALANCE_CHECK_INTERVAL, LOAD_RATE, NUM_PARTITIONS, REPLICATION_FACTOR, SEGMENT_BYTES,
-                           SESSION_TIMEOUT, Broker, Cluster, ClusterError, ControllerSettings, TopicDescription,
-                           parse_topic_description)
+                           HEARTBEAT_INTERVAL, IMBALANCE_CHECK_INTERVAL, IMBALANCE_PERCENTAGE, LOAD_RATE,
+                           NUM_PARTITIONS, REPLICATION_FACTOR, SEGMENT_BYTES, SESSION_TIMEOUT, Broker, Cluster,
+                           ClusterError, ControllerSettings, TopicDescription, parse_topic_description)
 from state.config import ConfigError, CoordinatorConfig
 from state.consumer_group.regex import InvalidRegularExpression, compile_regex
 from state.events import TOPIC_MAX_LENGTH
@@ -290,6 +290,11 @@ def _cluster(node: Node, broker_node: Node | None, seed: int | str) -> Cluster:
     """Placed as a controller places a new topic (seeded from the scenario), or from a partition map. The
     partition count has one source of truth, the cluster: the coordinator's `offsets.topic.num.partitions`
     is set from it, and a different value under `broker:` is an error."""
+    if isinstance(node.value, dict) and IMBALANCE_PERCENTAGE in node.value:
+        raise node.value[IMBALANCE_PERCENTAGE].error(
+            "a KRaft controller does not read it (only the ZooKeeper controller did): it gives every partition "
+            f"off its preferred leader back at each {IMBALANCE_CHECK_INTERVAL}, however small the imbalance; "
+            "remove it")
     section = Section(node, "the cluster").allow(
         ["brokers", NUM_PARTITIONS, REPLICATION_FACTOR, "partitions_from", "replicas"] + list(CONTROLLER_KEYS))
     brokers_node = section.get("brokers")
@@ -333,6 +338,7 @@ def _as_bool(node: Node) -> bool:
 # The cluster section's controller settings: key -> (ControllerSettings field, reader)
 CONTROLLER_KEYS: dict[str, tuple[str, Callable[[Node], Any]]] = {
     SESSION_TIMEOUT: ("broker_session_timeout_ms", lambda n: as_int(n, lo=1)),
+    HEARTBEAT_INTERVAL: ("broker_heartbeat_interval_ms", lambda n: as_int(n, lo=1)),
     AUTO_LEADER_REBALANCE: ("auto_leader_rebalance_enable", _as_bool),
     IMBALANCE_CHECK_INTERVAL: ("leader_imbalance_check_interval_s", lambda n: as_int(n, lo=1)),
     SEGMENT_BYTES: ("offsets_topic_segment_bytes", lambda n: as_int(n, lo=1)),
@@ -342,7 +348,13 @@ CONTROLLER_KEYS: dict[str, tuple[str, Callable[[Node], Any]]] = {
 
 def _controller(node: Node) -> ControllerSettings:
     values = {field: read(node.value[key]) for key, (field, read) in CONTROLLER_KEYS.items() if key in node.value}
-    return ControllerSettings(**values)
+    settings = ControllerSettings(**values)
+    if settings.broker_heartbeat_interval_ms >= settings.broker_session_timeout_ms:
+        raise (node.value.get(HEARTBEAT_INTERVAL) or node.value.get(SESSION_TIMEOUT) or node).error(
+            f"{HEARTBEAT_INTERVAL} ({settings.broker_heartbeat_interval_ms}) must be lower than {SESSION_TIMEOUT} "
+            f"({settings.broker_session_timeout_ms}): the controller would fence a live broker between its "
+            "heartbeats")
+    return settings
 
 
 def _agreed_partition_count(count: int | None, where: Node, broker_node: Node | None) -> int:

@@ -1,5 +1,6 @@
 """The cluster model: replica placement as Kafka's StripedReplicaPlacer (cases ported from Kafka's
-StripedReplicaPlacerTest, under the same names), java.util.Random, leaders, the describe parser, validation."""
+StripedReplicaPlacerTest, under the same names), java.util.Random, leaders, the describe parser, validation,
+and the controller's timing (fences from the brokers' heartbeats, the leader imbalance check)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from state.java_compat import JavaRandom
-from state.cluster import (Broker, Cluster, ClusterError, Leadership, _BrokerList, _RackList,
-                           parse_topic_description, place_replicas)
+from state.cluster import (Broker, BrokerHeartbeats, Cluster, ClusterError, ControllerSettings, ImbalanceCheck,
+                           Leadership, _BrokerList, _RackList, heartbeat_phase, parse_topic_description,
+                           place_replicas)
 from state.java_compat import coordinator_partition, to_int32
 
 DESCRIBE = Path(__file__).resolve().parents[1] / "data" / "cluster" / "consumer-offsets-describe.txt"
@@ -173,6 +175,62 @@ def test_a_partition_whose_last_in_sync_replica_fails_waits_for_that_replica():
 
 # ----------------------------------------------------------------------------------------------------------
 # Validation
+
+def test_has_valid_session():
+    # BrokerHeartbeatManagerTest.testHasValidSession: the controller fences a broker the session timeout after
+    # the last heartbeat it received. Broker 1 registers at 10 s and heartbeats at 10, 12, 14, ... s.
+    heartbeats = BrokerHeartbeats(ControllerSettings(), seed=0, broker_ids=[1])
+    heartbeats.register(1, 10_000)
+    assert heartbeats.last_heartbeat(1, 15_000) == 14_000 and heartbeats.fenced_at(1, 15_000) == 23_000
+    # A heartbeat due at the crash's millisecond is not sent; one a millisecond before it was.
+    assert heartbeats.fenced_at(1, 14_000) == 21_000 and heartbeats.fenced_at(1, 14_001) == 23_000
+    # A crash at its registration: the registration is the last contact.
+    assert heartbeats.fenced_at(1, 10_000) == 19_000
+
+
+def test_the_fence_falls_7_to_9_seconds_after_a_crash_by_each_brokers_heartbeat_phase():
+    settings = ControllerSettings()
+    phases = {(seed, b): heartbeat_phase(seed, b, 2_000) for seed in (0, 1, "x") for b in range(1, 7)}
+    assert all(0 <= phase < 2_000 for phase in phases.values()) and len(set(phases.values())) > 10
+    assert phases == {(seed, b): heartbeat_phase(seed, b, 2_000) for seed in (0, 1, "x") for b in range(1, 7)}
+    heartbeats = BrokerHeartbeats(settings, seed=0, broker_ids=range(1, 7))
+    for crash in range(60_000, 62_000, 7):
+        for broker in range(1, 7):
+            last = heartbeats.last_heartbeat(broker, crash)
+            assert (last - phases[(0, broker)]) % 2_000 == 0 and crash - 2_000 <= last < crash
+            assert 7_000 <= heartbeats.fenced_at(broker, crash) - crash <= 8_999
+
+
+def test_the_imbalance_check_is_scheduled_by_the_write_that_imbalances_and_repeats_while_imbalanced():
+    # QuorumController.maybeScheduleNextBalancePartitionLeaders after each write event.
+    check = ImbalanceCheck(ControllerSettings())
+    assert check.after_write(5_000, imbalanced=False) is None
+    assert check.after_write(9_000, imbalanced=True) == 309_000  # the fence
+    assert check.after_write(60_000, imbalanced=True) is None     # the broker's return: already scheduled
+    check.ran()
+    assert check.after_write(309_000, imbalanced=True) == 609_000  # still off its preferred leader
+    check.ran()
+    assert check.after_write(609_000, imbalanced=False) is None
+    off = ImbalanceCheck(ControllerSettings(auto_leader_rebalance_enable=False))
+    assert off.after_write(9_000, imbalanced=True) is None
+
+
+def test_balance_partition_leaders_counts_a_single_partition_off_its_preferred_leader():
+    # QuorumControllerTest.testBalancePartitionLeaders: one partition of three off its preferred leader is an
+    # imbalance (no leader.imbalance.per.broker.percentage in KRaft); a leaderless partition is one too.
+    cluster = Cluster.of((Broker(1), Broker(2), Broker(3)), {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]})
+    leadership = Leadership(cluster)
+    assert not leadership.imbalanced()
+    leadership.broker_removed(3)
+    assert leadership.imbalanced()
+    leadership.broker_unfenced(3)
+    leadership.caught_up(3)
+    assert leadership.imbalanced() and leadership.preferred_leader_election() == [2]
+    assert not leadership.imbalanced()
+    single = Leadership(Cluster.of((Broker(1), Broker(2)), {0: [1], 1: [2]}))
+    single.broker_removed(1)
+    assert single.leader(0) is None and single.imbalanced()
+
 
 @pytest.mark.parametrize("brokers, replicas, message", [
     (SIX[:3], {0: [1, 2, 9]}, "partition 0: unknown broker id 9 (brokers: 1, 2, 3)"),
