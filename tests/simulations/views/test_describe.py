@@ -101,7 +101,7 @@ def test_a_group_not_created_yet_does_not_exist(tiny_run):
         assert describe(tiny_run, "orders", T0 - 1, mode).out == "\nError: Consumer group 'orders' does not exist.\n"
 
 
-OUTAGE = 1767225600000 + 185_000  # broker-failure: payments-17's coordinator failed at 3m, reloaded at 3m9.001s
+OUTAGE = 1767225600000 + 185_000  # broker-failure: payments-17's coordinator failed at 3m, reloaded at 3m8.966s
 NOT_AVAILABLE = ("\nError: Executing consumer group command failed due to "
                  "org.apache.kafka.common.errors.CoordinatorNotAvailableException: The coordinator is not available.\n")
 
