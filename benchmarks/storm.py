@@ -21,7 +21,8 @@ machine may be shared).
 `--slice` runs the Spark engine in slices of simulated time (docs/spark.md, "Slices"); a Spark row then
 also has the run's micro-batches and its wall time per phase (`OUT/_run.json`). `visits` counts, in this
 process, what slicing adds per group: the visits (a group's runtime decoded, advanced, encoded) a run makes
-at each slice size, against an unsliced run's, and the encoding and decoding time of a storm group:
+at each slice size, against an unsliced run's, and the encoding and decoding time of a storm group, and the
+time and size of its live snapshot (taken at every visit, state/snapshot.py):
 
     .venv/bin/python benchmarks/storm.py --groups 5 --engines visits --runs storm
 
@@ -173,7 +174,8 @@ def slice_visits(scenario_file: Path, delay_ms: int = 30_000) -> dict:
         by_group.setdefault(row["group_id"], []).append(parse_event(row, "scenario", line))
     start, until = generated.start_ms, generated.until_ms
     last = max(row["ts"] for row in generated.rows)
-    codec = {"encode": [], "decode": []}
+    codec = {"encode": [], "decode": [], "snapshot": []}
+    snapshot_bytes = []
 
     def visits(horizons: list[int]) -> float:
         total = 0
@@ -195,15 +197,20 @@ def slice_visits(scenario_file: Path, delay_ms: int = 30_000) -> dict:
                     blob = runtime.encode()
                     encoded = time.perf_counter()
                     runtime = GroupRuntime.decode(blob, config)
+                    decoded = time.perf_counter()
+                    snapshot_bytes.append(len(runtime.live_snapshot()))
                     codec["encode"].append(encoded - began)
-                    codec["decode"].append(time.perf_counter() - encoded)
+                    codec["decode"].append(decoded - encoded)
+                    codec["snapshot"].append(time.perf_counter() - decoded)
         return round(total / len(by_group), 1)
 
     found = {"unsliced": visits([-1, last - delay_ms - 1, until])}
     for minutes in (1, 2, 5, 10, 15):
         step = minutes * 60_000
         found[f"{minutes}m"] = visits([*range(start, until, step), until])
-    found["encode_ms"], found["decode_ms"] = (round(1000 * sum(v) / len(v), 2) for v in codec.values())
+    found["encode_ms"], found["decode_ms"], found["snapshot_ms"] = (round(1000 * sum(v) / len(v), 2)
+                                                                    for v in codec.values())
+    found["snapshot_bytes"] = round(sum(snapshot_bytes) / len(snapshot_bytes))
     return found
 
 

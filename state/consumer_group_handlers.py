@@ -558,16 +558,24 @@ class ConsumerGroupHandlers:
 
     def flush_consumer_generation(self, stable_ts: int | None) -> None:
         """Write the pending epoch's `generations` row: Stable, superseded, Empty, unloaded or end of run."""
-        pending, self.consumer_generation = self.consumer_generation, None
-        if pending is None:
+        row = self.consumer_generation_row(stable_ts)
+        if row is None:
             return
+        self.consumer_generation = None
         self.record_generation()
+        self.out.generation(row)
+
+    def consumer_generation_row(self, stable_ts: int | None) -> dict | None:
+        """The pending epoch's `generations` row, if an epoch is pending (else None)."""
+        pending = self.consumer_generation
+        if pending is None:
+            return None
         members = pending["members"]
-        self.out.generation({
+        return {
             "generation_id": pending["generation_id"], "protocol_type": "consumer",
             "protocol_name": pending["protocol_name"], "leader_id": None, "members": members,
             "member_count": len(members), "rebalance_start_ts": pending["rebalance_start_ts"],
-            "join_complete_ts": pending["join_complete_ts"], "stable_ts": stable_ts, "cause": pending["cause"]})
+            "join_complete_ts": pending["join_complete_ts"], "stable_ts": stable_ts, "cause": pending["cause"]}
 
     # -- coordinator moves ----------------------------------------------------------------------------------
     def load_consumer_group(self) -> bool:

@@ -354,24 +354,31 @@ class MembershipHandlers:
 
     def _flush_generation(self, stable_ts: int | None) -> None:
         """Write the generations row once its outcome is known: Stable, abandoned, or end of run."""
-        pending = self.pending_generation
-        if pending is None or "join_complete_ts" not in pending:
+        row = self.pending_generation_row(stable_ts)
+        if row is None:
             return
         self.pending_generation = None
         self.record_generation()
+        self.out.generation(row)
+
+    def pending_generation_row(self, stable_ts: int | None) -> dict | None:
+        """The generations row of the generation still pending, if its join phase completed (else None)."""
+        pending = self.pending_generation
+        if pending is None or "join_complete_ts" not in pending:
+            return None
         snapshot = pending.get("snapshot")
         if snapshot is None:  # the join phase completed with no members: an Empty generation
             group = self.group
             snapshot = {"generation_id": group.generation_id, "protocol_type": group.protocol_type,
                         "protocol_name": None, "leader_id": None, "members": []}
-        self.out.generation(dict(
+        return dict(
             snapshot,
             member_count=len(snapshot["members"]),
             rebalance_start_ts=pending["rebalance_start_ts"],
             join_complete_ts=pending["join_complete_ts"],
             stable_ts=stable_ts,
             cause=pending["cause"],
-        ))
+        )
 
     def expire_pending_sync(self, generation_id: int) -> None:
         group = self.group

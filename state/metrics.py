@@ -76,6 +76,19 @@ def nearest_rank(counts: Mapping[int, int], percent: int) -> int | None:
     return None
 
 
+UNCONSUMED_COLUMNS = ("unconsumed_partition_ms", "unconsumed_gaps", "unconsumed_gap_ms_p50", "unconsumed_gap_ms_p99",
+                      "unconsumed_gap_ms_max", "unconsumed_gap_durations")
+
+
+def unconsumed_figures(closed: Mapping[int, int], open_since: Iterable[int], now: int) -> dict:
+    """The `metrics` columns of unconsumed partition time at `now`: the closed gaps ({length: gaps}), and the
+    gaps still open (since each of `open_since`) counted up to `now`."""
+    gaps = Counter(closed) + Counter(now - since for since in open_since if now > since)
+    return dict(zip(UNCONSUMED_COLUMNS, (sum(ms * n for ms, n in gaps.items()), sum(gaps.values()),
+                                         nearest_rank(gaps, 50), nearest_rank(gaps, 99), nearest_rank(gaps, 100),
+                                         distribution(gaps))))
+
+
 def distribution(counts: Mapping[int, int]) -> list[dict]:
     """The table form of {duration: occurrences}: `[{ms, count}]` sorted by duration."""
     return [{"ms": ms, "count": n} for ms, n in sorted(counts.items())]
@@ -192,8 +205,6 @@ class MetricsHandlers:
     def metrics_row(self) -> dict:
         m = self.metrics
         group = self.group if self.group is not None else self.consumer_group  # either has a state and members
-        # Gaps still open count up to the end of the run.
-        gaps = m.gaps_ms + Counter(self.now - since for since in m.unconsumed_since.values() if self.now > since)
         client_side = m.synthetic
         return {
             "end_ts": self.now,
@@ -209,12 +220,8 @@ class MetricsHandlers:
             "rebalance_ms_p99": nearest_rank(m.rebalance_ms, 99),
             "rebalance_ms_max": nearest_rank(m.rebalance_ms, 100),
             "rebalance_durations": distribution(m.rebalance_ms),
-            "unconsumed_partition_ms": sum(ms * n for ms, n in gaps.items()) if client_side else None,
-            "unconsumed_gaps": sum(gaps.values()) if client_side else None,
-            "unconsumed_gap_ms_p50": nearest_rank(gaps, 50) if client_side else None,
-            "unconsumed_gap_ms_p99": nearest_rank(gaps, 99) if client_side else None,
-            "unconsumed_gap_ms_max": nearest_rank(gaps, 100) if client_side else None,
-            "unconsumed_gap_durations": distribution(gaps) if client_side else None,
+            **(unconsumed_figures(m.gaps_ms, m.unconsumed_since.values(), self.now) if client_side
+               else dict.fromkeys(UNCONSUMED_COLUMNS)),
             "partitions_moved": m.moved if client_side else None,
             "duplicate_records": m.duplicates if client_side else None,
             "skipped_records": m.skipped if client_side else None,

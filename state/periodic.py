@@ -39,7 +39,6 @@ from state.consumer_group.heartbeat import SESSION_TIMEOUT
 from state.consumer_group_handlers import CONSUMER_GROUP_TIMER
 from state.group_state import GroupState
 from state.membership import MemberError, validate_member
-from state.output import request_json
 from state.production import rule_offset
 from state.records import OffsetCommitRecord
 from state.timers import request_item
@@ -183,27 +182,31 @@ class PeriodicHandlers:
         return True
 
     def close_run(self, key: str) -> None:
-        run = self.runs.pop(key)
-        if run.raw is not None:
-            self.out.request(*_run_request(run))
-        for table, row in _run_rows(run):
-            self.out.emit(table, row)
+        write_run(self.out, self.runs.pop(key))
 
-    def open_run_rows(self) -> dict[str, list[dict]]:
-        """The rows the open runs would be written as if they closed now, without `out_seq` (to look at a
-        run in progress)."""
-        self.fold_elided(self.now + 1)
-        rows: dict[str, list[dict]] = {"requests": [], "offsets": [], "responses": []}
-        for run in self.runs.values():
-            if run.raw is not None:
-                raw, count, interval = _run_request(run)
-                rows["requests"].append({"group_id": self.group_id, "ts": raw["ts"], "seq": raw["seq"],
-                                         "type": raw["type"], "client_id": raw["client_id"],
-                                         "request_id": raw["request_id"], "raw": request_json(raw),
-                                         "repeat_count": count, "repeat_interval_ms": interval})
-            for table, row in _run_rows(run):
-                rows[table].append(row)
-        return rows
+    def open_runs(self) -> tuple[list, list]:
+        """The open runs as plain data, without changing them, for a live snapshot (state/snapshot.py): the
+        runs in the order finish() writes them, and the runs elided clients' next requests will open, each
+        after the sort key of its first request (`runs_at` reads them back). A run of an elided client's
+        chain that sends carries how it grows, (chain's first instant, period, request latency, requests of
+        the chain folded so far): its requests keep arriving at those instants until the client's explicit
+        state is put back, which happens only at an item of the group's (its next wakeup, or an event)."""
+        growth: dict[str, tuple] = {}
+        openings = []
+        for client_id, elided in self.elided.items():
+            client = self.fleet.clients[client_id]
+            latency = client.config.request_latency_ms
+            for chain, key, sends in ((elided.heartbeat, HEARTBEAT_CHAIN, True),
+                                      (elided.commit, COMMIT_CHAIN, elided.sends_commits)):
+                if chain is None or not sends:
+                    continue
+                name = f"{client.origin}/{key}"
+                growth[name] = (chain.first, chain.period, latency, chain.arrived)
+                if name in elided.opening:
+                    sort_key, run = elided.opening[name]
+                    openings.append((sort_key, _run_state(run), growth[name]))
+        runs = [(_run_state(run), growth.get(name)) for name, run in self.runs.items()]
+        return runs, openings
 
     def has_open_run(self, origin: str) -> bool:
         return any(f"{origin}/{chain}" in self.runs for chain in (HEARTBEAT_CHAIN, COMMIT_CHAIN))
@@ -481,10 +484,7 @@ class PeriodicHandlers:
                 opened.append((first[0], name))
                 self.runs[name] = first[1]
             run = self.runs[name]
-            run.count += arrived - chain.arrived
-            if run.count > 1:
-                run.interval = chain.period
-            run.last_ts = chain.first + (arrived - 1) * chain.period + latency
+            _arrive(run, chain, arrived, latency)
             chain.arrived = arrived
             if key == HEARTBEAT_CHAIN or client.membership is None:  # a consumer member's commits keep no session
                 reset = (run.last_ts, request_item(client.request_counter, _member_id(client)))
@@ -610,6 +610,49 @@ class PeriodicHandlers:
 
 def _member_id(client: SyntheticConsumer) -> str:
     return client.member_id if client.membership is None else client.membership.member_id
+
+
+def _arrive(run: QuietRun, chain: Chain, arrived: int, latency: int) -> None:
+    """The first `arrived` requests of an elided chain have arrived; `chain.arrived` of them are in `run`."""
+    run.count += arrived - chain.arrived
+    if run.count > 1:
+        run.interval = chain.period
+    run.last_ts = chain.first + (arrived - 1) * chain.period + latency
+
+
+def _run_state(run: QuietRun) -> tuple:
+    """A run as plain data (QuietRun's fields, in order)."""
+    return (run.raw, run.response, run.offsets, run.rules, run.log_end_rules, run.last_ts, run.count, run.interval)
+
+
+def runs_at(runs: list, openings: list, at: int) -> list[QuietRun]:
+    """The runs of `open_runs` as they stand at `at` (from the time they were taken until the group's next
+    wakeup): grown by the requests of their chains that arrived by `at`, those the elided clients' chains
+    opened by then after the others, in the order their first requests arrived (as fold_elided and
+    finish() leave them)."""
+    out = [_grown(state, growth, at) for state, growth in runs]
+    opened = sorted(((sort_key, run) for sort_key, state, growth in openings
+                     if (run := _grown(state, growth, at)).count > 0), key=lambda pair: pair[0])
+    return out + [run for _, run in opened]
+
+
+def _grown(state: tuple, growth: tuple | None, at: int) -> QuietRun:
+    run = QuietRun(*state)
+    if growth is not None:
+        first, period, latency, folded = growth
+        chain = Chain(first, period, arrived=folded)
+        arrived = PeriodicHandlers._count_before(chain, latency, at + 1)
+        if arrived > folded:
+            _arrive(run, chain, arrived, latency)
+    return run
+
+
+def write_run(out, run: QuietRun) -> None:
+    """A run's rows, written as it closes: its request (a synthetic client's), responses and offsets."""
+    if run.raw is not None:
+        out.request(*_run_request(run))
+    for table, row in _run_rows(run):
+        out.emit(table, row)
 
 
 def _run_request(run: QuietRun) -> tuple[dict, int, int | None]:

@@ -23,7 +23,7 @@ import uuid
 from functools import partial
 from typing import Iterable
 
-from state import encoding
+from state import encoding, snapshot
 from state.captured_ids import IdMap
 from state.cluster import NO_LEADER
 from state.config import CoordinatorConfig
@@ -212,6 +212,11 @@ class GroupRuntime(MembershipHandlers, ConsumerGroupHandlers, OffsetHandlers, Me
         self._flush_generation(stable_ts=None)
         self.flush_consumer_generation(stable_ts=None)
         self.out.metrics(self.metrics_row())
+
+    def live_snapshot(self) -> bytes:
+        """What finish() would write if the run ended at any time from now until the next wakeup, the runtime
+        unchanged (state/snapshot.py)."""
+        return snapshot.take(self)
 
     def take_output(self) -> Output:
         out, self.out = self.out, self._new_output(self.out.next_seq)

@@ -51,7 +51,7 @@ from streaming.session import get_session, resolve_settings, run_session, stop_s
 from streaming.source import (SCHEMA, SOURCE_DIR, input_rows, read_control_final, source_file, write_control,
                               write_rows)
 from streaming.step import (ARROW_BATCH_ENVELOPES, META_TABLE, OUTPUT_SCHEMA, STATE_SCHEMA, GroupFacts, decode_facts,
-                            make_step, warm_worker)
+                            horizon_of, make_step, warm_worker)
 
 # Control files, in the order the phases write them, after the main phase's files (their place in the list).
 DRAIN_TO_LAST = (0, "drain-to-last-event")
@@ -346,7 +346,7 @@ class _Run:
         query = (rows.groupBy("key")
                  .applyInPandasWithState(step, OUTPUT_SCHEMA, STATE_SCHEMA, "Append", GroupStateTimeout.EventTimeTimeout)
                  .writeStream
-                 .foreachBatch(batches.BatchSink(self.batches, self.on_batch, self.hold_slice))
+                 .foreachBatch(batches.BatchSink(self.batches, self.batch_horizon, self.on_batch, self.hold_slice))
                  .option("checkpointLocation", str(self.checkpoint))
                  .trigger(availableNow=True)
                  .start())
@@ -362,6 +362,14 @@ class _Run:
         # The listener bus may still hold the last reports; recentProgress has them already.
         for report in query.recentProgress:
             self.listener.record(report)
+
+    def batch_horizon(self, batch_id: int) -> int | None:
+        """The simulated time micro-batch `batch_id` runs the groups to (streaming.step.horizon_of), from its
+        watermark in the query's offset log (`offsets/<id>`: a version line, then the batch's metadata, with
+        `batchWatermarkMs`), which Spark writes before it runs the batch; None for a batch that runs none."""
+        lines = (self.checkpoint / "offsets" / str(batch_id)).read_text(encoding="utf-8").splitlines()
+        horizon = horizon_of(json.loads(lines[1])["batchWatermarkMs"], self.until)
+        return horizon if horizon >= 0 else None
 
     def hold_slice(self) -> None:
         """`--speed`: a slice's rows are committed once its wall time is up, not before. Waiting after the

@@ -20,7 +20,7 @@ from rich.live import Live
 from rich.table import Table
 
 from streaming import sink
-from streaming.step import GroupFacts
+from streaming.step import GroupFacts, horizon_of
 
 
 def progress_facts(report) -> dict:
@@ -97,9 +97,7 @@ class RunDisplay:
             late = sum(r["late_rows"] for r in self.reports.values())
             marks = [_iso_ms(r["watermark"]) for r in self.reports.values()]
             watermark = max((m for m in marks if m), default=None)
-            reached = None if watermark is None else watermark - 1  # the steps' horizon
-            if reached is not None and self.until is not None:
-                reached = min(reached, self.until)
+            reached = None if watermark is None else horizon_of(watermark, self.until)
             table = Table(title=f"coordsim on Spark: {self.stage}", show_header=False, min_width=60)
             table.add_row("micro-batches", str(len(self.batches)))
             table.add_row("events in", f"{self.events:,}")

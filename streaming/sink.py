@@ -3,6 +3,7 @@ through its commit log.
 
 Layout:
     _batches/batch-<id>/table=<table>/part-*.parquet   envelope rows (group_id, rows, payload) of a batch
+    _batches/batch-<id>/_horizon.json                   the simulated time the batch ran every group to
     _batches/_committed                                 one batch id per line, appended once the batch exists
     _batches/_progress.jsonl                            per batch id, the facts only Spark's progress reports
 
@@ -34,9 +35,11 @@ from tableio.parquet import arrow_schema, rows_to_arrow
 
 COMMITTED = "_committed"
 PROGRESS = "_progress.jsonl"
+HORIZON = "_horizon.json"
 ENVELOPE_COLUMNS = ["group_id", "rows", "payload"]
-# The layout of the envelope rows; part of a run's identity, so a run is never resumed across layouts.
-FORMAT = 2
+# The layout of the batches; part of a run's identity, so a run is never resumed across layouts. 3: each
+# batch keeps its horizon, and the groups' live snapshots.
+FORMAT = 3
 
 
 def batch_folder(root: Path, batch_id: int) -> Path:
@@ -48,12 +51,15 @@ def table_folder(root: Path, batch_id: int, table: str) -> Path:
 
 
 class BatchSink:
-    """The `foreachBatch` function. `before_commit()` runs on the driver once the batch's rows are written and
-    before they are committed (readers see them from then on); `on_batch(batch_id)` once they are."""
+    """The `foreachBatch` function. `horizon(batch_id)`: the simulated time the batch runs every group to
+    (None: none yet), kept in the batch's folder. `before_commit()` runs on the driver once the batch's rows
+    are written and before they are committed (readers see them from then on); `on_batch(batch_id)` once
+    they are."""
 
-    def __init__(self, root: Path, on_batch: Callable[[int], None] | None = None,
+    def __init__(self, root: Path, horizon: Callable[[int], int | None], on_batch: Callable[[int], None] | None = None,
                  before_commit: Callable[[], None] | None = None) -> None:
         self.root = Path(root)
+        self.horizon = horizon
         self.on_batch = on_batch
         self.before_commit = before_commit
         for leftover in self.root.glob(".batch-*.tmp"):  # written by an attempt that was killed
@@ -64,6 +70,8 @@ class BatchSink:
         temp = self.root / f".batch-{batch_id}-{uuid.uuid4().hex}.tmp"
         # Always executed, even when the batch already exists: running it is what advances the state store.
         batch_df.write.partitionBy("table").parquet(str(temp))
+        # In the folder before it is renamed: a batch's rows and its time appear together.
+        (temp / HORIZON).write_text(json.dumps({"horizon": self.horizon(batch_id)}), encoding="utf-8")
         if final.exists():
             shutil.rmtree(temp)
         else:
@@ -101,12 +109,28 @@ def committed_batches(root: Path) -> list[int]:
     return sorted({int(line) for line in _complete_lines(Path(root) / COMMITTED)})
 
 
-def read_batch(root: Path, batch_id: int, table: str) -> pa.Table | None:
-    """The envelope rows of `table` in one batch, or None if it has none."""
+def batch_horizon(root: Path, batch_id: int) -> int | None:
+    """The simulated time a written batch ran every group to (None: it ran none)."""
+    return json.loads((batch_folder(root, batch_id) / HORIZON).read_text(encoding="utf-8"))["horizon"]
+
+
+def committed_horizon(root: Path) -> int | None:
+    """The simulated time the latest committed batch ran every group to: what readers see of the run is
+    exact at it. None before any batch ran a group."""
+    for batch_id in reversed(committed_batches(root)):
+        horizon = batch_horizon(root, batch_id)
+        if horizon is not None:
+            return horizon
+    return None
+
+
+def read_batch(root: Path, batch_id: int, table: str, columns: list[str] = ENVELOPE_COLUMNS) -> pa.Table | None:
+    """The envelope rows of `table` in one batch (those `columns` of them, in the same order whichever), or
+    None if it has none."""
     folder = table_folder(root, batch_id, table)
     if not folder.exists():
         return None
-    return pq.read_table(folder, columns=ENVELOPE_COLUMNS, partitioning=None)
+    return pq.read_table(folder, columns=columns, partitioning=None)
 
 
 def read_committed(root: Path, table: str) -> Iterator[tuple[int, pa.Table]]:

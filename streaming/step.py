@@ -20,7 +20,8 @@ call produced more than ROWS_PER_FRAME rows. Each output table a DataFrame has r
 row per ROWS_PER_ENVELOPE of them whose payload is those rows as Arrow record batches
 (`streaming.sink.encode_table`), built here, in the executors: the driver's compaction then only
 concatenates, sorts and writes. `engine_meta` rows are one per group touched (`rows` 1), whose payload is a
-`GroupFacts` tuple in `marshal` format for the driver.
+`GroupFacts` tuple in `marshal` format for the driver; `live_snapshots` rows one per group advanced (outside
+sweeps), whose payload is its live snapshot (state/snapshot.py) for the readers of the run in progress.
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ from streaming.source import end_of_run_final, wake_at
 OUTPUT_SCHEMA = "table string, group_id string, rows long, payload binary"
 STATE_SCHEMA = "slots binary"
 META_TABLE = "engine_meta"  # not an output table: GroupFacts for the driver
+# Not an output table either: each visited group's live snapshot (state/snapshot.py) for the readers of a run
+# in progress; an empty payload once the group's run has ended (its rows are all in the tables).
+LIVE_TABLE = "live_snapshots"
 
 # Rows of output tables per yielded DataFrame, and per envelope row. PySpark's worker does not send each
 # DataFrame on its own: it gathers them, over all the keys of its task, until they hold more than
@@ -126,9 +130,7 @@ def make_step(config: CoordinatorConfig, until: int | None, bucketed: bool,
                         yield out.take_frame()
             yield out.take_frame()
             return
-        horizon = state.getCurrentWatermarkMs() - 1
-        if until is not None:
-            horizon = min(horizon, until)
+        horizon = horizon_of(state.getCurrentWatermarkMs(), until)
         arrivals: dict[str, list[tuple[int, bytes]]] = {}
         for chunk in chunks:
             times = (chunk["event_time"].to_numpy(dtype="datetime64[ms]").astype("int64").tolist())
@@ -153,6 +155,13 @@ def make_step(config: CoordinatorConfig, until: int | None, bucketed: bool,
         yield out.take_frame()
 
     return step
+
+
+def horizon_of(watermark_ms: int, until: int | None) -> int:
+    """How far a micro-batch whose watermark is `watermark_ms` runs the groups: the watermark - 1, capped at
+    `until` (-1 for a batch without a watermark yet: it runs none)."""
+    horizon = watermark_ms - 1
+    return horizon if until is None else min(horizon, until)
 
 
 class _Settings:
@@ -214,6 +223,8 @@ def _visit(key: str, slot: Slot, arrivals, horizon: int, settings: _Settings, un
                 runtime_blob, runtime_wakeup = ENDED, None
             else:
                 runtime_blob, runtime_wakeup = runtime.encode(), runtime.next_wakeup()
+            if variant is None:  # a sweep has no live reader (simulations.views.run_tables)
+                out.live(key, ENDED if finals else runtime.live_snapshot())
         pending = tuple(item for item in pending if item[0] > horizon)
     known = runtime_blob is not None or bool(pending)
     out.meta(key, GroupFacts(known, deadline, max_ts, len(events), after_until))
@@ -248,6 +259,7 @@ class _Envelopes:
     def _clear(self) -> None:
         self.tables: dict[str, list[dict]] = {name: [] for name in TABLES}
         self.facts: list[tuple[str, GroupFacts]] = []
+        self.snapshots: list[tuple[str, bytes]] = []
         self.rows = 0  # output table rows gathered
 
     def group_output(self, output, variant: str | None) -> None:
@@ -266,16 +278,19 @@ class _Envelopes:
     def meta(self, group_id: str, facts: GroupFacts) -> None:
         self.facts.append((group_id, facts))
 
+    def live(self, group_id: str, snapshot: bytes) -> None:
+        self.snapshots.append((group_id, snapshot))
+
     def take_frame(self) -> pd.DataFrame:
         """The envelope rows of everything gathered so far, which is then forgotten."""
         filled = [(name, rows[start:start + ROWS_PER_ENVELOPE]) for name, rows in self.tables.items()
                   for start in range(0, len(rows), ROWS_PER_ENVELOPE)]
-        facts = self.facts
+        facts, snapshots = self.facts, self.snapshots
         self._clear()
         return pd.DataFrame({
-            "table": [name for name, _ in filled] + [META_TABLE] * len(facts),
-            "group_id": [None] * len(filled) + [group_id for group_id, _ in facts],
-            "rows": pd.array([len(rows) for _, rows in filled] + [1] * len(facts), dtype="int64"),
+            "table": [name for name, _ in filled] + [META_TABLE] * len(facts) + [LIVE_TABLE] * len(snapshots),
+            "group_id": [None] * len(filled) + [group_id for group_id, _ in facts + snapshots],
+            "rows": pd.array([len(rows) for _, rows in filled] + [1] * (len(facts) + len(snapshots)), dtype="int64"),
             "payload": [sink.encode_table(name, rows, self.sweep) for name, rows in filled]
-                       + [encode_facts(group) for _, group in facts],
+                       + [encode_facts(group) for _, group in facts] + [snapshot for _, snapshot in snapshots],
         })

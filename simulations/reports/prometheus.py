@@ -9,9 +9,11 @@ do not export, the exporter's default naming), and consumer-group offsets and la
 (`kafka_consumergroup_*`, labels `consumergroup`, `topic`, `partition`). Counters are counters (`_total`).
 
 Every sample carries the simulated time the run has reached as its timestamp (`simulations.views.
-kafka_metrics` computes the figures there): a scrape of a run in progress adds the run's next point in time,
-so Prometheus records the run's history on the simulated time axis; a finished run gives the same point at
-every scrape. Figures are recomputed only when a file of the run changes (`run_tables.signature`).
+kafka_metrics` computes the figures there; of a run in progress, the horizon of its latest committed
+micro-batch, where its tables read as its history will, `run_tables`): a scrape of a run in progress adds the
+run's next point in time, so Prometheus records the run's history on the simulated time axis; a finished run
+gives the same point at every scrape. Figures are recomputed only when a file of the run changes
+(`run_tables.signature`).
 A finished run's whole history, a point every step of simulated time, is `history`: one OpenMetrics document
 to backfill with `promtool tsdb create-blocks-from openmetrics`.
 """

@@ -2,8 +2,10 @@
 
 A finished run (either engine) has `OUT/<table>/part-00000.parquet` for every table. A Spark run that is
 still going has only its sink's committed micro-batches under `OUT/_batches/` (see `streaming.sink`); they
-are read through the sink's commit log, so files of a batch that a kill cut short are never seen. The run
-record `OUT/_run.json`, written after compaction, says the part files are complete and wins over the batches.
+are read through the sink's commit log, so files of a batch that a kill cut short are never seen, with what
+the groups' live snapshots say is still open at the time the batches reached (`live_rows`): the tables as
+the run's history will read at that time, which is the run's end for every view. The run record
+`OUT/_run.json`, written after compaction, says the part files are complete and wins over the batches.
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ class RunTables:
     live: bool
     # The run's final time when its run record has one (Spark runs); None otherwise.
     recorded_final_ts: int | None = None
+    # Of a live run: the simulated time its committed micro-batches reached (None before any ran a group).
+    reached_ts: int | None = None
     # The sweep variant the tables are of (their variant column dropped); None for a run that is not a sweep.
     variant: str | None = None
     _by_group: dict[str, dict[str, pd.DataFrame]] = field(default_factory=dict, repr=False)
@@ -76,7 +80,7 @@ class RunTables:
         whole, is one range."""
         if self.live:
             yield RunTables(self.run_dir, {name: self.tables[name][list(names)] for name, names in columns.items()},
-                            live=True, recorded_final_ts=self.recorded_final_ts)
+                            live=True, reached_ts=self.reached_ts)
             return
         for groups in group_ranges(self.run_dir):
             yield RunTables(self.run_dir, {name: _read_columns(self.run_dir, name, names, groups, self.variant)
@@ -96,9 +100,12 @@ class RunTables:
 
     @property
     def end_ts(self) -> int | None:
-        """The run's final time if recorded, else the latest time in any table: after it nothing changes."""
+        """The run's final time if recorded, the time a live run reached, else the latest time in any table:
+        after it nothing changes (or, live, nothing is known yet)."""
         if self.recorded_final_ts is not None:
             return self.recorded_final_ts
+        if self.live:
+            return self.reached_ts
         return _extreme(self.tables, max)
 
 
@@ -123,7 +130,7 @@ def load_run(run_dir: str | os.PathLike, columns: Mapping[str, Sequence[str]] | 
     if (batches / "_committed").is_file() and record is None:
         if variant is not None:
             raise RunError(f"{run_dir}: a sweep still running on Spark; its variants can be read once it ends")
-        return RunTables(root, {name: _committed_rows(batches, name) for name in TABLES}, live=True)
+        return _live_run(root, batches)
     present = [name for name in TABLES if (root / name / PART_FILE).is_file()]
     if not present:
         raise RunError(f"{run_dir}: not a run folder (no output tables; expected e.g. {run_dir}/responses/{PART_FILE})")
@@ -200,11 +207,20 @@ def _read_columns(root: Path, table: str, names: Sequence[str] | None, groups: G
     return data.cast(pa.schema([contract.field(name) for name in names])).to_pandas(types_mapper=NULLABLE.get)
 
 
-def _committed_rows(batches: Path, table: str) -> pd.DataFrame:
-    # streaming.sink pulls in nothing heavy, but only live reads need it.
-    from streaming.sink import committed_table
+def _live_run(root: Path, batches: Path) -> RunTables:
+    # streaming pulls in nothing heavy, but only live reads need it.
+    from simulations.views.live_rows import open_rows
+    from streaming.sink import committed_horizon, committed_table
 
-    return sort_table(table, committed_table(batches, table)).to_pandas(types_mapper=NULLABLE.get)
+    reached = committed_horizon(batches)
+    still_open = {} if reached is None else open_rows(batches, reached)
+    tables = {}
+    for name in TABLES:
+        rows = committed_table(batches, name)
+        if still_open.get(name):
+            rows = pa.concat_tables([rows, to_arrow(name, still_open[name])])
+        tables[name] = sort_table(name, rows).to_pandas(types_mapper=NULLABLE.get)
+    return RunTables(root, tables, live=True, reached_ts=reached)
 
 
 def _frame(table: str, rows: list[dict]) -> pd.DataFrame:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
+from state import snapshot
 from state.config import CoordinatorConfig
 from state.events import parse_event
 from state.periodic import expand_rows
@@ -276,7 +277,8 @@ class GroupContext:
         """The table so far, one row per request: quiet runs (written or still open) expanded."""
         rows = self.tables.get(table, [])
         if table in ("requests", "responses", "offsets"):
-            rows = expand_rows(table, rows + self.runtime.open_run_rows()[table])
+            rows = expand_rows(table, rows + snapshot.rows_at(self.runtime.live_snapshot(),
+                                                              self.runtime.now).tables[table])
         return rows
 
     def written(self, table: str) -> list[dict]:

@@ -71,10 +71,12 @@ def test_only_committed_batches_are_read_and_a_re_executed_batch_keeps_its_rows(
     def batch(rows):
         return spark.createDataFrame(rows, OUTPUT_SCHEMA)
 
-    sink.BatchSink(tmp_path)(batch([("responses", "g", 0, b"r0"), ("engine_meta", "g", -1, b"m")]), 0)
+    horizons = {0: None, 1: 5_000, 2: 6_000}.get  # batch 0 runs no group yet
+    sink.BatchSink(tmp_path, horizons)(batch([("responses", "g", 0, b"r0"), ("engine_meta", "g", -1, b"m")]), 0)
     # Spark re-executes batch 0 (it had not committed it itself): the first complete copy stands.
-    sink.BatchSink(tmp_path)(batch([("responses", "g", 0, b"r0")]), 0)
+    sink.BatchSink(tmp_path, horizons)(batch([("responses", "g", 0, b"r0")]), 0)
     assert sink.read_batch(tmp_path, 0, "engine_meta")["payload"].to_pylist() == [b"m"]
+    assert sink.committed_horizon(tmp_path) is None
     # Batch 1 was killed after its files were renamed into place, before its commit line was complete.
     shutil.copytree(sink.batch_folder(tmp_path, 0), sink.batch_folder(tmp_path, 1))
     with open(tmp_path / sink.COMMITTED, "a") as handle:
@@ -85,9 +87,10 @@ def test_only_committed_batches_are_read_and_a_re_executed_batch_keeps_its_rows(
     # A --speed hold runs with the batch's rows in place but not committed: readers see them when it ends.
     held = []
     hold = lambda: held.append((sink.batch_folder(tmp_path, 2).exists(), sink.committed_batches(tmp_path)))  # noqa: E731
-    sink.BatchSink(tmp_path, before_commit=hold)(batch([("rejects", "f.jsonl", 3, b"x")]), 2)
+    sink.BatchSink(tmp_path, horizons, before_commit=hold)(batch([("rejects", "f.jsonl", 3, b"x")]), 2)
     assert held == [(True, [0])]
     assert sink.committed_batches(tmp_path) == [0, 2]
+    assert sink.committed_horizon(tmp_path) == 6_000  # batch 1's (5,000) was never committed
     assert not list(tmp_path.glob(".batch-*"))
 
 

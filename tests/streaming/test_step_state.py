@@ -66,7 +66,7 @@ def _step_tables(events, rows_per_frame: int, monkeypatch, rows_per_envelope: in
     tables: dict[str, list[dict]] = {}
     for frame in frames:
         for table, count, payload in zip(frame["table"], frame["rows"], frame["payload"]):
-            if table != step_module.META_TABLE:
+            if table not in (step_module.META_TABLE, step_module.LIVE_TABLE):
                 rows = sink.decode_table(table, payload).to_pylist()
                 assert len(rows) == count <= rows_per_envelope
                 tables.setdefault(table, []).extend(rows)
@@ -91,7 +91,7 @@ def test_a_group_whose_run_ended_keeps_no_runtime_and_no_timeout():
     events = [e for e in events if e.group_id == group]
     final = max(e.ts for e in events) + 600_000
     step = step_module.make_step(CoordinatorConfig(), None, bucketed=True)
-    kept, timeouts = [], []
+    kept, timeouts, snapshots = [], [], []
     state = SimpleNamespace(exists=False, get=None, getCurrentWatermarkMs=lambda: max(e.ts for e in events) + 1,
                             update=kept.append, setTimeoutTimestamp=timeouts.append)
 
@@ -100,16 +100,20 @@ def test_a_group_whose_run_ended_keeps_no_runtime_and_no_timeout():
                               "event_time": pd.to_datetime(times, unit="ms"), "payload": payloads})
         timeouts.clear()
         frames = list(step(("0",), iter([chunk]), state))
+        snapshots.extend(p for frame in frames for t, p in zip(frame["table"], frame["payload"])
+                         if t == step_module.LIVE_TABLE)
         state.exists, state.get = True, kept[-1]
         (slot,) = _decode(kept[-1][0]).values()
         return {table for frame in frames for table in frame["table"]}, slot
 
     _, slot = call([e.ts for e in events], [pickling.dumps(e) for e in events])
     assert slot.runtime not in (None, step_module.ENDED) and slot.pending == () and timeouts
+    assert snapshots and snapshots[-1]  # what is still open, for a reader of the run in progress
     state.getCurrentWatermarkMs = lambda: final + 1
     tables, slot = call([final + 1], [source.end_of_run_payload(final)])
     assert "metrics" in tables  # the run ended
     assert slot == Slot(step_module.ENDED, None, slot.max_pending_deadline, ()) and timeouts == []
+    assert snapshots[-1] == b""  # nothing is open any more: the tables hold it all
 
 
 def test_a_wake_row_brings_a_group_with_nothing_due_to_its_time():

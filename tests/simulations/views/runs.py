@@ -156,7 +156,7 @@ def sample_run(tmp_path_factory) -> Path:
     return replay(SAMPLE, tmp_path_factory.mktemp("sample") / "run")
 
 
-class _Batch:
+class SinkBatch:
     """What `BatchSink` needs of a Spark micro-batch: `batch_df.write.partitionBy("table").parquet(path)`
     writing its envelope rows as Spark would (one folder per table, the partition column left out)."""
 
@@ -164,10 +164,10 @@ class _Batch:
         self.rows = rows
 
     @property
-    def write(self) -> "_Batch":
+    def write(self) -> "SinkBatch":
         return self
 
-    def partitionBy(self, column: str) -> "_Batch":  # noqa: N802 (Spark's name)
+    def partitionBy(self, column: str) -> "SinkBatch":  # noqa: N802 (Spark's name)
         assert column == "table"
         return self
 
@@ -185,13 +185,16 @@ class _Batch:
 
 def live_run(events: Path, run_dir: Path, cuts: list[int]):
     """Write the local engine's rows of `events` into `run_dir` the way the Spark engine's sink does, one
-    committed micro-batch per cut (rows up to that simulated time); yields after each batch."""
+    committed micro-batch per cut (rows up to that simulated time, its horizon; the run's last time for a cut
+    beyond it); yields after each batch. The groups leave no live snapshots: the trace's requests are not
+    quiet runs of synthetic clients."""
     tables = _tables(events)
-    sink, done = BatchSink(run_dir / BATCHES), None
+    last = max(t for name, rows in tables.items() for row in rows if (t := _time(name, row)) is not None)
+    sink, done = BatchSink(run_dir / BATCHES, lambda batch_id: min(cuts[batch_id], last)), None
     for batch_id, cut in enumerate(cuts):
         batch = [(name, row) for name, rows in tables.items() for row in rows
                  if _in_batch(_time(name, row), done, cut)]
-        sink(_Batch(batch), batch_id)
+        sink(SinkBatch(batch), batch_id)
         done = cut
         yield batch_id
 
