@@ -2,7 +2,8 @@
 
 - `suites`: great-expectations suites (schema from the contract, value checks from `conf/expectations/`);
 - `invariants`: protocol invariants in pandas;
-- `accounting`: with the run's events, every input row answered, applied or rejected.
+- `accounting`: with the run's events, every input row answered, applied or rejected;
+- `comparison_rows`: of a sweep, each variant's row of the `comparison` table.
 """
 
 from __future__ import annotations
@@ -60,7 +61,9 @@ def validate(run_dir: str | os.PathLike, data_docs_dir: str | os.PathLike | None
 def validate_variant(run_dir: str | os.PathLike, variant: str, until: int | None = None,
                      data_docs_dir: str | os.PathLike | None = None) -> ValidationResult:
     """`validate` of one variant of the sweep in `run_dir`, with its own events: its tables are written as a
-    run of their own (`simulations.views.variants`) in a folder of `run_dir` removed once they are checked."""
+    run of their own (`simulations.views.variants`) in a folder of `run_dir` removed once they are checked;
+    then the variant's row of the sweep's `comparison` table (`comparison_rows`)."""
+    from simulations.validation.comparison_rows import comparison_checks
     from simulations.views.variants import EVENTS_FILE, SCENARIO_DIR, write_variant_run
 
     folder = Path(run_dir) / VARIANT_CHECK_DIR
@@ -68,6 +71,7 @@ def validate_variant(run_dir: str | os.PathLike, variant: str, until: int | None
         write_variant_run(run_dir, variant, folder)
         events = folder / SCENARIO_DIR / EVENTS_FILE
         result = validate(folder, data_docs_dir, [events] if events.is_file() else [], until)
+        result.checks += comparison_checks(run_dir, variant, folder)
         result.run_dir = Path(run_dir) / f"(variant {variant})"  # what the summary names: not the folder it removes
         return result
     finally:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from simulations.group_ranges import GroupRange, read_rows
 from tableio.parquet import PART_FILE, arrow_schema
@@ -33,6 +34,11 @@ def read_range(run_dir: Path, groups: GroupRange) -> tuple[dict[str, pd.DataFram
             continue
         tables[name] = _pandas(data)
     return tables, problems
+
+
+def read_file(path: Path) -> pd.DataFrame:
+    """A whole table file exactly as written (a sweep's `comparison` table, outside the ranges)."""
+    return _pandas(pq.read_table(path))
 
 
 def rows_frame(table: str, rows: list[dict]) -> pd.DataFrame:

@@ -30,7 +30,9 @@ from state.consumer_group.group import ConsumerGroupState
 from state.errors import ERROR_CODES
 from state.events import API_NAMES
 from state.group_state import GroupState
-from state.tables import TABLES, parse_type
+from state.tables import COMPARISON, TABLES, parse_type
+from state.variants import VARIANT
+from simulations.views.comparison import TABLE as COMPARISON_TABLE
 
 SUITES_DIR = Path(__file__).resolve().parents[2] / "conf" / "expectations"
 
@@ -65,12 +67,27 @@ class SuiteError(Exception):
     """A suite file that cannot be read or names an unknown value set."""
 
 
-def expectations_for(table: str, suites_dir: Path = SUITES_DIR) -> list[tuple[str, dict[str, Any]]]:
-    """(expectation type, kwargs) of the table's suite: schema first, then the file's checks."""
-    schema = [("expect_table_columns_to_match_ordered_list", {"column_list": [name for name, _ in TABLES[table]]})]
-    schema += [("expect_column_values_to_be_in_type_list", {"column": name, "type_list": [GE_TYPES[parse_type(spec)[0]]]})
-               for name, spec in TABLES[table]]
+def expectations_for(table: str, suites_dir: Path = SUITES_DIR,
+                     spec: list[tuple[str, str]] | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """(expectation type, kwargs) of the table's suite: schema first (the contract's, or `spec` for a table
+    outside TABLES), then the file's checks."""
+    spec = TABLES[table] if spec is None else spec
+    schema = [("expect_table_columns_to_match_ordered_list", {"column_list": [name for name, _ in spec]})]
+    schema += [("expect_column_values_to_be_in_type_list", {"column": name, "type_list": [GE_TYPES[parse_type(kind)[0]]]})
+               for name, kind in spec]
     return schema + _file_expectations(suites_dir / f"{table}.yaml")
+
+
+def comparison_spec(frame: pd.DataFrame) -> list[tuple[str, str]]:
+    """The contract of a sweep's `comparison` table (state/tables.py `COMPARISON`, after the variant and the
+    sweep's axes: its string columns between `variant` and `groups`)."""
+    names = list(frame.columns)
+    axes = names[1:names.index("groups")] if "groups" in names and names[:1] == [VARIANT] else []
+    return [(VARIANT, "string"), *((axis, "string") for axis in axes), *COMPARISON]
+
+
+# The tables suites know, in the order their checks are listed: the contract's, then a sweep's comparison.
+SUITE_TABLES = [*TABLES, COMPARISON_TABLE]
 
 
 def _file_expectations(path: Path) -> list[tuple[str, dict[str, Any]]]:
@@ -189,8 +206,7 @@ class Suites:
                 self._validate(table, frame)
         if self.data_docs_dir is not None:
             self.context.build_data_docs(site_names=["coordsim"])
-        names = list(TABLES)
-        return [_check(names[position], outcome) for (position, _), outcome in sorted(self._outcomes.items())]
+        return [_check(SUITE_TABLES[position], outcome) for (position, _), outcome in sorted(self._outcomes.items())]
 
     @property
     def data_docs(self) -> Path | None:
@@ -203,7 +219,8 @@ class Suites:
         if table not in self._batches:
             suite = ExpectationSuite(name=table)
             self._types[table] = []
-            for index, (kind, kwargs) in enumerate(expectations_for(table)):
+            spec = comparison_spec(frame) if table == COMPARISON_TABLE else None
+            for index, (kind, kwargs) in enumerate(expectations_for(table, spec=spec)):
                 # The index rides along: great-expectations hands results back in an order of its own.
                 config = ExpectationConfiguration(type=kind, kwargs=kwargs, meta={"coordsim_index": index})
                 if kind == TYPE_CHECK:
@@ -213,7 +230,7 @@ class Suites:
             self._suites[table] = suite
             self._batches[table] = self.source.add_dataframe_asset(table).add_batch_definition_whole_dataframe(
                 "whole table")
-        position = list(TABLES).index(table)
+        position = SUITE_TABLES.index(table)
         for index, config in self._types[table]:
             self._outcomes.setdefault((position, index), _Outcome(config)).add(column_type(frame, config))
         suite, batch_definition = self._suites[table], self._batches[table]
