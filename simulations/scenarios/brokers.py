@@ -169,6 +169,8 @@ class ClusterTimeline:
         self.events: list[BrokerEvent] = []
         self.logs: dict[int, list[PartitionLog]] = {}  # partition -> the logs of its groups
         self.fences: list[Fence] = []  # filled by `changes`
+        # The imbalance checks that moved partitions: (when, its longest load), filled by `changes`.
+        self.elections: list[tuple[int, int]] = []
 
     def add(self, event: BrokerEvent) -> None:
         self.events.append(event)
@@ -200,7 +202,7 @@ class ClusterTimeline:
         # leader has loaded it, a load), and since when it has none, while that lasts.
         outages: dict[int, list[tuple[int, int]]] = {}
         unanswered: dict[int, int] = {}
-        self.fences = []
+        self.fences, self.elections = [], []
         # (time, order, kind, broker, label, restart after): the timeline's events and those they cause
         queue: list[tuple[int, int, str, int | None, str, int | None]] = []
         for order, event in enumerate(self.events):
@@ -212,7 +214,9 @@ class ClusterTimeline:
             heapq.heappush(queue, (t, order, kind, broker, label, restart))
             order += 1
 
-        def moved(partitions: list[int], t: int) -> None:
+        def moved(partitions: list[int], t: int) -> int:
+            """The partitions' leaders changed at t: each is loaded by its new one. Returns the longest load."""
+            longest = 0
             for p in partitions:
                 leader = leadership.leader(p)
                 past = outages.setdefault(p, [])
@@ -223,6 +227,8 @@ class ClusterTimeline:
                     unanswered[p] = since
                 else:
                     past.append((since, t + load))
+                longest = max(longest, load)
+            return longest
 
         def written(t: int) -> None:
             """A controller write at t: it may schedule the imbalance check."""
@@ -270,7 +276,9 @@ class ClusterTimeline:
                 written(t)
             elif kind == "imbalance_check":
                 check.ran()
-                moved(leadership.preferred_leader_election(), t)
+                elected = leadership.preferred_leader_election()
+                if elected:
+                    self.elections.append((t, moved(elected, t)))
                 written(t)
             else:  # preferred_leader_election
                 moved(leadership.preferred_leader_election(), t)

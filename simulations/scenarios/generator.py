@@ -169,13 +169,20 @@ def _name_coordinators(scenario: Scenario, cluster: ClusterTimeline, plans: list
 def _add_fences(scenario: Scenario, cluster: ClusterTimeline, actions: list[dict]) -> None:
     """A crash's action lasts until the controller fences the broker, if that is after its return, and
     records when the controller last heard from the broker and when it fenced it (docs/scenarios.md, "Broker
-    events")."""
+    events"). The controller's own preferred-leader elections that moved partitions are actions too, from the
+    imbalance check until the slowest of its loads has ended."""
+    actions += [{"action": AUTOMATIC_ELECTION, "start_ts": scenario.start_ms + at,
+                 "end_ts": scenario.start_ms + at + load_ms} for at, load_ms in cluster.elections]
     by_label = {a["action"]: a for a in actions}
     for fence in cluster.fences:
         action = by_label[fence.label]
         action["end_ts"] = max(action["end_ts"], scenario.start_ms + fence.fenced_ms)
         action["last_heartbeat_ts"] = scenario.start_ms + fence.last_heartbeat_ms
         action["fenced_ts"] = scenario.start_ms + fence.fenced_ms
+
+
+# How `actions.json` names the controller's automatic preferred-leader election (no timeline action).
+AUTOMATIC_ELECTION = "preferred-leader election (the controller's imbalance check)"
 
 
 def group_ids(group_set: GroupSet) -> list[str]:

@@ -11,7 +11,7 @@ import pytest
 from simulations.scenarios import ScenarioError, parse_scenario
 from simulations.scenarios.brokers import (BrokerEvent, BrokerEventError, Change, ClusterTimeline, PartitionLog,
                                           formation_ms)
-from simulations.scenarios.generator import generate
+from simulations.scenarios.generator import AUTOMATIC_ELECTION, generate
 from state.client_config import ClientConfig
 from state.cluster import NO_LEADER, Broker, BrokerHeartbeats, Cluster, ControllerSettings
 from state.java_compat import coordinator_partition
@@ -247,9 +247,15 @@ def test_a_crash_records_the_last_heartbeat_and_the_fence_with_its_action():
     scenario = parse_scenario(text, "s.yaml", "s")
     start, heartbeats = scenario.start_ms, BrokerHeartbeats(ControllerSettings(), 7, (1, 2, 3))
     last = heartbeats.last_heartbeat(2, 60_000)
-    assert generate(scenario).actions == [
+    actions = generate(scenario).actions
+    assert actions[:2] == [
         {"action": "timeline[0] (broker_down, line 5)", "start_ts": start + 60_000, "end_ts": start + last + 9_000,
          "last_heartbeat_ts": start + last, "fenced_ts": start + last + 9_000},
         # Back before its fence: the controller fences the old registration as the broker registers again.
         {"action": "timeline[1] (broker_down, line 6)", "start_ts": start + 120_000, "end_ts": start + 123_000,
          "last_heartbeat_ts": start + heartbeats.last_heartbeat(1, 120_000), "fenced_ts": start + 123_000}]
+    # The imbalance check 300 s after broker 2's fence gives broker 1 its partitions back (broker 2's stay
+    # away: it never returns): an action of the controller's own, until its loads have ended.
+    [election] = actions[2:]
+    assert election["action"] == AUTOMATIC_ELECTION and election["start_ts"] == start + last + 9_000 + 300_000
+    assert 0 < election["end_ts"] - election["start_ts"] < 1_000
