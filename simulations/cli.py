@@ -360,7 +360,7 @@ def _print_run(console: Console, out_dir: str, head: list[tuple[str, str]], dire
     the settings, the generator's notes and where the tables are."""
     requests = count_requests(read_columns(out_dir, "requests", ["repeat_count"]).to_pandas())
     lines = [*head, ("events", f"{directives:,} directives; the clients sent {requests:,} requests "
-                               f"({written_rows(out_dir, 'requests'):,} rows)"), ("engine", engine_line)]
+                               f"that reached a broker ({written_rows(out_dir, 'requests'):,} rows)"), ("engine", engine_line)]
     rejects = _rejects(out_dir)
     if rejects:
         lines += _reject_lines(rejects)

@@ -164,7 +164,7 @@ class ClientHost(Protocol):
     def transmit(self, event: Event, raw: dict, sent_to: int | None) -> None: ...
     def reject(self, event: Event, reason: str) -> None: ...
     def close_client_runs(self, origin: str) -> None: ...
-    def failed_commit(self) -> None: ...
+    def unsent_commit(self) -> None: ...
     def start_consuming(self, client_id: str, partitions, reset_earliest: bool) -> None: ...
     def stop_consuming(self, client_id: str, positions: dict) -> None: ...
     def consumption_ended(self) -> None: ...
@@ -501,7 +501,8 @@ class ConsumerFleet(ConsumerGroupClients):
 
     def _request(self, client: SyntheticConsumer, chain: str | None, request_id: str, sent: int, etype: str,
                  fields: dict, typed: dict, seq: int | None = None) -> tuple[Event, dict, int | None]:
-        # FindCoordinator goes to any broker; anything else to the coordinator the client knows.
+        # FindCoordinator goes to a broker of the client's choosing (the runtime's lookup_node); anything else to
+        # the coordinator the client knows.
         sent_to = None if etype == "FIND_COORDINATOR" else NO_COORDINATOR if client.coordinator is None \
             else client.coordinator
         ts, origin = sent + client.config.request_latency_ms, client.origin
@@ -595,7 +596,7 @@ class ConsumerFleet(ConsumerGroupClients):
             # The late commit of the batch that outlasted max.poll.interval.ms: the client is no longer part
             # of an active group, so the commit is refused before any request (CommitFailedException).
             client.kicked_out = False
-            self.host.failed_commit()
+            self.host.unsent_commit()
         if client.coordinator is None:
             # ensureCoordinatorReady: the loop's group work (rejoin, commits) waits for the lookup's answer.
             self._find_coordinator(client)
@@ -836,8 +837,6 @@ class ConsumerFleet(ConsumerGroupClients):
     def _on_commit_response(self, client: SyntheticConsumer, r: dict) -> None:
         errors = {res["error"] for res in r["results"] or ()} | {r["error"]}
         errors.discard("NONE")
-        if errors:
-            self.host.failed_commit()
         for error in errors:
             self._note_coordinator_error(client, error)
         if "REBALANCE_IN_PROGRESS" in errors:

@@ -280,8 +280,6 @@ class ConsumerGroupClients:
                     self._schedule_poll(client, self.now)  # a new target: reconciliation starts at a poll
         elif r["api"] == "OffsetCommit":
             errors = sorted(({res["error"] for res in r["results"] or ()} | {error}) - {"NONE"})
-            if errors:
-                self.host.failed_commit()
             if request is not None:
                 self._commit_answered(client, request, errors)
         elif r["api"] == "FindCoordinator":

@@ -41,7 +41,8 @@ STATE_FORMAT = b"coordsim-group-state/"
 STORED: dict[str, tuple[str, ...]] = {
     "state.runtime.GroupRuntime": (
         "group_id", "coordinator_partition", "group", "offsets", "timers", "fleet", "coordinator_epoch",
-        "coordinators", "down_epochs", "now", "member_id_counter", "write_failures", "last_write_error", "loading_until", "log", "pending_generation",
+        "coordinators", "down_epochs", "live_brokers", "now", "member_id_counter", "write_failures",
+        "last_write_error", "loading_until", "log", "pending_generation",
         "last_sweep_ts", "_held", "_last_key", "last_event_ts", "cluster_topics", "production",
         "requests_in_flight", "runs", "elided", "lookups", "steps", "metrics", "offsets_version", "captured_ids",
         "_captured_retries", "consumer_group", "consumer_generation", "topic_ids", "metadata_version",

@@ -1,5 +1,5 @@
-"""Kafka error names (and codes) that the coordinator answers with, and the mapping Kafka applies when an
-append of the group's records to __consumer_offsets fails."""
+"""Kafka error names (and codes) that the coordinator answers with, or a synthetic client's failed connection
+comes to, and the mapping Kafka applies when an append of the group's records to __consumer_offsets fails."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ ERROR_CODES: dict[str, int] = {
     "REQUEST_TIMED_OUT": 7,
     "MESSAGE_TOO_LARGE": 10,
     "OFFSET_METADATA_TOO_LARGE": 12,
+    "NETWORK_EXCEPTION": 13,
     "COORDINATOR_LOAD_IN_PROGRESS": 14,
     "COORDINATOR_NOT_AVAILABLE": 15,
     "NOT_COORDINATOR": 16,
@@ -43,6 +44,9 @@ ERROR_CODES: dict[str, int] = {
 }
 
 NONE = "NONE"
+# A synthetic client's failed connection, as its `responses` row says: no broker answered the request (it was
+# sent to a broker that was down, or parked at one that failed).
+NETWORK_EXCEPTION = "NETWORK_EXCEPTION"
 
 
 def append_error_to_response_error(error: str) -> str:

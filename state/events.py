@@ -50,7 +50,7 @@ API_NAMES = {
     "CONSUMER_GROUP_HEARTBEAT": "ConsumerGroupHeartbeat",
 }
 
-FAULT_KINDS = ("write_failure", "move", "crash")
+FAULT_KINDS = ("write_failure", "move", "crash", "live_brokers")
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -250,13 +250,15 @@ class CoordinatorFault(Event):
     `move`: the group's partition gets a new leader, broker `coordinator_id` (None: unnamed; -1: no leader),
     which loads the group from its records for `load_delay_ms`; requests in between get
     COORDINATOR_LOAD_IN_PROGRESS. `crash`: the coordinator's broker fails; a `move` follows once the
-    controller has fenced it."""
+    controller has fenced it. `live_brokers`: the cluster's brokers that are up from now on (`brokers`, sorted):
+    the ones a synthetic client's FindCoordinator can go to."""
 
     fault: str = "write_failure"
     count: int = 1
     error: str = "NOT_ENOUGH_REPLICAS"
     load_delay_ms: int = 0
     coordinator_id: int | None = None
+    brokers: tuple[int, ...] | None = None
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -815,7 +817,16 @@ def _parse_event(raw: Mapping, source: str, line: int, origin: str | None, run: 
         error=error,
         load_delay_ms=_int(raw, "load_delay_ms", 0, 0),
         coordinator_id=_int(raw, "coordinator_id", None, -1, INT32_MAX),
+        brokers=_broker_ids(raw) if fault == "live_brokers" else None,
     )
+
+
+def _broker_ids(raw: Mapping) -> tuple[int, ...]:
+    """A `live_brokers` fault's `brokers`: distinct broker ids, sorted (an empty list: none is up)."""
+    ids = [_as_int(value, "brokers", 0, INT32_MAX) for value in _list(raw, "brokers")]
+    if len(set(ids)) != len(ids):
+        raise EventError(f"field 'brokers' names a broker twice: {ids}")
+    return tuple(sorted(ids))
 
 
 TOPIC_MAX_LENGTH = 249  # Kafka's Topic.MAX_NAME_LENGTH

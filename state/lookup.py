@@ -6,8 +6,9 @@ Until the controller fences a failed broker, FindCoordinator names it as the gro
 of the group goes round a loop (the Java client's ensureCoordinatorReady): its heartbeat or commit goes to
 the dead broker, the connection fails (NETWORK_EXCEPTION), the client marks the coordinator unknown, looks
 it up again after retry.backoff.ms (its heartbeat thread) or at its next poll, is told the same broker, and
-tries again. Only the lookups reach a broker and are written (a `requests` and a `responses` row each); the
-failed commits count in `failed_commits`. While the partition has no leader (no replica in sync is live),
+tries again. The lookups reach a broker and are written (a `requests` and a `responses` row each, at the
+broker `lookup_node` draws); the heartbeats and commits sent to the down broker reach none and get a
+`responses` row of their failed connection only. While the partition has no leader (no replica in sync is live),
 lookups are answered COORDINATOR_NOT_AVAILABLE: the client never learns a coordinator, its heartbeat thread
 looks up again every retry.backoff.ms and its poll loop after the exponential backoff, whose jitter is drawn
 from the client and the time of the answer (ClientConfig.retry_backoff), so the loop computes it as well.
@@ -19,13 +20,13 @@ coordinator, when its heartbeat thread and its poll loop run next, what it has o
 Before the group handles anything else, and at the end of each `advance_to`, every loop is run up to that
 time in a tight loop that does what ConsumerFleet's handlers do in these states (`_heartbeat`, `_poll`, and
 the answers of `_on_heartbeat_response`, `_on_commit_response` and `_on_find_coordinator_response` to a
-failed connection and a lookup), and the lookups that arrived are written in the order the coordinator takes
-requests in: (ts, seq, source, line) over every client. The client's explicit state (its counters, its
+failed connection and a lookup), and the requests that arrived are written in the order the coordinator
+takes requests in: (ts, seq, source, line) over every client. The client's explicit state (its counters, its
 timers, a request on the wire, an answer on its way back) is put back when the next item concerns it or the
 whole group (a coordinator move among them), or falls on one of its own instants.
 
-The loop's clients are independent: a lookup changes nothing at the coordinator but the rows it writes, and a
-request to the down broker nothing at all, so each loop runs on its own and only the rows are merged. The
+The loop's clients are independent: a lookup, or a request to the down broker, changes nothing at the
+coordinator but the rows it writes, so each loop runs on its own and only the rows are merged. The
 coordinator's own clock (`timers.clock`, `timers.item`) is not moved by the closed-form steps: they schedule
 nothing on the coordinator's side, and the next step, at a later time, sets it. A mixin of `GroupRuntime`.
 
@@ -37,6 +38,7 @@ Anything else goes step by step.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 from state.consumer import SYNTHETIC, Phase, SyntheticConsumer
@@ -69,6 +71,18 @@ class LookupLoop:
 
 
 class LookupHandlers:
+    def lookup_node(self, request_id: str) -> int | None:
+        """The broker a synthetic client's FindCoordinator `request_id` goes to. The Java client sends it to
+        NetworkClient.leastLoadedNode: from a random offset over its metadata's nodes, the first with a ready
+        connection and nothing in flight, else the one with the fewest requests in flight; a node whose
+        connection was refused is in reconnect backoff and never ready. Here: a draw from the group and the
+        request among the brokers up now (None when the input names none: a run without a cluster)."""
+        live = self.live_brokers
+        if not live:
+            return None
+        key = f"{self.group_id}\x00{request_id}".encode()
+        return live[int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big") % len(live)]
+
     def elide_lookups(self, target: str | None, whole_group: bool) -> None:
         """After a step: take over the loop of the clients it concerned that go round it with nothing on the
         wire."""
@@ -188,7 +202,6 @@ class LookupHandlers:
                     beat, heartbeat = None, t + backoff
                 else:
                     commit = None
-                    self.metrics.failed_commits += 1
             if send is not None:
                 if send == FIND:
                     counter += 1
@@ -211,22 +224,30 @@ class LookupHandlers:
 
     def _write_arrivals(self, arrived: list[tuple]) -> None:
         """The requests that arrived, in the order the coordinator takes them: a lookup is answered from
-        metadata (a request to the down broker reaches no broker)."""
+        metadata at the broker it went to; a heartbeat or commit to the down broker reaches no broker, and its
+        failed connection is written."""
         arrived.sort(key=lambda a: a[:3])
-        # A client's lookups differ only in when they were sent and their number: each is its first one's
-        # rows with those changed.
-        first: dict[str, tuple[dict, dict]] = {}
+        # A client's requests of a slot differ only in when they were sent and their number: each is its
+        # first one's rows with those changed.
+        first: dict[tuple[str, str], tuple[dict | None, dict]] = {}
         for arrival, seq, _, slot, sent, client, loop in arrived:
-            if slot != FIND:
-                continue
-            request_id = client.request_id(seq)
-            if client.client_id not in first:
-                event, raw = self.fleet.lookup_request(client, seq, sent)
-                first[client.client_id] = raw, self.out.response_row(event, arrival, self.lookup_error)
-            raw, row = first[client.client_id]
-            self.out.request(dict(raw, ts=arrival, seq=seq, request_id=request_id))
-            loop.answer = dict(row, request_ts=arrival, response_ts=arrival, request_id=request_id, request_seq=seq)
-            self.out.emit("responses", loop.answer)
+            request_id = (client.request_id(seq) if slot == FIND
+                          else self.fleet.periodic_request_id(client, slot, sent))
+            if (client.client_id, slot) not in first:
+                if slot == FIND:
+                    event, raw = self.fleet.lookup_request(client, seq, sent)
+                    row = self.out.response_row(event, arrival, self.lookup_error)
+                else:
+                    event, raw = self.fleet.periodic_request(client, slot, sent, seq)[0], None
+                    row = self.failed_connection(event, arrival, self.coordinator_epoch)
+                first[client.client_id, slot] = raw, row
+            raw, row = first[client.client_id, slot]
+            row = dict(row, request_ts=arrival, response_ts=arrival, request_id=request_id, request_seq=seq)
+            if slot == FIND:
+                self.out.request(dict(raw, ts=arrival, seq=seq, request_id=request_id))
+                row["node_id"] = self.lookup_node(request_id)
+                loop.answer = row
+            self.out.emit("responses", row)
         arrival, seq, line = arrived[-1][:3]
         self._last_key = (arrival, seq, SYNTHETIC, line)
         self.last_event_ts = max(self.last_event_ts, arrival)
@@ -252,4 +273,4 @@ class LookupHandlers:
             elif slot == FIND:
                 fleet.route_response(event, dict(loop.answer, coordinator=epoch), sent + there)
             else:
-                fleet.route_response(event, self.failed_connection(event, sent + there), sent + there)
+                fleet.route_response(event, self.failed_connection(event, sent + there, epoch), sent + there)

@@ -27,6 +27,11 @@ position freezes when it stops. A new owner starts at the committed offset: what
 processed beyond it is processed again (duplicates). With no committed offset it follows auto.offset.reset:
 `earliest` reprocesses everything the previous owner had, `latest` skips what was produced and not yet
 processed. A mixin of `GroupRuntime`.
+
+Failed commits are what `responses` holds: the OffsetCommit requests answered with an error, a broker's or the
+client's failed connection (`failed_commit`, counted as each row is written: state/output.py); a
+commit the client failed before sending anything (CommitFailedException) is no request, and is counted apart
+(`unsent_commits`).
 """
 
 from __future__ import annotations
@@ -58,10 +63,22 @@ class GroupMetrics:
     duplicates: int = 0
     skipped: int = 0
     failed_commits: int = 0
+    unsent_commits: int = 0
     owner: dict[tuple[str, int], str] = field(default_factory=dict)
     unconsumed_since: dict[tuple[str, int], int] = field(default_factory=dict)
     last_owner: dict[tuple[str, int], str] = field(default_factory=dict)
     last_position: dict[tuple[str, int], int] = field(default_factory=dict)
+
+
+OFFSET_COMMIT = "OffsetCommit"
+
+
+def failed_commit(api: str, error: str, results) -> bool:
+    """Whether a `responses` row is of failed commit requests: an OffsetCommit whose error, or any
+    partition's, is not NONE. The `failed_commits` figure, wherever it is shown, is the `repeat_count` of
+    such rows summed."""
+    return api == OFFSET_COMMIT and (error != "NONE" or (results is not None
+                                                         and any(r["error"] != "NONE" for r in results)))
 
 
 def nearest_rank(counts: Mapping[int, int], percent: int) -> int | None:
@@ -225,5 +242,6 @@ class MetricsHandlers:
             "partitions_moved": m.moved if client_side else None,
             "duplicate_records": m.duplicates if client_side else None,
             "skipped_records": m.skipped if client_side else None,
-            "failed_commits": m.failed_commits if client_side else None,
+            "failed_commits": m.failed_commits,
+            "unsent_commits": m.unsent_commits if client_side else None,
         }

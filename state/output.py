@@ -15,6 +15,7 @@ import json
 from state.events import API_NAMES, Event
 from state.group import ClassicGroup, ClassicGroupMember
 from state.group_state import CLASSIC, GroupState
+from state.metrics import GroupMetrics, failed_commit
 from state.tables import GROUP_TABLES, columns
 
 
@@ -45,21 +46,23 @@ _RESPONSE_ROW = {
     "request_seq": None, "client_id": None, "member_id": None, "group_instance_id": None, "generation_id": None,
     "error": None, "protocol_type": None, "protocol_name": None, "leader_id": None, "skip_assignment": None,
     "members": None, "assignment": None, "results": None, "coordinator_partition": None, "coordinator_id": None,
-    "repeat_count": 1, "repeat_interval_ms": None, "heartbeat_interval_ms": None,
+    "node_id": None, "repeat_count": 1, "repeat_interval_ms": None, "heartbeat_interval_ms": None,
 }
 
 
 class Output:
     """A group's rows since the last `take_output`. Rows that name the coordinator get the group's
     `__consumer_offsets` partition and the broker leading it (`coordinator_id`, None without a cluster or
-    while the partition has no leader), as the runtime keeps them current here."""
+    while the partition has no leader), as the runtime keeps them current here. Each `responses` row written
+    is counted into `figures` (the group's `metrics` row) as `failed_commit` says: the figure is the rows'."""
 
     def __init__(self, group_id: str, next_seq: int = 0, coordinator_partition: int | None = None,
-                 coordinator_id: int | None = None) -> None:
+                 coordinator_id: int | None = None, figures: GroupMetrics | None = None) -> None:
         self.group_id = group_id
         self.next_seq = next_seq
         self.coordinator_partition = coordinator_partition
         self.coordinator_id = coordinator_id
+        self.figures = figures
         self.tables: dict[str, list[dict]] = {name: [] for name in GROUP_TABLES}
         self.rejects: list[dict] = []
         self._deferred: list[tuple[str, dict]] | None = None
@@ -81,6 +84,9 @@ class Output:
         row["out_seq"] = self.next_seq
         self.next_seq += 1
         self.tables[table].append(row)
+        if table == "responses" and self.figures is not None and failed_commit(row["api"], row["error"],
+                                                                                row["results"]):
+            self.figures.failed_commits += row["repeat_count"]
 
     def log_end(self, row: dict) -> None:
         self._add("log_end_offsets", dict(row, group_id=self.group_id))
@@ -111,6 +117,8 @@ class Output:
         row.update(fields)
         if len(row) != width:  # a field that is no column added one: cheaper to notice than to look for
             raise KeyError(f"responses has no column {sorted(set(fields) - set(columns('responses')))}")
+        if "node_id" not in fields:  # the request went to the coordinator it names (any API but FindCoordinator)
+            row["node_id"] = row["coordinator_id"]
         return row
 
     def metrics(self, row: dict) -> None:

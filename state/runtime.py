@@ -32,6 +32,7 @@ from state.consumer_group.group import ConsumerGroup
 from state.consumer_group.topic_id import TopicId
 from state.consumer_group_handlers import (CLASSIC_MEMBERSHIP_REQUESTS, CONSUMER_GROUP_TIMER,
                                            ConsumerGroupHandlers)
+from state.errors import NETWORK_EXCEPTION
 from state.events import (CLIENT_DIRECTIVE_CLASSES, CoordinatorFault, EndOfRun, Event, TopicMetadata,
                           expand_repeats)
 from state.group import ClassicGroup
@@ -82,7 +83,11 @@ class GroupRuntime(MembershipHandlers, ConsumerGroupHandlers, OffsetHandlers, Me
         self.coordinator_epoch = 0
         self.coordinators: list[int | None] = [None]
         self.down_epochs: set[int] = set()
+        # The cluster's brokers that are up (a `live_brokers` fault; None: the input names none), where a
+        # synthetic client's FindCoordinator goes (LookupHandlers.lookup_node).
+        self.live_brokers: tuple[int, ...] | None = None
         self.now = -1
+        self.metrics = GroupMetrics()
         self.out = self._new_output(0)
         self.member_id_counter = 0
         self.write_failures: list[str] = []
@@ -106,7 +111,6 @@ class GroupRuntime(MembershipHandlers, ConsumerGroupHandlers, OffsetHandlers, Me
         self.elided: dict = {}  # client id -> its elided periodic chains
         self.lookups: dict = {}  # client id -> its lookup loop, in closed form
         self.steps = 0          # events and deadlines applied: the work a run cost
-        self.metrics = GroupMetrics()
         self.offsets_version = 0
         self._sweep_inputs_seen: tuple | None = None
         self.captured_ids: IdMap | None = None  # made by the first captured request
@@ -223,7 +227,7 @@ class GroupRuntime(MembershipHandlers, ConsumerGroupHandlers, OffsetHandlers, Me
         return out
 
     def _new_output(self, next_seq: int) -> Output:
-        return Output(self.group_id, next_seq, self.coordinator_partition, self.coordinator_id)
+        return Output(self.group_id, next_seq, self.coordinator_partition, self.coordinator_id, self.metrics)
 
     # -- the coordinator's identity --------------------------------------------------------------------------
     def broker_of(self, epoch: int | None) -> int | None:
@@ -275,7 +279,7 @@ class GroupRuntime(MembershipHandlers, ConsumerGroupHandlers, OffsetHandlers, Me
             raw, sent_to = self.requests_in_flight.pop(event.request_id)
             if sent_to in self.down_epochs:
                 self.close_client_runs(event.origin)
-                self._disconnect(event)
+                self._disconnect(event, sent_to)
                 return
             if event.run is None:
                 self.close_client_runs(event.origin)
@@ -301,19 +305,29 @@ class GroupRuntime(MembershipHandlers, ConsumerGroupHandlers, OffsetHandlers, Me
         """The broker the request was sent to no longer leads the group's partition: it answers, as itself."""
         self.respond_generic_error(event, "NOT_COORDINATOR", coordinator_id=self.broker_of(sent_to))
 
-    def _disconnect(self, request: Event) -> None:
-        """The broker a synthetic client's request went to is down: no broker sees the request (no row), and
-        the client's connection fails (the Java client's DisconnectException, Errors.NETWORK_EXCEPTION's
-        exception class) after the return trip. Also the fate of a request parked at a broker that fails."""
-        self.fleet.route_response(request, self.failed_connection(request, self.now))
+    def _disconnect(self, request: Event, sent_to: int | None = None) -> None:
+        """The broker a synthetic client's request went to (coordinator epoch `sent_to`; None: the current one)
+        is down: no broker answers, and the client's connection fails after the return trip. Also the fate of
+        a request parked at a broker that fails. The client's view is written to `responses`."""
+        row = self.failed_connection(request, self.now, self.coordinator_epoch if sent_to is None else sent_to)
+        self.out.emit("responses", row)
+        self.fleet.route_response(request, row)
 
-    def failed_connection(self, request: Event, at: int) -> dict:
-        """What a client whose request reached no broker at `at` gets back: a `responses` row, never written."""
-        return self.out.response_row(request, at, NETWORK_EXCEPTION, **GENERIC_ERROR_FIELDS.get(request.type, {}))
+    def failed_connection(self, request: Event, at: int, sent_to: int) -> dict:
+        """The `responses` row of a request to the down broker of epoch `sent_to` whose connection failed at
+        `at`: its own fields, NETWORK_EXCEPTION, and no answer's. A refused connection (or one the failing
+        broker drops) fails the request's future with a DisconnectException in the Java client
+        (ConsumerNetworkClient.checkDisconnects, RequestFutureCompletionHandler: ClientResponse.wasDisconnected);
+        no error code travels, and NETWORK_EXCEPTION is Kafka's error name for a disconnection."""
+        broker = self.broker_of(sent_to)
+        return self.out.response_row(request, at, NETWORK_EXCEPTION, coordinator_id=broker, node_id=broker)
 
     def _handle_request(self, event: Event) -> None:
         if event.type == "FIND_COORDINATOR":
-            self.respond(event, self.lookup_error)
+            if event.origin is None:  # a captured lookup: taken as sent to the current coordinator
+                self.respond(event, self.lookup_error)
+            else:
+                self.respond(event, self.lookup_error, node_id=self.lookup_node(event.request_id))
             return
         if self.leaderless or self.coordinator_epoch in self.down_epochs:
             # Only a captured request gets here (a synthetic one went to an epoch it knew): no broker can
@@ -384,17 +398,18 @@ class GroupRuntime(MembershipHandlers, ConsumerGroupHandlers, OffsetHandlers, Me
 
     # -- what the client side gets from its host (state.consumer.ClientHost) -------------------------------
     def transmit(self, event: Event, raw: dict, sent_to: int | None) -> None:
-        """A synthetic client's request goes on the wire towards the coordinator `sent_to` (None: any broker).
-        It is written to `requests` when it reaches the group: one still on the wire when the run ends was never
-        seen, as an input row after the end would not be."""
+        """A synthetic client's request goes on the wire towards the coordinator `sent_to` (None: a
+        FindCoordinator, to the broker `lookup_node` draws when it arrives). It is written to `requests` when it
+        reaches a broker: one still on the wire when the run ends was never seen, as an input row after the end
+        would not be, and one sent to a down broker never is."""
         self.requests_in_flight[event.request_id] = (raw, sent_to)
         self.hold(event)
 
     def reject(self, event: Event, reason: str) -> None:
         self.out.reject(event, reason)
 
-    def failed_commit(self) -> None:
-        self.metrics.failed_commits += 1
+    def unsent_commit(self) -> None:
+        self.metrics.unsent_commits += 1
 
     def position_of(self, client_id: str, tp) -> int | None:
         return self.fleet.position_of(client_id, tp)
@@ -477,6 +492,8 @@ class GroupRuntime(MembershipHandlers, ConsumerGroupHandlers, OffsetHandlers, Me
             self.write_failures.extend([fault.error] * fault.count)
         elif fault.fault == "crash":
             self._crash()
+        elif fault.fault == "live_brokers":
+            self.live_brokers = fault.brokers
         else:
             self._move(fault.coordinator_id, fault.load_delay_ms)
 
@@ -612,8 +629,6 @@ GENERIC_ERROR_FIELDS = {
     "JOIN_GROUP": {"member_id": "", "generation_id": -1, "leader_id": ""},
     "SYNC_GROUP": {"assignment": []},
 }
-# A failed connection as the client sees it (never a broker's answer, so never in `responses`).
-NETWORK_EXCEPTION = "NETWORK_EXCEPTION"
 
 _REQUEST_HANDLERS = {
     "JOIN_GROUP": GroupRuntime.handle_join_group,
@@ -640,6 +655,8 @@ def _concerns_event(event: Event) -> tuple[str | None, bool]:
     # unchanged). Anything else can change what every member's next request gets.
     if event.type in CLIENT_DIRECTIVE_CLASSES and not isinstance(event, TopicMetadata):
         return event.client_id, False
+    if isinstance(event, CoordinatorFault) and event.fault == "live_brokers":
+        return None, False  # it changes only where later lookups go: the loops are run up to it first
     if event.origin is not None and (event.run is not None or event.type in ("OFFSET_COMMIT", "FIND_COORDINATOR")
                                      or _asks_member_id(event)):
         return event.client_id, False

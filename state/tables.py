@@ -47,6 +47,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("results", f"list<{RESULT}>"),
         ("coordinator_partition", "int32"),
         ("coordinator_id", "int32"),
+        ("node_id", "int32"),
         ("repeat_count", "int32"),
         ("repeat_interval_ms", "int64"),
         ("heartbeat_interval_ms", "int32"),
@@ -181,6 +182,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("duplicate_records", "int64"),
         ("skipped_records", "int64"),
         ("failed_commits", "int64"),
+        ("unsent_commits", "int64"),
         ("out_seq", "int64"),
     ],
     "requests": [

@@ -5,8 +5,9 @@ calls `coordinator_load` again when asked for another window.
 
 Rows are long: (broker_id, window_start_ts, window_ms, measure, name, value), one per nonzero value. A
 window is [window_start_ts, window_start_ts + window_ms), its start a multiple of window_ms since the epoch.
-- Counts of things that happen in a window: `requests` by API (at `request_ts`), `responses` by error (at
-  `response_ts`), `records` and `bytes` appended to `__consumer_offsets` by record type (at `write_ts`):
+- Counts of things that happen in a window: `requests` by API (at `request_ts`) and `responses` by error (at
+  `response_ts`) that a broker answered, at the broker the request went to (`node_id`: FindCoordinator's
+  is the one its client picked), `records` and `bytes` appended to `__consumer_offsets` by record type (at `write_ts`):
   OffsetCommit and GroupMetadata from the `offsets` and `group_metadata` rows, a consumer group's records
   (ConsumerGroupMetadata, ...) from `consumer_group_records`, whose rows carry their bytes in their batch.
 - Levels at the window's end e (after everything at e): `groups` hosted, in each state and rebalancing,
@@ -42,6 +43,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pandas.api.types import union_categoricals
 
+from state.errors import NETWORK_EXCEPTION
 from state.record_bytes import RECORD_BATCH_OVERHEAD, record_size
 from state.variants import VARIANT
 from tableio.parquet import PART_FILE, PartFileWriter, arrow_schema, rows_to_arrow, sort_table, variant_rows
@@ -62,7 +64,7 @@ RANGE_ROWS = 1_000_000
 BATCH_ROWS = 65_536
 # Lattice points binned at once (bounds the memory of a quiet-run computation).
 LATTICE_CHUNK = 4_000_000
-NO_BROKER = -1  # a null broker_id: the run has no cluster, or a request to any broker (FindCoordinator)
+NO_BROKER = -1  # a null broker_id: the run has no cluster, or a FindCoordinator to a broker the input names not
 FIND_COORDINATOR = "FindCoordinator"
 
 OFFSET_COMMIT, GROUP_METADATA = "OffsetCommit", "GroupMetadata"
@@ -79,7 +81,7 @@ DEAD = "Dead"
 TIME_COLUMNS = {"responses": "request_ts", "offsets": "write_ts", "group_metadata": "write_ts",
                 "consumer_group_records": "write_ts", "group_states": "ts", "members": "ts"}
 INPUT_COLUMNS = {
-    "responses": ("request_ts", "response_ts", "api", "error", "coordinator_id", COUNT, INTERVAL),
+    "responses": ("request_ts", "response_ts", "api", "error", "coordinator_id", "node_id", COUNT, INTERVAL),
     "offsets": ("group_id", "topic", "partition", "offset", "metadata", "leader_epoch", "commit_ts",
                 "expire_ts", "topic_id", "write_ts", "member_id", "coordinator_id", COUNT, INTERVAL, "out_seq"),
     "group_metadata": ("group_id", "write_ts", "tombstone", "protocol_type", "generation_id", "protocol_name",
@@ -261,13 +263,14 @@ def coordinator_load(chunks: Iterable[Mapping[str, pd.DataFrame]], start: int | 
     load = _Load(window_ms, start, final)
     for tables in chunks:
         responses = tables["responses"]
-        count, interval = _runs(responses)
-        # A client sends FindCoordinator to any broker (its least loaded one), not to the coordinator it names.
-        brokers = np.where(responses["api"].to_numpy(object) == FIND_COORDINATOR, NO_BROKER, _brokers(responses))
-        load.events(brokers, "requests", responses["api"], responses["request_ts"], count, interval)
-        load.events(brokers, "responses", responses["error"], responses["response_ts"], count, interval)
+        answered = responses[responses["error"] != NETWORK_EXCEPTION]
+        count, interval = _runs(answered)
+        brokers = _nodes(answered)
+        load.events(brokers, "requests", answered["api"], answered["request_ts"], count, interval)
+        load.events(brokers, "responses", answered["error"], answered["response_ts"], count, interval)
+        # A JoinGroup parked at a broker that then failed was parked there until the failure.
         parked = responses[(responses["api"] == "JoinGroup") & (responses["response_ts"] > responses["request_ts"])]
-        load.levels(_brokers(parked), "parked", "JoinGroup", parked["request_ts"], parked["response_ts"])
+        load.levels(_nodes(parked), "parked", "JoinGroup", parked["request_ts"], parked["response_ts"])
         _records(load, tables["offsets"], tables["group_metadata"], tables[METADATA_MEMBERS])
         _consumer_group_records(load, tables["consumer_group_records"])
         _groups(load, tables["group_states"], tables["members"])
@@ -281,6 +284,14 @@ def _ints(column: pd.Series, null: int) -> np.ndarray:
 def _brokers(frame: pd.DataFrame) -> np.ndarray:
     return _ints(frame["coordinator_id"], NO_BROKER)
 
+
+def _nodes(responses: pd.DataFrame) -> np.ndarray:
+    """The broker each request went to: its `node_id`; where that is null (no cluster, a FindCoordinator to
+    brokers the input names not, or tables from before the column) the coordinator, except for a
+    FindCoordinator, which names the coordinator without going to it."""
+    node = _ints(responses["node_id"], NO_BROKER)
+    fallback = np.where(responses["api"].to_numpy(object) == FIND_COORDINATOR, NO_BROKER, _brokers(responses))
+    return np.where(node == NO_BROKER, fallback, node)
 
 def _runs(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Each row's request count and interval, as `simulations.views.quiet_runs` reads them."""

@@ -4,8 +4,9 @@ moves cost the groups that moved (`figures.coordinator_moves`).
 
 The heatmaps split the APIs in two, each on its own scale: the group coordinator's (JoinGroup, SyncGroup,
 Heartbeat, OffsetCommit, ...), the load a broker takes for the groups it leads, and FindCoordinator, which
-any broker answers from its metadata. A broker failure's lookups come in bursts tens of times the steady
-load: on one scale, they would leave the steady load in the palest level."""
+any broker answers from its metadata, each counted at the broker its client sent it to. A broker failure's
+lookups come in bursts up to several times a broker's steady load (`broker-failure` on 3 brokers: 394 a
+second on broker 2, 62 steady): on one scale, they would leave the steady load in the palest levels."""
 
 from __future__ import annotations
 
@@ -29,15 +30,15 @@ def capacity_panels(run: RunTables, bins: Bins) -> list[Panel]:
     return [_requests(figures.broker_requests(run, bins), bins),
             _heatmap("broker-heatmap", "Broker load heatmap", "the group coordinator's requests (every API but "
                      "FindCoordinator, below)", figures.broker_requests(run, bins, lookups=False), bins),
-            _heatmap("lookup-heatmap", "FindCoordinator lookups per broker", "FindCoordinator requests (a client "
-                     "sends them to any broker)", figures.broker_requests(run, bins, lookups=True), bins),
+            _heatmap("lookup-heatmap", "FindCoordinator lookups per broker", "FindCoordinator requests (at the broker "
+                     "each client sent them to)", figures.broker_requests(run, bins, lookups=True), bins),
             _moves(run)]
 
 
 def _requests(per_broker: dict[str, list[float]], bins: Bins) -> Panel:
     title = "Requests per broker"
     guide = (f"Requests each broker's group coordinator received per second, averaged over {span(bins.width_ms)}, "
-             "stacked by broker (coordinator_load; FindCoordinator goes to any broker).")
+             "stacked by broker (coordinator_load; a FindCoordinator at the broker its client sent it to).")
     if not per_broker:
         return Panel("broker-requests", title, guide, note("No coordinator_load table yet: it is written when "
                                                            "the run ends."))

@@ -40,6 +40,7 @@ from simulations.views.rebalances import rebalance_starts
 from simulations.views.history import shown_state
 from simulations.views.ownership import holdings, owner_names
 from simulations.views.run_tables import RunTables
+from state.metrics import OFFSET_COMMIT, failed_commit
 from tableio.coordinator_load import FIND_COORDINATOR, NO_BROKER
 
 MAX_BINS = 60
@@ -229,14 +230,17 @@ def _majority(cell: dict[int, float] | None, bin_ms: int) -> int:
 
 def commit_rates(run: RunTables, bins: Bins) -> dict[str, list[float]]:
     """Per second in each bin: partitions committed (offsets records, tombstones aside), OffsetCommit
-    requests answered NONE, and OffsetCommit requests that failed (a top-level or a partition error). Counted
-    one range of groups at a time: the responses' `results` of a large run do not fit in memory at once."""
+    requests answered NONE, and OffsetCommit requests that failed (`state.metrics.failed_commit`: a top-level
+    or a partition error, a failed connection among them; the `failed_commits` figure, at their request
+    times). Counted one range of groups at a time: the responses' `results` of a large run do not fit in
+    memory at once."""
     counts = {name: [0] * bins.count for name in COMMIT_RATES}
     for part in run.ranges(COMMIT_COLUMNS):
         offsets = part["offsets"]
         responses = part["responses"]
-        commits = responses[responses["api"] == "OffsetCommit"]
-        failed = pd.Series([_commit_failed(error, results) for error, results in zip(commits["error"], commits["results"])],
+        commits = responses[responses["api"] == OFFSET_COMMIT]
+        failed = pd.Series([failed_commit(OFFSET_COMMIT, error, results)
+                            for error, results in zip(commits["error"], commits["results"])],
                            index=commits.index, dtype=bool)
         for name, rows, column in (("partitions committed", offsets[offsets["offset"].notna()], "write_ts"),
                                    ("commit requests ok", commits[~failed], "request_ts"),
@@ -244,10 +248,6 @@ def commit_rates(run: RunTables, bins: Bins) -> dict[str, list[float]]:
             counts[name] = [a + b for a, b in zip(counts[name], bins.counts(rows, column))]
     per_second = 1000 / bins.width_ms
     return {name: [n * per_second for n in values] for name, values in counts.items()}
-
-
-def _commit_failed(error: str, results) -> bool:
-    return error != "NONE" or (results is not None and any(r["error"] != "NONE" for r in results))
 
 
 def partition_load(run: RunTables) -> pd.DataFrame:

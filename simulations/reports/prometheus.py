@@ -89,6 +89,10 @@ def families(figures: KafkaFigures) -> list[Metric]:
     labelled(CounterMetricFamily(REQUEST_METRICS + "errors", "ErrorsPerSec: response errors (NONE included).",
                                  labels=["request", "error"]),
              (([api, error], n) for (api, error), n in sorted(counts.errors.items())))
+    failed = CounterMetricFamily("coordsim_failed_commits", "Failed commit requests (the metrics table's "
+                                 "failed_commits), failed connections included.")
+    failed.add_metric([], counts.failed_commits, timestamp=stamp)
+    out.append(failed)
     _consumer_groups(figures, labelled)
     return out
 

@@ -1,6 +1,7 @@
 """Broker events on a scenario's timeline, played on the cluster (state.cluster.Leadership), and what each
 group sees of them: the COORDINATOR_FAULT rows that tell its runtime which broker leads its
-`__consumer_offsets` partition, when that broker fails, and how long a new leader takes to load it.
+`__consumer_offsets` partition, when that broker fails, how long a new leader takes to load it, and which
+brokers are up (`live_brokers`: where its clients' FindCoordinator requests can go).
 
 The controller's rules (KRaft, Kafka 4.x; docs/scenarios.md, "Broker events"):
 - `broker_down` (a crash): the broker's connections fail at once (`crash` for the groups it coordinates).
@@ -171,6 +172,8 @@ class ClusterTimeline:
         self.fences: list[Fence] = []  # filled by `changes`
         # The imbalance checks that moved partitions: (when, its longest load), filled by `changes`.
         self.elections: list[tuple[int, int]] = []
+        # (time, the brokers up from then on) at each broker going down or coming up, as `changes` plays them
+        self.live: list[tuple[int, tuple[int, ...]]] = []
 
     def add(self, event: BrokerEvent) -> None:
         self.events.append(event)
@@ -191,12 +194,13 @@ class ClusterTimeline:
 
     def changes(self) -> dict[int, list[Change]]:
         """Partition -> its changes in time order (partitions that never change are absent); the fences go to
-        `fences`."""
+        `fences`, the brokers that are up after each broker event to `live`."""
         leadership = Leadership(self.cluster)
         heartbeats = BrokerHeartbeats(self.settings, self.seed, self.cluster.broker_ids)
         check = ImbalanceCheck(self.settings)
         down: set[int] = set()
         pending_fence: dict[int, Fence] = {}  # broker -> its fence to come
+        self.live = []
         changes: dict[int, list[Change]] = {}
         # Per partition: when no leader answered its groups (a crash or a leaderless spell until the next
         # leader has loaded it, a load), and since when it has none, while that lasts.
@@ -251,6 +255,7 @@ class ClusterTimeline:
                 if broker in down:
                     raise BrokerEventError(f"{label}: broker {broker} is already down at {t / 1000:g} s")
                 down.add(broker)
+                self.live.append((t, tuple(b for b in self.cluster.broker_ids if b not in down)))
                 if kind == "broker_down":
                     for p in range(self.cluster.num_partitions):
                         if leadership.leader(p) == broker:
@@ -271,6 +276,7 @@ class ClusterTimeline:
                     fence(broker, t)  # it registers again: the controller fences the old registration first
                 down.discard(broker)
                 heartbeats.register(broker, t)
+                self.live.append((t, tuple(b for b in self.cluster.broker_ids if b not in down)))
                 moved(leadership.broker_unfenced(broker), t)
                 leadership.caught_up(broker)
                 written(t)
@@ -286,15 +292,23 @@ class ClusterTimeline:
         return changes
 
     def rows(self, group_id: str, started_ms: int, changes: dict[int, list[Change]]) -> list[tuple[int, dict]]:
-        """The group's COORDINATOR_FAULT rows as (scenario time, fields): first its partition's leader as the
-        group starts (the changes before then, without their load times), then each later change."""
+        """The group's COORDINATOR_FAULT rows as (scenario time, fields): first its partition's leader and the
+        brokers up as the group starts (the changes before then, without their load times), then each later
+        change, and each later change to the brokers up (`changes` has played the timeline)."""
         partition = coordinator_partition(group_id, self.cluster.num_partitions)
+        up = [live for t, live in self.live if t < started_ms][-1:] or [self.cluster.broker_ids]
         rows = [(started_ms, {"fault": "move", "coordinator_id": self.cluster.preferred_leader(partition),
-                              "load_delay_ms": 0})]
+                              "load_delay_ms": 0}),
+                (started_ms, _live_brokers(up[0]))]
         for change in changes.get(partition, ()):
             if change.at_ms < started_ms:
                 rows.append((started_ms, dict(change.row(), load_delay_ms=0) if change.fault == "move"
                              else change.row()))
             else:
                 rows.append((change.at_ms, change.row()))
-        return rows
+        rows += [(t, _live_brokers(live)) for t, live in self.live if t >= started_ms]
+        return sorted(rows, key=lambda row: row[0])
+
+
+def _live_brokers(brokers: tuple[int, ...]) -> dict:
+    return {"fault": "live_brokers", "brokers": list(brokers)}

@@ -148,8 +148,8 @@ def generate(scenario: Scenario) -> Generated:
 
 
 def _name_coordinators(scenario: Scenario, cluster: ClusterTimeline, plans: list["GroupPlan"]) -> None:
-    """Each group's COORDINATOR_FAULT rows: the broker leading its partition as it starts (before its first
-    row), then what the broker events do to that partition."""
+    """Each group's COORDINATOR_FAULT rows: the broker leading its partition and the brokers up as it starts
+    (before its first row), then what the broker events do to that partition and to the brokers up."""
     delay = CoordinatorConfig.from_kafka(scenario.broker).group_initial_rebalance_delay_ms
     for plan in plans:
         topics = {t.name: t.partitions for t in plan.set.topics}

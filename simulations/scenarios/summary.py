@@ -23,7 +23,7 @@ from state.metrics import merged, nearest_rank
 
 CLASSIC = "classic"  # group.protocol's default
 CLIENT_FIGURES = ("unconsumed_partition_ms", "partitions_moved", "duplicate_records", "skipped_records",
-                  "failed_commits")
+                  "failed_commits", "unsent_commits")
 # The metrics table's columns `Figures.add` reads.
 METRICS_COLUMNS = ("end_state", "rebalance_causes", "rebalances_after_formation", "time_to_stable_ms",
                    "rebalance_durations", "unconsumed_gap_durations", *CLIENT_FIGURES)
@@ -45,6 +45,7 @@ class Figures:
     duplicate_records: int | None = None
     skipped_records: int | None = None
     failed_commits: int | None = None
+    unsent_commits: int | None = None
 
     @property
     def rebalances(self) -> int:
@@ -117,6 +118,7 @@ LINES = [
     ("duplicate records", lambda s: _count(s.duplicate_records)),
     ("skipped records", lambda s: _count(s.skipped_records)),
     ("failed commits", lambda s: _count(s.failed_commits)),
+    ("unsent commits", lambda s: _count(s.unsent_commits)),
     ("end states", lambda s: "\n".join(f"{state} {n:,}" for state, n in sorted(s.end_states.items()))),
 ]
 

@@ -18,7 +18,9 @@ definition the run summaries count "events applied" and "rejected rows" by.
 
 A row with `repeat_count` counts as the requests it stands for, and a quiet run (a `requests` or
 `responses` row with `repeat_count`) as its requests. Requests that synthetic clients sent (the `requests`
-table) must be answered too (or parked at the end).
+table) must be answered too (or parked at the end). A synthetic request sent to a broker that was down reached
+none (no `requests` row): its `responses` row (NETWORK_EXCEPTION, the client's failed connection) answers
+nothing of the input, and is counted apart.
 A replay of captured traffic answers one request the input does not hold: the JoinGroup retry it sends
 itself when the coordinator asks a new member for the MEMBER_ID_REQUIRED round the captured broker skipped
 (`state.captured_ids`, request_id ending in RETRY_SUFFIX); it is accounted for by its input JoinGroup's
@@ -41,6 +43,7 @@ from simulations.group_ranges import WHOLE, GroupRange
 from simulations.validation.result import Check
 from simulations.views.quiet_runs import repeat_counts, repeat_times
 from state.captured_ids import is_retry
+from state.errors import NETWORK_EXCEPTION
 from state.events import API_NAMES, expand_repeats
 
 PARKED_IN = {"JoinGroup": "PreparingRebalance", "SyncGroup": "CompletingRebalance"}
@@ -76,7 +79,7 @@ class InputAccounting:
         self.rejects_read = False
         self.coordinator_rejects: Counter = Counter()
         self.terms = Counter()
-        self.synthetic = Counter()  # "sent" and "answered"
+        self.synthetic = Counter()  # "sent", "answered" and "refused" (sent to a broker that was down)
         self.member_id_retries = 0
         self.unexplained = self.orphans = 0
         self.input_example: tuple[int, tuple] | None = None
@@ -105,7 +108,7 @@ class InputAccounting:
         # A synthetic run is answered by a run of the same first request and count; any other response row
         # answers one request per repeat.
         responses = tables["responses"]
-        synthetic_answered, retries, member_id_required = Counter(), Counter(), Counter()
+        synthetic_answered, retries, member_id_required, refused = Counter(), Counter(), Counter(), 0
         one_by_one = []  # rows that answer one request per repeat
         for r, count in zip(responses.itertuples(index=False), repeat_counts(responses).tolist()):
             key = (r.group_id, int(r.request_ts), int(r.request_seq), r.api)
@@ -113,6 +116,8 @@ class InputAccounting:
                 synthetic_answered[key] += count
             elif is_retry(r.request_id):
                 retries[key] += count
+            elif r.error == NETWORK_EXCEPTION:
+                refused += count
             else:
                 if r.error == "MEMBER_ID_REQUIRED":
                     member_id_required[key] += count
@@ -141,7 +146,8 @@ class InputAccounting:
 
         self.terms.update({"answered": sum(input_answered.values()), "parked": sum(parked_input.values()),
                            "late": sum(late_matched.values())})
-        self.synthetic.update({"sent": sum(synthetic.values()), "answered": sum(synthetic_answered.values())})
+        self.synthetic.update({"sent": sum(synthetic.values()), "answered": sum(synthetic_answered.values()),
+                               "refused": refused})
         self.unexplained += sum(unexplained_input.values()) + sum(unexplained_synthetic.values())
         self.orphans += sum(orphans.values())
         self.member_id_retries += sum(retried.values())
@@ -181,6 +187,8 @@ class InputAccounting:
         detail = f"{total} = " + " + ".join(f"{n} {label}" for n, label in terms if n) if total else "0 input rows"
         if self.synthetic["sent"]:
             detail += f"; {self.synthetic['answered']} of {self.synthetic['sent']} synthetic requests answered"
+        if self.synthetic["refused"]:
+            detail += f"; {self.synthetic['refused']} sent to a broker that was down"
         if self.member_id_retries:
             detail += (f"; {self.member_id_retries} JoinGroup retries the replay sent for MEMBER_ID_REQUIRED rounds "
                        f"the capture skipped")

@@ -7,8 +7,9 @@
   two brokers at the same time. (A run without a `cluster:` has one implicit coordinator: nothing to check.)
 - **`coordinator_load` counts the rows it summarizes**: per API its `requests`, per error name its
   `responses` and per record type its `records` add up, over brokers and windows, to the requests and
-  responses of `responses` and the records of `offsets`, `group_metadata` and `consumer_group_records`
-  (a quiet run's every request and record: `repeat_count`).
+  responses of `responses` (but a client's failed connection, `NETWORK_EXCEPTION`, which no broker answered)
+  and the records of `offsets`, `group_metadata` and `consumer_group_records` (a quiet run's every request
+  and record: `repeat_count`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import pandas as pd
 
 from simulations.validation.group_rows import Finding
 from simulations.views.quiet_runs import repeat_counts
+from state.errors import NETWORK_EXCEPTION
 from state.group_state import GroupState
 
 LEADERSHIP = "a broker hosts only groups whose partition it leads"
@@ -91,6 +93,8 @@ class LoadTotals:
     def add(self, tables: dict[str, pd.DataFrame]) -> None:
         for measure, table, column in _COUNTED:
             frame = tables[table]
+            if table == "responses":  # a client's failed connection is no broker's request nor response
+                frame = frame[frame["error"] != NETWORK_EXCEPTION]
             if frame.empty:
                 continue
             names = frame[column] if column else pd.Series(_RECORD_NAMES[table], index=frame.index)

@@ -12,6 +12,8 @@
   `unconsumed_partition_ms` and `unconsumed_gaps` are their distribution's total and count;
 - `end_state` and `end_members`: the group's last `group_states` row's state (none once it went Dead) and its
   last `members` row's count;
+- `failed_commits`: the group's failed commit requests in `responses` (`state.metrics.failed_commit`, each
+  row's `repeat_count` of them);
 - the client-side figures are all null (no synthetic clients) or all set.
 
 A group that was a consumer group (KIP-848) at some time is held to the rules both protocols share.
@@ -25,10 +27,11 @@ import pandas as pd
 
 from simulations.validation.group_rows import Finding
 from state.group_state import GroupState
-from state.metrics import nearest_rank
+from simulations.views.quiet_runs import repeat_counts
+from state.metrics import OFFSET_COMMIT, failed_commit, nearest_rank
 
 CLIENT_SIDE = ("unconsumed_partition_ms", "unconsumed_gaps", "unconsumed_gap_durations", "partitions_moved",
-               "duplicate_records", "skipped_records", "failed_commits")
+               "duplicate_records", "skipped_records", "unsent_commits")
 PERCENTILES = {"rebalance": ("rebalance_durations", "rebalance_ms"),
                "unconsumed gap": ("unconsumed_gap_durations", "unconsumed_gap_ms")}
 
@@ -50,6 +53,7 @@ def metrics_agree(tables: dict[str, pd.DataFrame]) -> Finding:
         return None
     generations, states, members = (_by_group(tables[name]) for name in ("generations", "group_states", "members"))
     consumer = set(states_of_type(tables["group_states"], "consumer"))
+    failed = _failed_commits(tables["responses"])
     empty = pd.DataFrame(columns=["to_state", "cause", "ts", "member_count", "generation_id", "stable_ts",
                                   "rebalance_start_ts", "group_type"])
     problems = []
@@ -57,9 +61,20 @@ def metrics_agree(tables: dict[str, pd.DataFrame]) -> Finding:
         group = row.group_id
         problem = _disagreement(row, generations.get(group, empty), states.get(group, empty),
                                 members.get(group, empty), classic=group not in consumer)
+        if problem is None and row.failed_commits != failed.get(group, 0):
+            problem = (f"metrics.failed_commits {row.failed_commits}, its responses hold "
+                       f"{failed.get(group, 0)} failed commit requests")
         if problem is not None:
             problems.append(f"{group} {problem}")
     return (len(problems), problems[0]) if problems else None
+
+
+def _failed_commits(responses: pd.DataFrame) -> dict[str, int]:
+    """Each group's failed commit requests: its OffsetCommit rows that `failed_commit`, repeat counts summed."""
+    commits = responses[responses["api"] == OFFSET_COMMIT]
+    failed = [failed_commit(OFFSET_COMMIT, error, results) for error, results in zip(commits["error"], commits["results"])]
+    counts = repeat_counts(commits)[pd.Series(failed, index=commits.index, dtype=bool)]
+    return {group: int(n) for group, n in counts.groupby(commits.loc[counts.index, "group_id"]).sum().items()}
 
 
 def states_of_type(states: pd.DataFrame, group_type: str) -> list[str]:

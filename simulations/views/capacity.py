@@ -114,7 +114,7 @@ def capacity(run_dir: str, window_ms: int | None = None, broker: int | None = No
     steady = ~during & ~forming
     # A broker's steady state: the steady windows in which it coordinates a group. All of them where the
     # tables tell no broker's groups (a run without a cluster: one coordinator), and for FindCoordinator's
-    # null broker beside named ones (any broker).
+    # null broker beside named ones (a lookup to a broker the input does not name).
     steady_of = {b: steady & windows_touched(spans.get(b, []), first, window_ms, len(starts)) for b in named
                  } if spans else {}
     result = Capacity(run_dir, window_ms,
@@ -234,8 +234,8 @@ def _iso(ts_ms: int) -> str:
 
 
 def _broker(result: Capacity, broker_id: int | None) -> str:
-    """A null broker is the one coordinator of a run without brokers, or, beside real ones, the brokers at
-    large: FindCoordinator goes to any broker."""
+    """A null broker is the one coordinator of a run without brokers, or, beside real ones, the broker of a
+    FindCoordinator the input did not say (no `live_brokers` fault: docs/events.md)."""
     if broker_id is None:
         return "(one coordinator)" if result.brokers == [None] else "(any broker: FindCoordinator)"
     return str(broker_id)

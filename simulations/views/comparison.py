@@ -86,10 +86,11 @@ def _rebalances(figures: Figures) -> dict:
 
 
 def _peak(requests: pd.DataFrame, prefix: str, cluster: bool) -> dict:
-    """The busiest (broker, window) of `requests` (coordinator_load rows), by requests of every API:
-    `PREFIXbroker_id`, `PREFIXbroker_requests`, `PREFIXwindow_start_ts`. Brokers with an id when the run has
-    a `cluster` (a null broker beside them is FindCoordinator's any broker, not one broker), the one
-    coordinator (a null id) when it has none. Ties go to the lower broker id, then the earlier window."""
+    """The busiest (broker, window) of `requests` (coordinator_load rows), by requests of every API, a
+    FindCoordinator at the broker its client sent it to: `PREFIXbroker_id`, `PREFIXbroker_requests`,
+    `PREFIXwindow_start_ts`. Brokers with an id when the run has a `cluster` (a null broker beside them is a
+    FindCoordinator to a broker the input does not name, no one broker's), the one coordinator (a null id)
+    when it has none. Ties go to the lower broker id, then the earlier window."""
     if cluster:
         requests = requests[requests["broker_id"].notna()]
     if requests.empty:

@@ -18,7 +18,10 @@ What each figure counts, as Kafka counts it:
 - offset commits: offsets written (one per partition of an OffsetCommit); expirations: tombstones the
   expiry sweep wrote; retained offsets: (group, topic, partition) whose last record is not a tombstone;
 - requests: responses sent, by API and version; errors: by API and error, `NONE` included, each partition's
-  error for OffsetCommit (Kafka's `errorCounts`), the response's error for the other APIs;
+  error for OffsetCommit (Kafka's `errorCounts`), the response's error for the other APIs. A client's failed
+  connection (NETWORK_EXCEPTION: no broker answered) is no broker's response and counts in neither;
+- failed commits (coordsim's, the `metrics` table's `failed_commits`): the failed commit requests answered by
+  then, failed connections included (`state.metrics.failed_commit`);
 - rates: Kafka's Meter over the last `RATE_WINDOW_MS` of simulated time, events per second.
 Quiet runs are counted exactly, request by request, without expanding them (`quiet_runs.repeats_until`).
 """
@@ -35,6 +38,8 @@ from simulations.views.history import ASSIGNING, COMPLETING, DEAD, EMPTY, PREPAR
 from simulations.views.quiet_runs import last_repeat, repeat_counts, repeats_until
 from simulations.views.rebalances import CLASSIC, CONSUMER, rebalance_starts
 from simulations.views.run_tables import RunTables
+from state.errors import NETWORK_EXCEPTION
+from state.metrics import OFFSET_COMMIT, failed_commit
 
 # Each group type coordsim simulates (Group.GroupType's names, the `protocol` tag of Kafka's group-count) and
 # its states (ClassicGroupState's and ConsumerGroupState's names, the `state` tag of classic-group-count and
@@ -72,6 +77,7 @@ class Counts:
     offset_expirations: int
     requests: dict[tuple[str, int], int]  # (api, version) -> responses sent
     errors: dict[tuple[str, str], int]  # (api, error) -> errors counted
+    failed_commits: int  # failed commit requests, the clients' view (failed connections included)
 
 
 @dataclass(frozen=True)
@@ -136,10 +142,18 @@ def counts_at(run: RunTables, at: int) -> Counts:
     commits = repeats_until(offsets[~tombstone], "write_ts", at)
     responses = run["responses"]
     answered = repeats_until(responses, "response_ts", at)
+    asked = (responses["api"] == OFFSET_COMMIT).to_numpy(bool)
+    failed = np.zeros(len(responses), dtype=bool)
+    failed[asked] = [failed_commit(OFFSET_COMMIT, error, results) for error, results in
+                     zip(responses["error"].to_numpy(object)[asked], responses["results"].to_numpy(object)[asked])]
+    failed_commits = int(answered.to_numpy()[failed].sum())
+    # A failed connection is the client's: no broker sent it, none counted it.
+    by_broker = responses["error"] != NETWORK_EXCEPTION
+    responses, answered = responses[by_broker], answered[by_broker]
     requests = answered.groupby([responses["api"], responses["api_version"]]).sum()
     return Counts(int(stable.sum()), int(bumps.sum()), int(commits.sum()), int((tombstone & (offsets["write_ts"] <= at)).sum()),
                   {(api, int(version)): int(n) for (api, version), n in requests.items() if n},
-                  _errors(responses, answered))
+                  _errors(responses, answered), failed_commits)
 
 
 def _errors(responses: pd.DataFrame, answered: pd.Series) -> dict[tuple[str, str], int]:

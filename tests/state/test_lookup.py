@@ -1,6 +1,7 @@
 """The lookup loop while a group's coordinator is a down broker that FindCoordinator still names: the same rows
-whether each lookup, failed connection and timer is simulated one by one or the loop runs in closed form
-(state/lookup.py), and a fraction of the steps."""
+(the lookups at the brokers they went to, the failed connections to the down broker) whether each lookup,
+failed connection and timer is simulated one by one or the loop runs in closed form (state/lookup.py), and a
+fraction of the steps."""
 
 from __future__ import annotations
 
@@ -16,13 +17,16 @@ FENCED = CRASH + 9_000  # broker.session.timeout.ms
 
 
 def crashed_group(members: int, crash: int = CRASH, fenced: int = FENCED, **config) -> list:
-    """A stable group led by broker 1, which fails at `crash` and is fenced at `fenced`: broker 2 loads it."""
+    """A stable group led by broker 1 of brokers 1-3, which fails at `crash` and is fenced at `fenced`: broker 2
+    loads it."""
     events = [directive(0, "COORDINATOR_FAULT", 0, fault="move", coordinator_id=1),
+              directive(0, "COORDINATOR_FAULT", 80, fault="live_brokers", brokers=[1, 2, 3]),
               directive(0, "TOPIC_METADATA", 1, topics=[{"topic": "t", "partitions": 2 * members,
                                                          "records_per_second": 10}])]
     events += [directive(0, "CLIENT_START", i + 2, client_id=f"c{i}", topics=["t"], config=config)
                for i in range(members)]
     return events + [directive(crash, "COORDINATOR_FAULT", 90, fault="crash"),
+                     directive(crash, "COORDINATOR_FAULT", 92, fault="live_brokers", brokers=[2, 3]),
                      directive(fenced, "COORDINATOR_FAULT", 91, fault="move", coordinator_id=2,
                                load_delay_ms=300)]
 
@@ -33,9 +37,15 @@ def test_a_crashed_coordinators_lookups_are_the_same_rows_for_a_fraction_of_the_
     elided, fast = simulate(ELIDED, events, [], 120_000)
     assert elided == explicit
     finds = [r for r in elided["responses"] if r["api"] == "FindCoordinator" and CRASH <= r["request_ts"] < FENCED]
-    # every client looks the coordinator up about every other retry.backoff.ms for the 9 s, told broker 1
+    # every client looks the coordinator up about every other retry.backoff.ms for the 9 s, told broker 1, at
+    # brokers 2 and 3
     assert len(finds) > 5 * 9_000 // 250 and {(r["error"], r["coordinator_id"]) for r in finds} == {("NONE", 1)}
-    assert elided["metrics"][0]["failed_commits"] > 0
+    assert {r["node_id"] for r in finds} == {2, 3}
+    # and between two lookups sends a heartbeat or a commit to broker 1, which fails to connect: a row each
+    refused = [r for r in elided["responses"] if r["error"] == "NETWORK_EXCEPTION"]
+    assert {r["api"] for r in refused} == {"Heartbeat", "OffsetCommit"} and len(refused) > len(finds) // 2
+    failed = [r for r in elided["responses"] if r["api"] == "OffsetCommit" and r["error"] != "NONE"]
+    assert elided["metrics"][0]["failed_commits"] == len(failed) > 0
     # Explicit mode applies a lookup, a failed heartbeat and their answers and timers for every one of them;
     # in closed form the crash costs the steps of its first failed requests and of the move.
     _, quiet = simulate(ELIDED, crashed_group(5, crash=10**9, fenced=10**9 + 1), [], 120_000)
@@ -108,7 +118,8 @@ def crashes(draw):
             fields = {"topics": [{"topic": "t", "partitions": draw(st.integers(1, 8)), "records_per_second": 10}]}
         elif kind == "COORDINATOR_FAULT":
             fields = draw(st.sampled_from([{"fault": "crash"}, {"fault": "move", "coordinator_id": -1},
-                                           {"fault": "move", "coordinator_id": 3, "load_delay_ms": 0}]))
+                                           {"fault": "move", "coordinator_id": 3, "load_delay_ms": 0},
+                                           {"fault": "live_brokers", "brokers": [3]}]))
         events.append(directive(ts, kind, 100 + line, **fields))
     stops = draw(st.lists(st.integers(crash - 1_000, fenced + 2_000), max_size=4))
     return events, stops

@@ -1,7 +1,7 @@
 """The coordinator_load table on a small cluster computed by hand: two groups on brokers 1 and 2 (one moves from
 2 to 1), request counts per window with quiet runs, parked JoinGroups, groups per state and members at window
 ends, and the bytes of each record kind (docs/records.md's worked example: a lone commit is 137 bytes, 118 as Kafka
-4.0 wrote it)."""
+4.0 wrote it); where a FindCoordinator and a client's failed connection count."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 
 from state.record_bytes import RECORD_BATCH_OVERHEAD, batch_size
 from state.records import GroupMetadataRecord, OffsetCommitRecord
+from tableio.coordinator_load import INPUT_COLUMNS as TABLES_READ
 from tableio.coordinator_load import LoadError, coordinator_load, input_frames, run_window_ms
 from tableio.parquet import arrow_schema
 
@@ -167,6 +168,20 @@ def test_consumer_group_records_count_by_type_with_the_bytes_they_carry(load):
     assert series(load, 2, "records", "ConsumerGroupMemberMetadata") == {6: 1}
     assert series(load, 2, "bytes", "ConsumerGroupMemberMetadata") == {6: 168}
     assert series(load, 2, "bytes", "ConsumerGroupMetadata") == {6: 36}
+
+
+def test_a_request_counts_at_the_broker_it_went_to_and_a_failed_connection_at_none():
+    # Broker 3 leads the group and fails at 1.7 s: a lookup naming it went to broker 2 (its node); a heartbeat
+    # sent to it while down reached no broker; a JoinGroup parked there until it failed was never answered.
+    tables = input_frames({name: frame(name, []) for name in TABLES_READ} | {"responses": frame("responses", [
+        response("FindCoordinator", 1500, broker=3) | {"node_id": 2},
+        response("Heartbeat", 2600, 2600, error="NETWORK_EXCEPTION", broker=3) | {"node_id": 3},
+        response("JoinGroup", 100, 1700, error="NETWORK_EXCEPTION", broker=3) | {"node_id": 3},
+    ])})
+    rows = coordinator_load([tables], 0, 3_000).to_pylist()
+    assert {(r["broker_id"], r["window_start_ts"], r["measure"], r["name"], r["value"]) for r in rows} == {
+        (2, 1000, "requests", "FindCoordinator", 1), (2, 1000, "responses", "NONE", 1),
+        (3, 0, "parked", "JoinGroup", 1)}
 
 
 def test_other_windows_and_an_impossible_one():

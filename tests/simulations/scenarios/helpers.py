@@ -41,6 +41,15 @@ def shipped_small(name: str, sets: dict | None = None, timeline: list | None = N
     return scenarios.parse_scenario(yaml.safe_dump(document, sort_keys=False), f"{name}.yaml", name)
 
 
+def small_broker_failure() -> Scenario:
+    """The shipped broker failure, small: 6 groups of 2 on 3 brokers for 40 s, broker 3 failing at 12 s (fenced
+    9 s later: meanwhile its groups' clients go round the lookup loop) and coming back at 27 s."""
+    return shipped_small("broker-failure", sets={"*": {"groups": 6, "members": 2}}, duration="40s",
+                         timeline=[{"at": "12s", "restart_after": "15s"}],
+                         cluster={"brokers": 3, "offsets.topic.num.partitions": 6,
+                                  "offsets.topic.replication.factor": 2})
+
+
 @dataclass
 class Run:
     scenario: Scenario

@@ -157,7 +157,7 @@ def test_a_new_leader_loads_what_the_run_wrote_to_the_partition_before_the_move(
         assert abs(load_ms - written) <= 0.03 * written, (partition, t - start, load_ms, written)
 
 
-def test_every_group_first_learns_its_leader_then_the_changes_to_its_partition():
+def test_every_group_first_learns_its_leader_and_the_brokers_up_then_the_changes_to_either():
     scenario = parse_scenario(textwrap.dedent("""\
         cluster:
           replicas: {0: [1, 2], 1: [2, 1]}
@@ -169,13 +169,18 @@ def test_every_group_first_learns_its_leader_then_the_changes_to_its_partition()
         faults = [r for r in rows if r["group_id"] == group_id and r["type"] == "COORDINATOR_FAULT"]
         first = min(r["seq"] for r in rows if r["group_id"] == group_id)
         assert faults[0]["seq"] == first and faults[0]["fault"] == "move" and faults[0]["load_delay_ms"] == 0
+        # Every group, whoever leads its partition, learns which brokers are up: its lookups go to one of them.
+        live = [(f["ts"] - scenario.start_ms, f["brokers"]) for f in faults if f["fault"] == "live_brokers"]
+        started = faults[0]["ts"] - scenario.start_ms
+        assert faults[1]["seq"] == first + 1 and live == [(started, [1, 2]), (60_000, [2])]
+        changes = [f for f in faults if f["fault"] != "live_brokers"]
         if coordinator_partition(group_id, 2) == 0:
-            assert [(f["fault"], f.get("coordinator_id")) for f in faults] == [("move", 1), ("crash", None),
-                                                                            ("move", 2)]
+            assert [(f["fault"], f.get("coordinator_id")) for f in changes] == [("move", 1), ("crash", None),
+                                                                             ("move", 2)]
             fence = BrokerHeartbeats(ControllerSettings(), 0, (1, 2)).fenced_at(1, 60_000)
-            assert faults[1]["ts"] == scenario.start_ms + 60_000 and faults[2]["ts"] == scenario.start_ms + fence
+            assert changes[1]["ts"] == scenario.start_ms + 60_000 and changes[2]["ts"] == scenario.start_ms + fence
         else:
-            assert [(f["fault"], f["coordinator_id"]) for f in faults] == [("move", 2)]
+            assert [(f["fault"], f["coordinator_id"]) for f in changes] == [("move", 2)]
 
 
 @pytest.mark.parametrize("timeline_text, message", [

@@ -289,13 +289,22 @@ def test_a_broker_failure_moves_its_groups_after_fencing_and_the_election_gives_
         assert (t1, b1) == (crash, 3) and t2 > fenced and b2 not in (3, None)
         assert (t3, b3) == (back, b2) and t4 > back and b4 == 3
         responses = r.rows("responses", group_id)
-        # While broker 3 was down but not fenced, only lookups were answered, by other brokers, naming it.
-        gap = {(row["api"], row["coordinator_id"]) for row in responses if crash <= row["request_ts"] < fenced}
-        assert gap == {("FindCoordinator", 3)}
+        # While broker 3 was down but not fenced, only lookups were answered, by the other brokers, naming it;
+        # the heartbeats and commits sent to it are the clients' failed connections (no broker answered).
+        gap = [row for row in responses if crash <= row["request_ts"] < fenced]
+        assert {(row["api"], row["error"], row["coordinator_id"]) for row in gap} == {
+            ("FindCoordinator", "NONE", 3), ("Heartbeat", "NETWORK_EXCEPTION", 3),
+            ("OffsetCommit", "NETWORK_EXCEPTION", 3)}
+        assert {row["node_id"] for row in gap if row["api"] == "FindCoordinator"} <= {1, 2, 4, 5, 6}
         assert ("Heartbeat", "NOT_COORDINATOR", b2) in {(row["api"], row["error"], row["coordinator_id"])
                                                         for row in responses if row["request_ts"] >= back}
-        assert r.metrics(group_id)["failed_commits"] > 0 and r.metrics(group_id)["end_state"] == "Stable"
+        # Every failed commit is a row: the commits sent to broker 3 while it was down among them.
+        failed = [row for row in responses if row["api"] == "OffsetCommit" and row["error"] != "NONE"]
+        assert r.metrics(group_id)["failed_commits"] == len(failed) > 0
+        assert r.metrics(group_id)["end_state"] == "Stable"
     assert moved >= 1
+    finds = [row for row in r.rows("responses") if row["api"] == "FindCoordinator"]
+    assert finds and None not in {row["node_id"] for row in finds}
 
 
 def test_protocol_comparison_summarizes_each_protocol_by_one_definition_of_its_figures():

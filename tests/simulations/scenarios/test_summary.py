@@ -23,7 +23,7 @@ def metrics_row(group_id: str, rebalances: list[dict], gaps: list[dict] | None) 
             "time_to_stable_ms": 6_000, "rebalance_durations": rebalances,
             "unconsumed_partition_ms": None if gaps is None else sum(g["ms"] * g["count"] for g in gaps),
             "unconsumed_gap_durations": gaps, "partitions_moved": 0, "duplicate_records": 0, "skipped_records": 0,
-            "failed_commits": 0}
+            "failed_commits": 0, "unsent_commits": 0}
 
 
 def rendered(summary) -> dict[str, str]:
@@ -53,7 +53,8 @@ def test_percentiles_spread_over_the_sets_rebalances_and_gaps_not_over_its_group
 def test_groups_without_synthetic_clients_show_no_unconsumed_figures():
     scenario = parse_scenario(SCENARIO)
     rows = [metrics_row("orders-0", [], None) | {"partitions_moved": None, "duplicate_records": None,
-                                                 "skipped_records": None, "failed_commits": None}]
+                                                 "skipped_records": None, "failed_commits": 0,
+                                                 "unsent_commits": None}]
     [summary] = summarize(scenario, {"orders": ["orders-0"]}, {"metrics": rows})
     lines = rendered(summary)
     for label in ("later rebalance p50/p99/max", "unconsumed partition-seconds", "unconsumed gap p50/p99/max"):

@@ -88,7 +88,9 @@ def test_a_coordinator_load_figure_that_the_rows_do_not_add_up_to_fails(tables):
     heartbeats = row_of(load, measure="requests", name="Heartbeat")
     load.at[heartbeats, "value"] += 1
     responses = tables["responses"]
-    counted = int(responses.loc[responses["api"] == "Heartbeat", "repeat_count"].sum())
+    # The heartbeats a broker answered: those sent to broker 1 while it was down reached none.
+    answered = (responses["api"] == "Heartbeat") & (responses["error"] != "NETWORK_EXCEPTION")
+    counted = int(responses.loc[answered, "repeat_count"].sum())
     assert failures(tables)["coordinator_load counts the rows it summarizes"] == (
         f"1 figures whose total disagrees with the rows, e.g. requests Heartbeat: {counted + 1} in "
         f"coordinator_load, {counted} in the rows")
@@ -115,6 +117,18 @@ def test_a_metrics_figure_its_rows_do_not_give_fails(tables, column, value, deta
     group = metrics.at[0, "group_id"]
     assert failures(tables)["metrics agree with the rows they summarize"] == (
         f"1 groups whose figures disagree with their rows, e.g. {group} {detail}")
+
+
+def test_failed_commits_other_than_the_failed_commit_requests_of_the_responses_fail(tables):
+    metrics, responses = tables["metrics"], tables["responses"]
+    group = metrics.at[0, "group_id"]
+    failed = responses[(responses["group_id"] == group) & (responses["api"] == "OffsetCommit")
+                       & (responses["error"] != "NONE")]
+    assert metrics.at[0, "failed_commits"] == failed["repeat_count"].sum() > 0  # those sent to broker 1 among them
+    metrics.at[0, "failed_commits"] = len(failed) + 1
+    assert failures(tables)["metrics agree with the rows they summarize"] == (
+        f"1 groups whose figures disagree with their rows, e.g. {group} metrics.failed_commits {len(failed) + 1}, "
+        f"its responses hold {len(failed)} failed commit requests")
 
 
 def test_a_leader_that_is_not_a_member_fails(tables):
@@ -161,7 +175,7 @@ def test_tampered_figures_fail_validate_one_line_each(failure, tmp_path):
         index = data.schema.get_field_index(column)
         pq.write_table(data.set_column(index, column, change(data[column])), path)
 
-    rewrite("metrics", "failed_commits", lambda c: pa.array([-5] + c.to_pylist()[1:], c.type))
+    rewrite("metrics", "skipped_records", lambda c: pa.array([-5] + c.to_pylist()[1:], c.type))
     rewrite("coordinator_load", "window_ms", lambda c: pc.add(c, pa.scalar(1, c.type)))
     result = CliRunner().invoke(commands.validate, [str(folder)])
     assert result.exit_code == 1, result.output
@@ -169,7 +183,7 @@ def test_tampered_figures_fail_validate_one_line_each(failure, tmp_path):
     load_rows = pq.read_metadata(failure / "coordinator_load" / PART_FILE).num_rows
     assert lines[1].startswith("  FAIL tables: ") and lines[4:] == ["  ok   invariants: 13 of 13 passed"], result.output
     assert lines[2:4] == [
-        "       metrics.failed_commits: expect_column_values_to_be_between: 1 of 4 rows fail, e.g. -5 "
+        "       metrics.skipped_records: expect_column_values_to_be_between: 1 of 4 rows fail, e.g. -5 "
         "(min_value=0.0)",
         f"       coordinator_load.window_ms: expect_column_values_to_be_in_set: {load_rows} of {load_rows} rows "
         "fail, e.g. 1001 (value_set=[1000, 10000, 60000, 600000, 3600000, 86400000])"], result.output
