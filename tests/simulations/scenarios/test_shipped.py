@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from rich.console import Console
 
-from simulations.scenarios.generator import to_jsonl
+from simulations.scenarios.generator import AUTOMATIC_ELECTION, to_jsonl
 from simulations.scenarios.summary import render, summarize
 from simulations.validation import validate
 from simulations.views.rebalances import rebalance_starts
@@ -269,11 +269,13 @@ def test_a_broker_failure_moves_its_groups_after_fencing_and_the_election_gives_
     start = r.scenario.start_ms
     # Broker 3's last heartbeat reached the controller before the crash; the fence came 9 s after it, the
     # imbalance check leader.imbalance.check.interval.seconds after the fence.
-    [action] = r.generated.actions
+    action, election = r.generated.actions
     crash, fenced = start + 180_000, action["fenced_ts"]
     assert action["start_ts"] == crash and action["end_ts"] == start + 300_000
     assert fenced == action["last_heartbeat_ts"] + 9_000 and crash - 2_000 <= action["last_heartbeat_ts"] < crash
     back = fenced + 300_000
+    # The hand-back is an action of the controller's own, until its loads have ended.
+    assert election["action"] == AUTOMATIC_ELECTION and election["start_ts"] == back < election["end_ts"]
     moved = 0
     for group_id in r.group_ids():
         states = [(row["ts"], row["to_state"], row["cause"], row["coordinator_id"])
