@@ -40,7 +40,7 @@ from simulations.views.rebalances import rebalance_starts
 from simulations.views.history import shown_state
 from simulations.views.ownership import holdings, owner_names
 from simulations.views.run_tables import RunTables
-from state.metrics import OFFSET_COMMIT, failed_commit
+from state.metrics import OFFSET_COMMIT, UNCONSUMED_COLUMNS, failed_commit
 from tableio.coordinator_load import FIND_COORDINATOR, NO_BROKER
 
 MAX_BINS = 60
@@ -320,8 +320,8 @@ def _peak_per_second(responses: pd.DataFrame) -> int:
     return int(np.unique(seconds, return_counts=True)[1].max()) if len(seconds) else 0
 
 
-UNCONSUMED = ("unconsumed_partition_ms", "unconsumed_gaps", "unconsumed_gap_ms_p50", "unconsumed_gap_ms_p99",
-              "unconsumed_gap_ms_max")
+# The metrics table's unconsumed figures (state/metrics.py), but for the distribution the report does not draw.
+UNCONSUMED = tuple(column for column in UNCONSUMED_COLUMNS if not column.endswith("_durations"))
 
 
 def consumption(run: RunTables) -> pd.DataFrame | None:
