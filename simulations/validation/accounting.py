@@ -100,11 +100,13 @@ class InputAccounting:
         for group, sent in self.requests.items():
             if groups.holds(group):
                 requests.update(sent)
+        # A synthetic request is known by its request id too: two clients of a group send requests of the same
+        # time, seq and API (their counters run alike), one refused by a down broker, the other answered.
         synthetic = Counter()
         if "requests" in tables:
             sent = tables["requests"]
             for r, count in zip(sent.itertuples(index=False), repeat_counts(sent).tolist()):
-                synthetic[(r.group_id, int(r.ts), int(r.seq), API_NAMES.get(r.type, r.type))] += count
+                synthetic[(r.group_id, int(r.ts), int(r.seq), API_NAMES.get(r.type, r.type), r.request_id)] += count
         # A synthetic run is answered by a run of the same first request and count; any other response row
         # answers one request per repeat.
         responses = tables["responses"]
@@ -112,8 +114,9 @@ class InputAccounting:
         one_by_one = []  # rows that answer one request per repeat
         for r, count in zip(responses.itertuples(index=False), repeat_counts(responses).tolist()):
             key = (r.group_id, int(r.request_ts), int(r.request_seq), r.api)
-            if synthetic[key] - synthetic_answered[key] >= count:
-                synthetic_answered[key] += count
+            own = (*key, r.request_id)
+            if synthetic[own] - synthetic_answered[own] >= count:
+                synthetic_answered[own] += count
             elif is_retry(r.request_id):
                 retries[key] += count
             elif r.error == NETWORK_EXCEPTION:
@@ -141,8 +144,8 @@ class InputAccounting:
         synthetic_unanswered = synthetic - synthetic_answered
         parked_input = Counter({key: n for key, n in input_unanswered.items() if _parked(key, final_states)})
         unexplained_input = input_unanswered - parked_input
-        unexplained_synthetic = Counter({key: n for key, n in synthetic_unanswered.items()
-                                         if not _parked(key, final_states)})
+        unexplained_synthetic = Counter({key[:4]: n for key, n in synthetic_unanswered.items()
+                                         if not _parked(key[:4], final_states)})
 
         self.terms.update({"answered": sum(input_answered.values()), "parked": sum(parked_input.values()),
                            "late": sum(late_matched.values())})

@@ -28,7 +28,7 @@ from simulations.validation import validate
 from simulations.group_ranges import WHOLE
 from simulations.validation.accounting import InputAccounting
 from simulations.validation.invariants import Invariants
-from simulations.validation.raw_tables import read_range
+from simulations.validation.raw_tables import read_range, rows_frame
 from simulations.validation.suites import SUITE_TABLES, SUITES_DIR, VALUE_SETS, expectations_for
 from state.captured_ids import RETRY_SUFFIX
 from state.events import CapturedAnswer
@@ -314,3 +314,24 @@ def test_validation_logs_nothing_to_a_console_with_a_root_handler():
     done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[3], capture_output=True, text=True, timeout=300)
     assert (done.returncode, done.stdout.strip()) == (0, "reached"), done.stderr[-2000:]
     assert "great_expectations" not in done.stderr, done.stderr[-2000:]
+
+
+def test_a_refused_request_and_another_clients_answered_one_of_the_same_time_and_seq_are_told_apart(write_jsonl):
+    # Two clients of a group send their heartbeat number 41 in the same millisecond (their counters run alike):
+    # one still goes to the broker that is down (refused: no requests row), the other to the new coordinator,
+    # which answers it, a quiet run of 98.
+    def response(client, error, repeat_count, interval):
+        return {"group_id": "g", "request_ts": 1_000, "response_ts": 1_000, "api": "Heartbeat", "api_version": 4,
+                "request_id": f"{client}#0/heartbeat@999", "request_seq": 41, "client_id": client, "error": error,
+                "coordinator_partition": 0, "repeat_count": repeat_count, "repeat_interval_ms": interval,
+                "out_seq": 1 if error == "NETWORK_EXCEPTION" else 3}
+    tables = {"responses": rows_frame("responses", [response("c0", "NETWORK_EXCEPTION", 1, None),
+                                                    response("c4", "NONE", 98, 3_000)]),
+              "requests": rows_frame("requests", [{"group_id": "g", "ts": 1_000, "seq": 41, "type": "HEARTBEAT",
+                                                   "client_id": "c4", "request_id": "c4#0/heartbeat@999",
+                                                   "raw": "{}", "repeat_count": 98, "repeat_interval_ms": 3_000,
+                                                   "out_seq": 2}]),
+              "rejects": rows_frame("rejects", [])}
+    check = account_for_input(tables, [write_jsonl([])], until=None)
+    assert check.passed, check.detail
+    assert check.detail == "0 input rows; 98 of 98 synthetic requests answered; 1 sent to a broker that was down"
