@@ -90,7 +90,7 @@ from state.events import (ConsumerGroupHeartbeat, Event, Heartbeat, JoinGroup, L
                           SyncGroup, TopicMetadata)
 from state.group_state import CONSUMER, GroupState
 from state.record_bytes import RECORD_BATCH_OVERHEAD, record_size
-from state.records import GroupMetadataRecord, group_metadata_value
+from state.membership import join_request_error
 
 # The kind (and the first element of the key) of the coordinator timers the consumer group arms.
 CONSUMER_GROUP_TIMER = "consumer_group"
@@ -164,7 +164,7 @@ class ConsumerGroupHandlers:
             api_version=event.api_version)
         # v0: the coordinator gives a joining member its id (Uuid.randomUuid().toString()).
         v0_join = event.api_version == 0 and event.member_id == "" and event.member_epoch == JOIN_EPOCH
-        generated = self.new_uuid() if v0_join else None
+        generated = self.ids.uuid() if v0_join else None
         group = self.group if self.group is not None else self.consumer_group
         context = self.heartbeat_context()
         # getOrMaybeCreateConsumerGroup: a join replaces an empty classic group (maybeDeleteEmptyClassicGroup:
@@ -227,12 +227,12 @@ class ConsumerGroupHandlers:
         if event.type == "LEAVE_GROUP":
             self._leave_consumer_group(event)
         elif event.type == "JOIN_GROUP":
-            error = self.join_request_error(event)  # GroupCoordinatorService's checks
+            error = join_request_error(self.config, event)  # GroupCoordinatorService's checks
             if error is not None:
                 self.respond(event, error, generation_id=-1, leader_id="")
             elif not group.members:
                 # classicGroupJoinToClassicGroup: a new classic group replaces the empty consumer group.
-                self.handle_join_group(event)
+                self.execute(self.classic.join_group(self.now, event, self.write_failures, True))
             else:
                 self._classic_group_join(event)
         elif event.type == "SYNC_GROUP" and not group.members:
@@ -249,7 +249,7 @@ class ConsumerGroupHandlers:
             protocol_type=req.protocol_type, protocols=tuple(ClassicProtocol(p.name, p.metadata) for p in req.protocols),
             session_timeout_ms=req.session_timeout_ms, rebalance_timeout_ms=req.rebalance_timeout_ms,
             api_version=req.api_version, now=self.now, context=self.heartbeat_context(), client_id=req.client_id,
-            client_host=req.client_host, generated_member_id=self.new_uuid() if req.member_id == "" else "")
+            client_host=req.client_host, generated_member_id=self.ids.uuid() if req.member_id == "" else "")
         response = result.response
         if response.error == "MEMBER_ID_REQUIRED":
             self.respond(req, response.error, member_id=response.member_id, generation_id=-1, leader_id="")
@@ -325,7 +325,7 @@ class ConsumerGroupHandlers:
         if error != "NONE":
             self.fail_offset_commit(req, error)
             return
-        results, records = self.commit_records(req, self.now)
+        results, records = self.offset_manager.commit_records(req, self.now)
         if records and self.append(records) is not None:
             self.fail_offset_commit(req, append_error_to_response_error(self.last_write_error))
             return
@@ -347,7 +347,7 @@ class ConsumerGroupHandlers:
                 return error
             first_delta = 0
             if converted is not None:
-                self._delete_classic_group()
+                self.execute(self.classic.replace_by_consumer_group(self.now))
                 self._replay_written(list(converted.records), "group_converted", first_delta=1, converted=True)
                 self._apply_timers(converted.timers)
                 first_delta = 1 + len(converted.records)
@@ -384,17 +384,7 @@ class ConsumerGroupHandlers:
             self._record_row(record, delta)
         self._apply_timers(tuple(change for member_id in group.members for change in member_timer_cancels(member_id)))
         self.unload_consumer_group("group_converted")
-        self.group = classic
-        self.appended([GroupMetadataRecord(group_metadata_value(classic, {m.member_id: m.assignment
-                                                                         for m in classic.all_members()}))])
-        for count, member in enumerate(classic.all_members(), 1):
-            self.record_member_change("added", member, "group_converted", count)
-        self.record_state_change(None, GroupState.STABLE, "group_converted")
-        self.record_assignments(classic)
-        for member in classic.all_members():
-            self.schedule_heartbeat(member)
-        if result.downgrade.rebalance:
-            self.prepare_rebalance("group_converted")
+        self.execute(self.classic.adopt_downgraded(self.now, classic, result.downgrade.rebalance))
         return None
 
     def delete_empty_consumer_group(self, cause: str) -> None:
@@ -418,29 +408,6 @@ class ConsumerGroupHandlers:
                 continue
             else:
                 self.timers.schedule(key, change.deadline, CONSUMER_GROUP_TIMER, change.kind, *change.args)
-
-    def _delete_classic_group(self) -> None:
-        """The classic group's GroupMetadata tombstone (ClassicGroup.createGroupTombstoneRecords). Its parked
-        JoinGroup and SyncGroup requests are answered REBALANCE_IN_PROGRESS (convertToConsumerGroup's
-        completeAllJoinFutures / completeAllSyncFutures: their members rejoin), its timers go, its members
-        leave the `members` table after it goes Dead; its committed offsets stay, the consumer group's now."""
-        group = self.group
-        self.appended([GroupMetadataRecord(None)])
-        for member in group.all_members():
-            join, sync = group.take_join(member), group.take_sync(member)
-            if join is not None:
-                self.respond(join, "REBALANCE_IN_PROGRESS", member_id=member.member_id)
-            if sync is not None:
-                self.respond(sync, "REBALANCE_IN_PROGRESS", assignment=None)
-            self.timers.cancel(("heartbeat", member.member_id))
-        self.timers.cancel(("join",))
-        self.timers.cancel(("sync",))
-        self._flush_generation(stable_ts=None)
-        self.pending_generation = None
-        # As an unload: the row to Dead counts the members, then each one's `removed` row (docs/tables.md).
-        self.transition(GroupState.DEAD, "group_converted")
-        self.record_departed_members("group_converted")
-        self.group = None
 
     def _replay_written(self, records: list[ConsumerGroupRecord], cause: str, first_delta: int = 0,
                         converted: bool = False) -> None:

@@ -40,11 +40,11 @@ STATE_FORMAT = b"coordsim-group-state/"
 # configuration, the output buffer, the host link, a cache) are rebuilt by GroupRuntime.decode.
 STORED: dict[str, tuple[str, ...]] = {
     "state.runtime.GroupRuntime": (
-        "group_id", "coordinator_partition", "group", "offsets", "timers", "fleet", "coordinator_epoch",
-        "coordinators", "down_epochs", "live_brokers", "now", "member_id_counter", "write_failures",
-        "last_write_error", "loading_until", "log", "pending_generation",
+        "group_id", "coordinator_partition", "ids", "classic", "offset_manager", "timers", "fleet",
+        "coordinator_epoch", "coordinators", "down_epochs", "live_brokers", "now", "write_failures",
+        "last_write_error", "loading_until", "log",
         "last_sweep_ts", "_held", "_last_key", "last_event_ts", "cluster_topics", "production",
-        "requests_in_flight", "runs", "elided", "lookups", "steps", "metrics", "offsets_version", "captured_ids",
+        "requests_in_flight", "runs", "elided", "lookups", "steps", "metrics", "captured_ids",
         "_captured_retries", "consumer_group", "consumer_generation", "topic_ids", "metadata_version",
         "new_topics_version"),
     "state.consumer.ConsumerFleet": ("group_id", "clients", "timers"),
@@ -59,6 +59,9 @@ STORED: dict[str, tuple[str, ...]] = {
     "state.periodic.ElidedClient": (),
     "state.lookup.LookupLoop": (),
     "state.records.GroupLog": ("values",),
+    "state.offsets.OffsetMetadataManager": ("offsets", "version"),
+    "state.membership.ClassicGroupManager": ("group_id", "group", "pending_generation"),
+    "state.member_ids.MemberIds": (),
     "state.timers.TimerQueue": ("_by_key", "_heap", "_stamp", "clock", "item"),
     "state.captured_ids.IdMap": ("_by_identity", "_latest", "_generations", "_group_generations"),
     # A consumer group and what its log holds (state.consumer_group).
@@ -108,6 +111,8 @@ STORED: dict[str, tuple[str, ...]] = {
 TRANSIENT: dict[str, tuple[str, ...]] = {
     "state.runtime.GroupRuntime": ("config", "out", "_sweep_inputs_seen"),
     "state.consumer.ConsumerFleet": ("host",),
+    "state.offsets.OffsetMetadataManager": ("config", "groups", "image"),
+    "state.membership.ClassicGroupManager": ("config", "ids", "now", "op"),
 }
 # Classes of `state` stored the way pickle writes them; their shape is part of the schema id all the same.
 NAMED_TUPLES = (Timer, TopicPartition, TopicId)

@@ -1,20 +1,31 @@
-"""Group membership: JoinGroup, SyncGroup, Heartbeat and LeaveGroup, and the rebalance they drive
-(Kafka 4.x GroupMetadataManager for classic groups).
+"""The classic group manager: JoinGroup, SyncGroup, Heartbeat and LeaveGroup, the rebalance they drive and
+its timers (session expiry, the join and initial-delay timeouts, pending-sync expiry), for a classic group
+(Kafka 4.x GroupMetadataManager's classic group handlers).
 
-Checks run in Kafka's order so the first failing one decides the error. A mixin of `GroupRuntime`: handlers
-use its clock (`self.now`), timers, output and record writes. Decisions that Kafka takes in java.util.HashMap
-order (leader re-election, the leader's member list, vote ties) use `JavaHashMap` so they match a broker.
+`ClassicGroupManager` holds the group (`group`, None when the id names no classic group) and changes it in
+memory as Kafka's handlers do, and every operation returns a `CoordinatorResult` (state/coordinator_result.py):
+the GroupMetadata records to append (Kafka's replayRecords = false: the group is already changed; a load
+replays the last one), the responses to the request and to the parked requests it releases, the coordinator
+timers it sets, and the rows the run's tables observe (state changes, members, generations, assignments), in
+the order the operation produces them. The runtime carries the result out; the manager answers, writes and
+schedules nothing itself. An operation's time is `now`, set when it starts.
+
+Checks run in Kafka's order so the first failing one decides the error. Decisions that Kafka takes in
+java.util.HashMap order (leader re-election, the leader's member list, vote ties) use `JavaHashMap` so they
+match a broker.
 """
 
 from __future__ import annotations
 
-from state.config import NEW_MEMBER_JOIN_TIMEOUT_MS
+from state.config import NEW_MEMBER_JOIN_TIMEOUT_MS, CoordinatorConfig
+from state.coordinator_result import CoordinatorResult
 from state.errors import append_error_to_response_error
 from state.events import Heartbeat, JoinGroup, LeaveGroup, SyncGroup
 from state.group import ClassicGroup, ClassicGroupMember, decode_assignment_partitions
 from state.group_state import GroupState
+from state.member_ids import MemberIds
 from state.output import partitions_column
-from state.records import GroupMetadataRecord, group_metadata_value
+from state.records import GroupMetadataRecord, group_from_value, group_metadata_value
 
 EMPTY, PREPARING, COMPLETING, STABLE, DEAD = (
     GroupState.EMPTY, GroupState.PREPARING_REBALANCE, GroupState.COMPLETING_REBALANCE, GroupState.STABLE,
@@ -29,6 +40,19 @@ class MemberError(Exception):
         self.error = error
 
 
+def join_request_error(config: CoordinatorConfig, req: JoinGroup) -> str | None:
+    """GroupCoordinatorService.joinGroup's checks, whatever the group: its id and the session timeout."""
+    if req.group_id == "":
+        return "INVALID_GROUP_ID"
+    if not config.group_min_session_timeout_ms <= req.session_timeout_ms <= config.group_max_session_timeout_ms:
+        return "INVALID_SESSION_TIMEOUT"
+    return None
+
+
+# What a JoinGroup error leaves in the response besides the error (Kafka's defaults).
+JOIN_ERROR = {"generation_id": -1, "leader_id": ""}
+
+
 def validate_member(group: ClassicGroup, member_id: str, group_instance_id: str | None) -> None:
     if group_instance_id is not None:
         existing = group.static_members.get(group_instance_id)
@@ -40,61 +64,76 @@ def validate_member(group: ClassicGroup, member_id: str, group_instance_id: str 
         raise MemberError("UNKNOWN_MEMBER_ID")
 
 
-class MembershipHandlers:
-    group: ClassicGroup | None
+class ClassicGroupManager:
+    """One group id's classic group and the operations on it (see the module's docstring)."""
+
+    def __init__(self, group_id: str, config: CoordinatorConfig, ids: MemberIds) -> None:
+        self.group_id = group_id
+        self.config = config
+        self.ids = ids
+        self.group: ClassicGroup | None = None
+        # The generation whose `generations` row is still to write: from its rebalance's start until its
+        # outcome is known (Stable, abandoned, or the end of the run).
+        self.pending_generation: dict | None = None
+        # The operation being decided: its time and its result (transient: only during an operation).
+        self.now = -1
+        self.op: CoordinatorResult | None = None
+
+    def _begin(self, now: int, outcomes: list[str]) -> CoordinatorResult:
+        self.now = now
+        self.op = CoordinatorResult(outcomes)
+        return self.op
+
+    def _end(self) -> CoordinatorResult:
+        result, self.op = self.op, None
+        return result
 
     # ======================================================================================================
     # JoinGroup
     # ======================================================================================================
-    def join_request_error(self, req: JoinGroup) -> str | None:
-        """GroupCoordinatorService.joinGroup's checks, whatever the group: its id and the session timeout."""
-        config = self.config
-        if req.group_id == "":
-            return "INVALID_GROUP_ID"
-        if not config.group_min_session_timeout_ms <= req.session_timeout_ms <= config.group_max_session_timeout_ms:
-            return "INVALID_SESSION_TIMEOUT"
-        return None
-
-    def handle_join_group(self, req: JoinGroup) -> None:
-        error = self.join_request_error(req)
+    def join_group(self, now: int, req: JoinGroup, outcomes: list[str], consumer_group_exists: bool
+                   ) -> CoordinatorResult:
+        """`consumer_group_exists`: the id names an Empty consumer group, which a new classic group replaces
+        (its tombstones open the new group's append)."""
+        self._begin(now, outcomes)
+        error = join_request_error(self.config, req)
         if error is not None:
-            self.respond(req, error, generation_id=-1, leader_id="")
-            return
+            self.op.respond(req, error, **JOIN_ERROR)
+            return self._end()
         if self.group is None:
             if req.member_id != "":
-                self.respond(req, "UNKNOWN_MEMBER_ID", generation_id=-1, leader_id="")
-                return
+                self.op.respond(req, "UNKNOWN_MEMBER_ID", **JOIN_ERROR)
+                return self._end()
             # A new group is committed with an empty GroupMetadata record: the write's outcome decides whether
             # the group exists, and its state change precedes the record's row.
-            error = self.write()
+            error = self.op.outcome()
             if error is not None:
                 self._answer_failed_group_creation(req, error)
-                return
-            if self.consumer_group is not None:
-                self.delete_empty_consumer_group("group_converted")  # its tombstones open this append
+                return self._end()
+            if consumer_group_exists:
+                self.op.delete_consumer_group("group_converted")
             self.group = ClassicGroup(self.group_id, self.now)
-            self.record_state_change(None, EMPTY, "group_created")
-            self.appended([GroupMetadataRecord(group_metadata_value(self.group, None, protocol_type=""))])
+            self._state(None, EMPTY, "group_created")
+            self.op.written([GroupMetadataRecord(group_metadata_value(self.group, None, protocol_type=""))])
         group = self.group
         if not self._accept_joining_member(group, req.member_id):
-            self.remove_member(group, req.member_id, "group_max_size_reached")
-            self.respond(req, "GROUP_MAX_SIZE_REACHED", member_id="", generation_id=-1, leader_id="")
+            self._remove_member(group, req.member_id, "group_max_size_reached")
+            self.op.respond(req, "GROUP_MAX_SIZE_REACHED", member_id="", **JOIN_ERROR)
         elif req.member_id == "":
             self._join_new_member(group, req)
         else:
             self._join_existing_member(group, req)
+        return self._end()
 
     def _answer_failed_group_creation(self, req: JoinGroup, error: str) -> None:
         # Kafka reverts the new group. A join answered inside the same operation (rejected protocols, or
         # MEMBER_ID_REQUIRED) keeps that answer; only a parked join learns about the failed append.
         if req.protocol_type == "" or not req.protocols:
-            self.respond(req, "INCONSISTENT_GROUP_PROTOCOL", generation_id=-1, leader_id="")
+            self.op.respond(req, "INCONSISTENT_GROUP_PROTOCOL", **JOIN_ERROR)
         elif req.api_version >= 4 and req.group_instance_id is None:
-            self.respond(req, "MEMBER_ID_REQUIRED", member_id=self.new_member_id(req.client_id),
-                         generation_id=-1, leader_id="")
+            self.op.respond(req, "MEMBER_ID_REQUIRED", member_id=self.ids.member_id(req.client_id), **JOIN_ERROR)
         else:
-            self.respond(req, append_error_to_response_error(error), member_id="", generation_id=-1,
-                         leader_id="")
+            self.op.respond(req, append_error_to_response_error(error), member_id="", **JOIN_ERROR)
 
     def _accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
         max_size = self.config.group_max_size
@@ -107,12 +146,12 @@ class MembershipHandlers:
 
     def _join_new_member(self, group: ClassicGroup, req: JoinGroup) -> None:
         if group.is_in(DEAD):
-            self.respond(req, "COORDINATOR_NOT_AVAILABLE", generation_id=-1, leader_id="")
+            self.op.respond(req, "COORDINATOR_NOT_AVAILABLE", **JOIN_ERROR)
             return
         if not group.supports_protocols(req.protocol_type, req.protocols):
-            self.respond(req, "INCONSISTENT_GROUP_PROTOCOL", generation_id=-1, leader_id="")
+            self.op.respond(req, "INCONSISTENT_GROUP_PROTOCOL", **JOIN_ERROR)
             return
-        new_id = self.new_member_id(req.group_instance_id if req.group_instance_id is not None else req.client_id)
+        new_id = self.ids.member_id(req.group_instance_id if req.group_instance_id is not None else req.client_id)
         if req.group_instance_id is not None:
             old_id = group.static_members.get(req.group_instance_id)
             if old_id is not None:
@@ -122,30 +161,30 @@ class MembershipHandlers:
         elif req.api_version >= 4:
             # KIP-394: the member must come back with the id we hand out; until then it is only pending.
             group.pending_join_members[new_id] = None
-            self.timers.schedule(("heartbeat", new_id), self.now + req.session_timeout_ms, "heartbeat", new_id)
-            self.respond(req, "MEMBER_ID_REQUIRED", member_id=new_id, generation_id=-1, leader_id="")
+            self.op.schedule(("heartbeat", new_id), self.now + req.session_timeout_ms, "heartbeat", new_id)
+            self.op.respond(req, "MEMBER_ID_REQUIRED", member_id=new_id, **JOIN_ERROR)
         else:
             self._add_member_and_rebalance(group, req, new_id)
 
     def _join_existing_member(self, group: ClassicGroup, req: JoinGroup) -> None:
         member_id = req.member_id
         if group.is_in(DEAD):
-            self.respond(req, "COORDINATOR_NOT_AVAILABLE", generation_id=-1, leader_id="")
+            self.op.respond(req, "COORDINATOR_NOT_AVAILABLE", **JOIN_ERROR)
             return
         if not group.supports_protocols(req.protocol_type, req.protocols):
-            self.respond(req, "INCONSISTENT_GROUP_PROTOCOL", generation_id=-1, leader_id="")
+            self.op.respond(req, "INCONSISTENT_GROUP_PROTOCOL", **JOIN_ERROR)
             return
         if group.is_pending_member(member_id):
             if req.group_instance_id is not None:
                 # Kafka throws IllegalStateException here: the client sees a bare server error.
-                self.respond_generic_error(req, "UNKNOWN_SERVER_ERROR")
+                self.op.respond(req, "UNKNOWN_SERVER_ERROR", member_id="", **JOIN_ERROR)
                 return
             self._add_member_and_rebalance(group, req, member_id)
             return
         try:
             validate_member(group, member_id, req.group_instance_id)
         except MemberError as e:
-            self.respond(req, e.error, generation_id=-1, leader_id="")
+            self.op.respond(req, e.error, **JOIN_ERROR)
             return
         member = group.member(member_id)
         if group.is_in(PREPARING):
@@ -165,14 +204,14 @@ class MembershipHandlers:
             else:
                 self._answer_join_now(group, member, req, with_members=False)
         else:
-            self.respond(req, "UNKNOWN_MEMBER_ID", generation_id=-1, leader_id="")
+            self.op.respond(req, "UNKNOWN_MEMBER_ID", **JOIN_ERROR)
 
     def _answer_join_now(self, group: ClassicGroup, member: ClassicGroupMember, req: JoinGroup,
                          with_members: bool) -> None:
-        self.respond(req, "NONE", member_id=member.member_id, generation_id=group.generation_id,
-                     protocol_type=group.protocol_type, protocol_name=group.protocol_name,
-                     leader_id=group.leader_id or "", skip_assignment=False,
-                     members=self._member_list(group) if with_members else [])
+        self.op.respond(req, "NONE", member_id=member.member_id, generation_id=group.generation_id,
+                        protocol_type=group.protocol_type, protocol_name=group.protocol_name,
+                        leader_id=group.leader_id or "", skip_assignment=False,
+                        members=self._member_list(group) if with_members else [])
 
     def _member_list(self, group: ClassicGroup) -> list[dict]:
         return [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
@@ -187,10 +226,10 @@ class MembershipHandlers:
         )
         if group.is_in(PREPARING) and group.previous_state == EMPTY:
             group.new_member_added = True  # lets the initial rebalance delay be extended
-        self.add_member(group, member, req, "member_join")
+        self._add_member(group, member, req, "member_join")
         # A new member cannot heartbeat while its JoinGroup is parked, so it gets the fixed 5-minute join
         # timeout rather than its session timeout.
-        self.schedule_heartbeat(member, NEW_MEMBER_JOIN_TIMEOUT_MS)
+        self._schedule_heartbeat(member, NEW_MEMBER_JOIN_TIMEOUT_MS)
         self._rebalance_or_complete_join(group, "member_join")
 
     def _update_member_and_rebalance(self, group: ClassicGroup, member: ClassicGroupMember, req: JoinGroup,
@@ -200,22 +239,22 @@ class MembershipHandlers:
 
     def _rebalance_or_complete_join(self, group: ClassicGroup, cause: str) -> None:
         if group.can_rebalance():
-            self.prepare_rebalance(cause)
+            self._prepare_rebalance(cause)
         else:
             self._maybe_complete_join_phase(group)
 
     def _maybe_complete_join_phase(self, group: ClassicGroup) -> None:
         # During the initial delay (entered from Empty) only the timer may complete the join phase.
         if group.is_in(PREPARING) and group.has_all_members_joined() and group.previous_state != EMPTY:
-            self.complete_join(cause="all_members_joined")
+            self._complete_join(cause="all_members_joined")
 
     def _replace_static_member(self, group: ClassicGroup, req: JoinGroup, old_id: str, new_id: str) -> None:
         previous_leader = group.leader_id
         old, member = self._replace_static_member_id(group, req.group_instance_id, old_id, new_id,
                                                      "static_member_replacement")
         self._fence_replaced_member(old)
-        self.timers.cancel(("heartbeat", old_id))
-        self.schedule_heartbeat(member)
+        self.op.cancel(("heartbeat", old_id))
+        self._schedule_heartbeat(member)
         old_protocols, old_rebalance, old_session = member.protocols, member.rebalance_timeout_ms, member.session_timeout_ms
         group.update_member(member, req.protocols, req.rebalance_timeout_ms, req.session_timeout_ms, req)
         if group.is_in(STABLE):
@@ -226,7 +265,7 @@ class MembershipHandlers:
                 self._rebalance_or_complete_join(group, "static_member_protocol_change")
         elif group.is_in(COMPLETING):
             # The leader may already hold an assignment keyed by the old member id.
-            self.prepare_rebalance("static_member_rejoin")
+            self._prepare_rebalance("static_member_rejoin")
         elif group.is_in(EMPTY, DEAD):  # pragma: no cover - a static mapping implies members
             raise AssertionError("static member replacement in an empty group")
         else:
@@ -235,97 +274,114 @@ class MembershipHandlers:
     def _fence_replaced_member(self, old: ClassicGroupMember) -> None:
         if old.awaiting_join is not None:
             join, old.awaiting_join = old.awaiting_join, None
-            self.respond(join, "FENCED_INSTANCE_ID", member_id=old.member_id, generation_id=-1, leader_id="",
-                         members=[], skip_assignment=False)
+            self.op.respond(join, "FENCED_INSTANCE_ID", member_id=old.member_id, generation_id=-1, leader_id="",
+                            members=[], skip_assignment=False)
         if old.awaiting_sync is not None:
             sync, old.awaiting_sync = old.awaiting_sync, None
-            self.respond(sync, "FENCED_INSTANCE_ID", assignment=[])
+            self.op.respond(sync, "FENCED_INSTANCE_ID", assignment=[])
 
     def _persist_static_replacement(self, group: ClassicGroup, req: JoinGroup, member: ClassicGroupMember,
                                     old_id: str, previous_leader: str | None, old_settings) -> None:
         """The selected protocol does not change: keep the generation, store the assignment under the new id."""
         assignment = {m.member_id: m.assignment for m in group.all_members()}
-        error = self.write_group_metadata(assignment)
+        error = self._write_group_metadata(assignment)
         if error is not None:
             protocols, rebalance, session = old_settings
             group.update_member(member, protocols, rebalance, session, None)
             self._replace_static_member_id(group, req.group_instance_id, member.member_id, old_id,
                                            "static_member_replacement_failed")
-            self.timers.cancel(("heartbeat", member.member_id))
-            self.schedule_heartbeat(group.member(old_id))
-            self.respond(req, append_error_to_response_error(error), member_id="",
-                         generation_id=group.generation_id, protocol_type=group.protocol_type,
-                         protocol_name=group.protocol_name, leader_id=previous_leader or "", skip_assignment=False)
+            self.op.cancel(("heartbeat", member.member_id))
+            self._schedule_heartbeat(group.member(old_id))
+            self.op.respond(req, append_error_to_response_error(error), member_id="",
+                            generation_id=group.generation_id, protocol_type=group.protocol_type,
+                            protocol_name=group.protocol_name, leader_id=previous_leader or "",
+                            skip_assignment=False)
             return
         group.take_join(member)
         if req.api_version >= 9:
             is_leader = group.is_leader(member.member_id)
-            self.respond(req, "NONE", member_id=member.member_id, generation_id=group.generation_id,
-                         protocol_type=group.protocol_type, protocol_name=group.protocol_name,
-                         leader_id=group.leader_id or "", skip_assignment=is_leader,
-                         members=self._member_list(group) if is_leader else [])
+            self.op.respond(req, "NONE", member_id=member.member_id, generation_id=group.generation_id,
+                            protocol_type=group.protocol_type, protocol_name=group.protocol_name,
+                            leader_id=group.leader_id or "", skip_assignment=is_leader,
+                            members=self._member_list(group) if is_leader else [])
         else:
             # Older clients are told the previous leader id, so a returning static leader does not re-run
             # its assignor while the group is Stable.
-            self.respond(req, "NONE", member_id=member.member_id, generation_id=group.generation_id,
-                         protocol_type=group.protocol_type, protocol_name=group.protocol_name,
-                         leader_id=previous_leader or "", skip_assignment=False, members=[])
+            self.op.respond(req, "NONE", member_id=member.member_id, generation_id=group.generation_id,
+                            protocol_type=group.protocol_type, protocol_name=group.protocol_name,
+                            leader_id=previous_leader or "", skip_assignment=False, members=[])
 
     # ======================================================================================================
     # Rebalance
     # ======================================================================================================
-    def prepare_rebalance(self, cause: str) -> None:
+    def prepare_rebalance(self, now: int, cause: str, outcomes: list[str]) -> CoordinatorResult:
+        """A rebalance the runtime starts (a load finding more members than group.max.size)."""
+        self._begin(now, outcomes)
+        self._prepare_rebalance(cause)
+        return self._end()
+
+    def _prepare_rebalance(self, cause: str) -> None:
         group = self.group
         if group.is_in(COMPLETING):
             self._reset_and_propagate_assignment(group, "REBALANCE_IN_PROGRESS")
-        self.timers.cancel(("sync",))
+        self.op.cancel(("sync",))
         group.pending_sync_members.clear()
         initial = group.is_in(EMPTY)
         if initial:
             delay = self.config.group_initial_rebalance_delay_ms
             remaining = max(group.rebalance_timeout_ms() - delay, 0)
-            self.timers.schedule(("join",), self.now + delay, "initial_join", delay, remaining)
+            self.op.schedule(("join",), self.now + delay, "initial_join", delay, remaining)
         if group.is_in(COMPLETING):
             self._flush_generation(stable_ts=None)
-        self.transition(PREPARING, cause)
+        self._transition(PREPARING, cause)
         self.pending_generation = {"rebalance_start_ts": self.now, "cause": cause}
         if not initial:
             if group.has_all_members_joined():
-                self.complete_join(cause="all_members_joined")
+                self._complete_join(cause="all_members_joined")
             else:
-                self.timers.schedule(("join",), self.now + group.rebalance_timeout_ms(), "join")
+                self.op.schedule(("join",), self.now + group.rebalance_timeout_ms(), "join")
 
-    def try_complete_initial_rebalance(self, delay: int, remaining: int) -> None:
+    def on_initial_join_timeout(self, now: int, delay: int, remaining: int, outcomes: list[str]
+                                ) -> CoordinatorResult:
+        """The initial rebalance delay ran out: extended while members keep arriving, else the join completes."""
+        self._begin(now, outcomes)
         group = self.group
         if group.new_member_added and remaining != 0:
             group.new_member_added = False
             new_delay = min(self.config.group_initial_rebalance_delay_ms, remaining)
             # Kafka subtracts the previous delay, not the new one.
             new_remaining = max(remaining - delay, 0)
-            self.timers.schedule(("join",), self.now + new_delay, "initial_join", new_delay, new_remaining)
+            self.op.schedule(("join",), self.now + new_delay, "initial_join", new_delay, new_remaining)
         else:
-            self.complete_join(cause="initial_rebalance_delay")
+            self._complete_join(cause="initial_rebalance_delay")
+        return self._end()
 
-    def complete_join(self, cause: str) -> None:
+    def on_join_timeout(self, now: int, outcomes: list[str]) -> CoordinatorResult:
+        """The rebalance timeout ran out: the join phase completes without the members that did not rejoin."""
+        self._begin(now, outcomes)
+        self._complete_join(cause="rebalance_timeout")
+        return self._end()
+
+    def _complete_join(self, cause: str) -> None:
         group = self.group
-        self.timers.cancel(("join",))
+        self.op.cancel(("join",))
         for member in group.not_yet_rejoined_members():
             if not member.is_static:
-                self.remove_member(group, member.member_id, cause)
-                self.timers.cancel(("heartbeat", member.member_id))
+                self._remove_member(group, member.member_id, cause)
+                self.op.cancel(("heartbeat", member.member_id))
         if group.is_in(DEAD):
             return
         if not group.maybe_elect_new_joined_leader() and len(group.members) > 0:
             # Only static members that did not rejoin are left: wait another rebalance timeout for them to
             # rejoin or for their sessions to expire.
-            self.timers.schedule(("join",), self.now + group.rebalance_timeout_ms(), "join")
+            self.op.schedule(("join",), self.now + group.rebalance_timeout_ms(), "join")
             return
         group.init_next_generation(self.now)
-        self.record_state_change(group.previous_state, group.state, cause)
+        self._state(group.previous_state, group.state, cause)
         pending = self.pending_generation or {"rebalance_start_ts": self.now, "cause": cause}
         self.pending_generation = dict(pending, join_complete_ts=self.now)
         if group.is_in(EMPTY):
-            error = self.write_group_metadata({})
+            error = self._write_group_metadata({})
             del error  # Kafka only logs a failed write of the empty group's record
             self._flush_generation(stable_ts=None)
             return
@@ -333,14 +389,14 @@ class MembershipHandlers:
         for member in group.all_members():
             join = group.take_join(member)
             if join is not None:
-                self.respond(join, "NONE", member_id=member.member_id, generation_id=group.generation_id,
-                             protocol_type=group.protocol_type, protocol_name=group.protocol_name,
-                             leader_id=group.leader_id or "", skip_assignment=False,
-                             members=self._member_list(group) if group.is_leader(member.member_id) else [])
-            self.schedule_heartbeat(member)
+                self.op.respond(join, "NONE", member_id=member.member_id, generation_id=group.generation_id,
+                                protocol_type=group.protocol_type, protocol_name=group.protocol_name,
+                                leader_id=group.leader_id or "", skip_assignment=False,
+                                members=self._member_list(group) if group.is_leader(member.member_id) else [])
+            self._schedule_heartbeat(member)
             member.is_new = False
             group.pending_sync_members[member.member_id] = None
-        self.timers.schedule(("sync",), self.now + group.rebalance_timeout_ms(), "sync", group.generation_id)
+        self.op.schedule(("sync",), self.now + group.rebalance_timeout_ms(), "sync", group.generation_id)
 
     def _generation_snapshot(self, group: ClassicGroup) -> dict:
         return {
@@ -353,13 +409,12 @@ class MembershipHandlers:
         }
 
     def _flush_generation(self, stable_ts: int | None) -> None:
-        """Write the generations row once its outcome is known: Stable, abandoned, or end of run."""
+        """The generations row, once the generation's outcome is known: Stable, abandoned, or end of run."""
         row = self.pending_generation_row(stable_ts)
         if row is None:
             return
         self.pending_generation = None
-        self.record_generation()
-        self.out.generation(row)
+        self.op.generation(row)
 
     def pending_generation_row(self, stable_ts: int | None) -> dict | None:
         """The generations row of the generation still pending, if its join phase completed (else None)."""
@@ -380,34 +435,43 @@ class MembershipHandlers:
             cause=pending["cause"],
         )
 
-    def expire_pending_sync(self, generation_id: int) -> None:
+    def finish(self, now: int) -> CoordinatorResult:
+        """The end of the run: a generation still completing is written without a stable time."""
+        self._begin(now, [])
+        self._flush_generation(stable_ts=None)
+        return self._end()
+
+    def on_sync_timeout(self, now: int, generation_id: int, outcomes: list[str]) -> CoordinatorResult:
+        """Members that did not send SyncGroup within the rebalance timeout are removed, and the group
+        rebalances (pending-sync expiry, KAFKA-12890)."""
+        self._begin(now, outcomes)
         group = self.group
-        if group is None or generation_id != group.generation_id or not group.is_in(COMPLETING, STABLE):
-            return
-        if not group.pending_sync_members:
-            return
-        for member_id in list(group.pending_sync_members):
-            self.remove_member(group, member_id, "pending_sync_timeout")
-            self.timers.cancel(("heartbeat", member_id))
-        self.prepare_rebalance("pending_sync_timeout")
+        if (group is not None and generation_id == group.generation_id and group.is_in(COMPLETING, STABLE)
+                and group.pending_sync_members):
+            for member_id in list(group.pending_sync_members):
+                self._remove_member(group, member_id, "pending_sync_timeout")
+                self.op.cancel(("heartbeat", member_id))
+            self._prepare_rebalance("pending_sync_timeout")
+        return self._end()
 
     # ======================================================================================================
     # SyncGroup
     # ======================================================================================================
-    def handle_sync_group(self, req: SyncGroup) -> None:
+    def sync_group(self, now: int, req: SyncGroup, outcomes: list[str]) -> CoordinatorResult:
+        self._begin(now, outcomes)
         if req.group_id == "":
-            self.respond(req, "INVALID_GROUP_ID", assignment=[])
-            return
+            self.op.respond(req, "INVALID_GROUP_ID", assignment=[])
+            return self._end()
         group = self.group
         if group is None:
-            self.respond(req, "UNKNOWN_MEMBER_ID", assignment=[])
-            return
+            self.op.respond(req, "UNKNOWN_MEMBER_ID", assignment=[])
+            return self._end()
         error = self._validate_sync(group, req)
         if error is not None:
-            self.respond(req, error, assignment=[])
-            return
+            self.op.respond(req, error, assignment=[])
+            return self._end()
         if group.is_in(PREPARING):
-            self.respond(req, "REBALANCE_IN_PROGRESS", assignment=[])
+            self.op.respond(req, "REBALANCE_IN_PROGRESS", assignment=[])
         elif group.is_in(COMPLETING):
             member = group.member(req.member_id)
             member.awaiting_sync = req
@@ -417,8 +481,9 @@ class MembershipHandlers:
         elif group.is_in(STABLE):
             self._remove_pending_sync_member(group, req.member_id)
             member = group.member(req.member_id)
-            self.respond(req, "NONE", protocol_type=group.protocol_type, protocol_name=group.protocol_name,
-                         assignment=partitions_column(member.assignment_partitions))
+            self.op.respond(req, "NONE", protocol_type=group.protocol_type, protocol_name=group.protocol_name,
+                            assignment=partitions_column(member.assignment_partitions))
+        return self._end()
 
     def _validate_sync(self, group: ClassicGroup, req: SyncGroup) -> str | None:
         if group.is_in(DEAD):
@@ -439,14 +504,14 @@ class MembershipHandlers:
     def _remove_pending_sync_member(self, group: ClassicGroup, member_id: str) -> None:
         group.pending_sync_members.pop(member_id, None)
         if not group.is_in(COMPLETING, STABLE) or not group.pending_sync_members:
-            self.timers.cancel(("sync",))
+            self.op.cancel(("sync",))
 
     def _store_leader_assignment(self, group: ClassicGroup, req: SyncGroup) -> None:
         plan: dict[str, tuple[bytes, tuple | None]] = {}
         for entry in req.assignments:
             plan[entry.member_id] = (entry.assignment, entry.partitions)
         assignment = {m.member_id: plan.get(m.member_id, (b"", ()))[0] for m in group.all_members()}
-        error = self.write_group_metadata(assignment)
+        error = self._write_group_metadata(assignment)
         if error is not None:
             self._reset_and_propagate_assignment(group, append_error_to_response_error(error))
             self._rebalance_or_complete_join(group, "sync_store_failure")
@@ -457,15 +522,15 @@ class MembershipHandlers:
             member.assignment_partitions = (
                 partitions if partitions is not None else decode_assignment_partitions(group.protocol_type, data))
         self._propagate_assignment(group, "NONE")
-        self.record_assignments(group)
-        self.transition(STABLE, "leader_sync_stored")
+        self._assignment_rows(group)
+        self._transition(STABLE, "leader_sync_stored")
         self._flush_generation(stable_ts=self.now)
 
-    def record_assignments(self, group: ClassicGroup) -> None:
+    def _assignment_rows(self, group: ClassicGroup) -> None:
         for member in group.all_members():
             for plist in member.assignment_partitions or ():
                 for partition in plist.partitions:
-                    self.out.assignment({
+                    self.op.assignment({
                         "generation_id": group.generation_id, "member_id": member.member_id,
                         "group_instance_id": member.group_instance_id, "client_id": member.client_id,
                         "topic": plist.topic, "partition": partition, "assign_ts": self.now,
@@ -482,94 +547,94 @@ class MembershipHandlers:
             sync = group.take_sync(member)
             if sync is not None:
                 ok = error == "NONE"
-                self.respond(sync, error, protocol_type=group.protocol_type if ok else None,
-                             protocol_name=group.protocol_name if ok else None,
-                             assignment=partitions_column(member.assignment_partitions))
+                self.op.respond(sync, error, protocol_type=group.protocol_type if ok else None,
+                                protocol_name=group.protocol_name if ok else None,
+                                assignment=partitions_column(member.assignment_partitions))
                 # A session that expired while the member waited for its assignment was ignored; restart it.
-                self.schedule_heartbeat(member)
+                self._schedule_heartbeat(member)
 
     # ======================================================================================================
     # Heartbeat and session expiry
     # ======================================================================================================
-    def handle_heartbeat(self, req: Heartbeat) -> None:
+    def heartbeat(self, now: int, req: Heartbeat, outcomes: list[str]) -> CoordinatorResult:
+        self._begin(now, outcomes)
+        self.op.respond(req, self._heartbeat_error(req))
+        return self._end()
+
+    def _heartbeat_error(self, req: Heartbeat) -> str:
         if req.group_id == "":
-            self.respond(req, "INVALID_GROUP_ID")
-            return
+            return "INVALID_GROUP_ID"
         group = self.group
         if group is None:
-            self.respond(req, "UNKNOWN_MEMBER_ID")
-            return
+            return "UNKNOWN_MEMBER_ID"
         if group.is_in(DEAD):
-            self.respond(req, "COORDINATOR_NOT_AVAILABLE")
-            return
+            return "COORDINATOR_NOT_AVAILABLE"
         try:
             validate_member(group, req.member_id, req.group_instance_id)
         except MemberError as e:
-            self.respond(req, e.error)
-            return
+            return e.error
         if req.generation_id != group.generation_id:
-            self.respond(req, "ILLEGAL_GENERATION")
-        elif group.is_in(EMPTY):
-            self.respond(req, "UNKNOWN_MEMBER_ID")
-        elif group.is_in(PREPARING):
-            self.schedule_heartbeat(group.member(req.member_id))
-            self.respond(req, "REBALANCE_IN_PROGRESS")
-        else:
-            self.schedule_heartbeat(group.member(req.member_id))
-            self.respond(req, "NONE")
+            return "ILLEGAL_GENERATION"
+        if group.is_in(EMPTY):
+            return "UNKNOWN_MEMBER_ID"
+        self._schedule_heartbeat(group.member(req.member_id))
+        return "REBALANCE_IN_PROGRESS" if group.is_in(PREPARING) else "NONE"
 
-    def schedule_heartbeat(self, member: ClassicGroupMember, timeout_ms: int | None = None) -> None:
+    def _schedule_heartbeat(self, member: ClassicGroupMember, timeout_ms: int | None = None) -> None:
         timeout = member.session_timeout_ms if timeout_ms is None else timeout_ms
-        self.timers.schedule(("heartbeat", member.member_id), self.now + timeout, "heartbeat", member.member_id)
+        self.op.schedule(("heartbeat", member.member_id), self.now + timeout, "heartbeat", member.member_id)
 
-    def expire_member_heartbeat(self, member_id: str) -> None:
+    def on_heartbeat_expired(self, now: int, member_id: str, outcomes: list[str]) -> CoordinatorResult:
+        """A member's session (or a new member's join) deadline passed without a heartbeat."""
+        self._begin(now, outcomes)
         group = self.group
         if group is None or group.is_in(DEAD):
-            return
+            return self._end()
         if group.is_pending_member(member_id):
             group.remove(member_id)
             if group.is_in(PREPARING) and group.has_all_members_joined():
-                self.complete_join(cause="all_members_joined")
-            return
-        if not group.has_member(member_id):
-            return
-        member = group.member(member_id)
-        if member.has_satisfied_heartbeat():
-            return
-        self._remove_expired_member(group, member, "new_member_join_timeout" if member.is_new else "session_timeout")
+                self._complete_join(cause="all_members_joined")
+            return self._end()
+        if group.has_member(member_id):
+            member = group.member(member_id)
+            if not member.has_satisfied_heartbeat():
+                self._remove_expired_member(group, member,
+                                            "new_member_join_timeout" if member.is_new else "session_timeout")
+        return self._end()
 
     def _remove_expired_member(self, group: ClassicGroup, member: ClassicGroupMember, cause: str) -> None:
         join = group.take_join(member)
         if join is not None:
-            self.respond(join, "UNKNOWN_MEMBER_ID", member_id="", generation_id=-1, leader_id="")
-        self.remove_member(group, member.member_id, cause)
+            self.op.respond(join, "UNKNOWN_MEMBER_ID", member_id="", **JOIN_ERROR)
+        self._remove_member(group, member.member_id, cause)
         if group.is_in(STABLE, COMPLETING):
-            self.prepare_rebalance(cause)
+            self._prepare_rebalance(cause)
         elif group.is_in(PREPARING) and group.has_all_members_joined():
-            self.complete_join(cause="all_members_joined")
+            self._complete_join(cause="all_members_joined")
 
     # ======================================================================================================
     # LeaveGroup
     # ======================================================================================================
-    def handle_leave_group(self, req: LeaveGroup) -> None:
+    def leave_group(self, now: int, req: LeaveGroup, outcomes: list[str]) -> CoordinatorResult:
         def result(identity, error: str) -> dict:
             return {"member_id": identity.member_id, "group_instance_id": identity.group_instance_id,
                     "topic": None, "partition": None, "error": error, "offset": None, "leader_epoch": None,
                     "metadata": None}
 
+        self._begin(now, outcomes)
         single = req.api_version < 3
         if req.group_id == "":
-            self.respond(req, "INVALID_GROUP_ID", results=[])
-            return
+            self.op.respond(req, "INVALID_GROUP_ID", results=[])
+            return self._end()
         group = self.group
         if group is None:
             results = [result(i, "UNKNOWN_MEMBER_ID") for i in req.members]
-            self.respond(req, "UNKNOWN_MEMBER_ID" if single else "NONE", results=results,
-                         member_id=req.members[0].member_id if single else None)
-            return
+            self.op.respond(req, "UNKNOWN_MEMBER_ID" if single else "NONE", results=results,
+                            member_id=req.members[0].member_id if single else None)
+            return self._end()
         if group.is_in(DEAD):
-            self.respond(req, "COORDINATOR_NOT_AVAILABLE", results=[])
-            return
+            self.op.respond(req, "COORDINATOR_NOT_AVAILABLE", results=[])
+            return self._end()
         results, left = [], 0
         for identity in req.members:
             if identity.member_id == "":
@@ -580,7 +645,7 @@ class MembershipHandlers:
                 self._remove_leaving_member(group, group.member(target))
             elif group.is_pending_member(identity.member_id):
                 group.remove(identity.member_id)
-                self.timers.cancel(("heartbeat", identity.member_id))
+                self.op.cancel(("heartbeat", identity.member_id))
             else:
                 try:
                     validate_member(group, identity.member_id, identity.group_instance_id)
@@ -591,57 +656,170 @@ class MembershipHandlers:
             results.append(result(identity, "NONE"))
             left += 1
         top_error = results[0]["error"] if single else "NONE"
-        self.respond(req, top_error, results=results, member_id=req.members[0].member_id if single else None)
+        self.op.respond(req, top_error, results=results, member_id=req.members[0].member_id if single else None)
         if left and group.is_in(STABLE, COMPLETING):
-            self.prepare_rebalance("member_leave")
+            self._prepare_rebalance("member_leave")
         elif left:
             self._maybe_complete_join_phase(group)
+        return self._end()
 
     def _remove_leaving_member(self, group: ClassicGroup, member: ClassicGroupMember) -> None:
-        self.timers.cancel(("heartbeat", member.member_id))
+        self.op.cancel(("heartbeat", member.member_id))
         join = group.take_join(member)
         if join is not None:
-            self.respond(join, "UNKNOWN_MEMBER_ID", member_id="", generation_id=-1, leader_id="")
-        self.remove_member(group, member.member_id, "member_leave")
+            self.op.respond(join, "UNKNOWN_MEMBER_ID", member_id="", **JOIN_ERROR)
+        self._remove_member(group, member.member_id, "member_leave")
 
     # ======================================================================================================
-    # The member map's changes, as the members table records them
+    # The group's existence: created without members, loaded, unloaded, deleted, converted
     # ======================================================================================================
-    def add_member(self, group: ClassicGroup, member: ClassicGroupMember, join: JoinGroup | None,
-                   cause: str) -> None:
+    def create_simple_group(self, now: int) -> CoordinatorResult:
+        """Offsets committed without the membership protocol: a "simple" group, no protocol type, no members
+        (Kafka's getOrMaybeCreateClassicGroup as an offset commit's validation or replay calls it)."""
+        self._begin(now, [])
+        self.group = ClassicGroup(self.group_id, self.now)
+        self._state(None, EMPTY, "group_created")
+        return self._end()
+
+    def delete(self, now: int, cause: str) -> CoordinatorResult:
+        """The group goes Dead and is deleted (its tombstone was appended: the offsets sweep's `group_expired`)."""
+        self._begin(now, [])
+        self._transition(DEAD, cause)
+        self.group = None
+        return self._end()
+
+    def load(self, now: int, value: dict | None, has_offsets: bool) -> CoordinatorResult:
+        """A coordinator loading the group from its partition: Stable at the last persisted generation if that
+        record has members, Empty otherwise (a simple group if only offsets were written, none if nothing);
+        each member gets a fresh session deadline, and a group over group.max.size rebalances."""
+        self._begin(now, [])
+        self.group = None
+        if value is None:
+            if has_offsets:
+                self.group = ClassicGroup(self.group_id, self.now)
+                self._state(None, EMPTY, "coordinator_load")
+            return self._end()
+        self.group = group = group_from_value(self.group_id, value, self.now)
+        # Its members in the order of its record: the order they entered the member map.
+        for count, stored in enumerate(value["members"], 1):
+            self._member_row("added", group.member(stored["member_id"]), "coordinator_load", count)
+        self._state(None, group.state, "coordinator_load")
+        for member in group.all_members():
+            self._schedule_heartbeat(member)
+        if len(group.members) > self.config.group_max_size:
+            self._prepare_rebalance("group_max_size_on_load")
+        return self._end()
+
+    def unload(self, now: int, crashed: bool) -> CoordinatorResult:
+        """The coordinator lost the group: its parked requests are answered NOT_COORDINATOR (or, when its
+        broker `crashed`, their connections fail), a generation still completing is abandoned, and the group is
+        Dead; its members leave with it (Kafka drops the group object without emptying it)."""
+        self._begin(now, [])
+        group = self.group
+        if group is None:
+            return self._end()
+        for member in group.all_members():
+            for request, fields in ((group.take_join(member), {"member_id": member.member_id}),
+                                    (group.take_sync(member), {"assignment": None})):
+                if request is None:
+                    continue
+                if crashed:
+                    self.op.disconnect(request)
+                else:
+                    self.op.respond(request, "NOT_COORDINATOR", **fields)
+        self._flush_generation(stable_ts=None)
+        self._transition(DEAD, "coordinator_unload")
+        self._departed_members("coordinator_unload")
+        self.group = None
+        return self._end()
+
+    def replace_by_consumer_group(self, now: int) -> CoordinatorResult:
+        """The classic group's GroupMetadata tombstone (ClassicGroup.createGroupTombstoneRecords), in the append
+        that converts it to a consumer group. Its parked JoinGroup and SyncGroup requests are answered
+        REBALANCE_IN_PROGRESS (convertToConsumerGroup's completeAllJoinFutures / completeAllSyncFutures: their
+        members rejoin), its timers go, its members leave the `members` table after it goes Dead; its committed
+        offsets stay, the consumer group's now."""
+        self._begin(now, [])
+        group = self.group
+        self.op.written([GroupMetadataRecord(None)])
+        for member in group.all_members():
+            join, sync = group.take_join(member), group.take_sync(member)
+            if join is not None:
+                self.op.respond(join, "REBALANCE_IN_PROGRESS", member_id=member.member_id)
+            if sync is not None:
+                self.op.respond(sync, "REBALANCE_IN_PROGRESS", assignment=None)
+            self.op.cancel(("heartbeat", member.member_id))
+        self.op.cancel(("join",))
+        self.op.cancel(("sync",))
+        self._flush_generation(stable_ts=None)
+        self.pending_generation = None
+        # As an unload: the row to Dead counts the members, then each one's `removed` row (docs/tables.md).
+        self._transition(DEAD, "group_converted")
+        self._departed_members("group_converted")
+        self.group = None
+        return self._end()
+
+    def adopt_downgraded(self, now: int, group: ClassicGroup, rebalance: bool) -> CoordinatorResult:
+        """A consumer group downgraded to this classic group (state.consumer_group.downgrade), its GroupMetadata
+        record closing the downgrade's append: its members added, Stable at the group epoch as generation,
+        their assignments; their sessions start, and it rebalances (`group_converted`) if `rebalance`."""
+        self._begin(now, [])
+        self.group = group
+        self.op.written([GroupMetadataRecord(group_metadata_value(group, {m.member_id: m.assignment
+                                                                         for m in group.all_members()}))])
+        for count, member in enumerate(group.all_members(), 1):
+            self._member_row("added", member, "group_converted", count)
+        self._state(None, STABLE, "group_converted")
+        self._assignment_rows(group)
+        for member in group.all_members():
+            self._schedule_heartbeat(member)
+        if rebalance:
+            self._prepare_rebalance("group_converted")
+        return self._end()
+
+    # ======================================================================================================
+    # Writes, transitions and the member map's changes, as the tables record them
+    # ======================================================================================================
+    def _write_group_metadata(self, assignment: dict[str, bytes] | None) -> str | None:
+        """Append a GroupMetadata record with every member, its subscription and the given assignment."""
+        return self.op.append([GroupMetadataRecord(group_metadata_value(self.group, assignment))])
+
+    def _transition(self, target: GroupState, cause: str) -> None:
+        previous = self.group.transition_to(target, self.now)
+        self._state(previous, target, cause)
+
+    def _state(self, previous: GroupState | None, target: GroupState, cause: str) -> None:
+        group = self.group
+        self.op.state(previous, target, cause, group.generation_id, group.leader_id, len(group.members))
+
+    def _add_member(self, group: ClassicGroup, member: ClassicGroupMember, join: JoinGroup | None,
+                    cause: str) -> None:
         group.add(member, join)
-        self.record_member_change("added", member, cause)
+        self._member_row("added", member, cause)
 
-    def remove_member(self, group: ClassicGroup, member_id: str, cause: str) -> None:
+    def _remove_member(self, group: ClassicGroup, member_id: str, cause: str) -> None:
         """Remove a member or a pending member id. Only members get a row: a pending id (KIP-394) is not in
         the member map, so DescribeGroups does not list it and no member count includes it."""
         member = group.remove(member_id)
         if member is not None:
-            self.record_member_change("removed", member, cause)
+            self._member_row("removed", member, cause)
 
     def _replace_static_member_id(self, group: ClassicGroup, instance_id: str, old_id: str, new_id: str,
                                   cause: str) -> tuple[ClassicGroupMember, ClassicGroupMember]:
         old, new = group.replace_static_member(instance_id, old_id, new_id)
         # The count in between is one less: the old id leaves the map before the new one enters it.
-        self.record_member_change("removed", old, cause, len(group.members) - 1)
-        self.record_member_change("added", new, cause)
+        self._member_row("removed", old, cause, len(group.members) - 1)
+        self._member_row("added", new, cause)
         return old, new
 
-    def record_loaded_members(self) -> None:
-        """A loaded group's members, in the order of its record: the order they entered the member map."""
-        for count, stored in enumerate(self.log.group_metadata()["members"], 1):
-            self.record_member_change("added", self.group.member(stored["member_id"]), "coordinator_load", count)
-
-    def record_departed_members(self, cause: str) -> None:
-        """An unloaded (or converted) group's members go with it (Kafka drops the group object without
-        emptying it)."""
+    def _departed_members(self, cause: str) -> None:
         members = self.group.all_members()
         for count, member in enumerate(members):
-            self.record_member_change("removed", member, cause, len(members) - 1 - count)
+            self._member_row("removed", member, cause, len(members) - 1 - count)
 
-    def record_member_change(self, change: str, member: ClassicGroupMember, cause: str,
-                             member_count: int | None = None) -> None:
+    def _member_row(self, change: str, member: ClassicGroupMember, cause: str, member_count: int | None = None
+                    ) -> None:
         """A `members` row; `member_count` is after the change (the group's own count unless given)."""
         group = self.group
-        self.out.member_change(self.now, change, member, cause, group.generation_id,
-                               len(group.members) if member_count is None else member_count)
+        self.op.member(change, member, cause, group.generation_id,
+                       len(group.members) if member_count is None else member_count)

@@ -127,8 +127,9 @@ class MetricsHandlers:
         if self.metrics.first_activity_ts is None:
             self.metrics.first_activity_ts = self.now
 
-    def record_state_change(self, previous: GroupState | None, target: GroupState, cause: str) -> None:
-        self.out.state_change(self.now, previous, target, self.group, cause)
+    def observe_classic_state(self, target: GroupState, cause: str) -> None:
+        """A classic group's transition (its `group_states` row written): entering PreparingRebalance starts a
+        rebalance."""
         if target == GroupState.PREPARING_REBALANCE:
             self.record_rebalance(cause)
         self.record_group_state(target.value)

@@ -10,8 +10,11 @@ consumer group is checked first (ConsumerGroup.validateOffsetFetch).
 
 The committed-offsets map is the replay of the group's OffsetCommit records (state/records.py): every
 accepted partition appends a record (a row of the `offsets` table) and every expiry appends a tombstone; the
-map changes only by replaying what was appended, so replaying the table gives back the map. A mixin of
-`GroupRuntime`.
+map changes only by replaying what was appended (`replay`), so replaying the table gives back the map.
+`OffsetMetadataManager` is Kafka's manager of that name for one group: its handlers read the group and the
+offsets and return a `CoordinatorResult` (state/coordinator_result.py), which the runtime carries out. It
+reads the group through `groups` (the classic group or the consumer group the id names, never both) and the
+cluster's metadata through `image` (topic ids, the production model's log-end offsets).
 
 The sweep runs every offsets.retention.check.interval.ms (ticks aligned to multiples of the interval since
 the epoch). Instead of waking every group at every tick, the runtime schedules the sweep only at the first
@@ -21,15 +24,33 @@ result is the same as sweeping at every tick because nothing changes between tic
 
 from __future__ import annotations
 
+from typing import Protocol
+
+from state.config import CoordinatorConfig
 from state.consumer_group.group import ConsumerGroup, ConsumerGroupState
 from state.consumer_group.offset_commit import validate_offset_fetch
+from state.coordinator_result import CoordinatorResult
 from state.errors import append_error_to_response_error
 from state.events import OffsetCommit, OffsetFetch
 from state.group import CONSUMER_PROTOCOL_TYPE, ClassicGroup
 from state.group_state import GroupState
 from state.java_compat import java_string_length
 from state.membership import MemberError, validate_member
-from state.records import GroupMetadataRecord, OffsetCommitRecord
+from state.records import GroupLog, GroupMetadataRecord, OffsetCommitRecord
+
+
+class Groups(Protocol):
+    """The group the offsets belong to: a classic group or a consumer group (never both), or none."""
+    group: ClassicGroup | None
+    consumer_group: ConsumerGroup | None
+
+
+class Image(Protocol):
+    """What the coordinator knows of the cluster's topics."""
+
+    def topic_id(self, topic: str): ...
+
+    def reported_log_end_offset(self, tp, at: int | None = None) -> int | None: ...
 
 
 def _result(topic: str, partition: int, error: str, offset=None, leader_epoch=None, metadata=None) -> dict:
@@ -37,32 +58,50 @@ def _result(topic: str, partition: int, error: str, offset=None, leader_epoch=No
             "offset": offset, "leader_epoch": leader_epoch, "metadata": metadata}
 
 
-class OffsetHandlers:
-    group: ClassicGroup | None
-    consumer_group: ConsumerGroup | None
-    offsets: dict[tuple[str, int], dict]
+def offset_commit_error(result: CoordinatorResult, req: OffsetCommit, error: str, **fields) -> None:
+    """An error for the whole request applies to each of its partitions (`fields`: other columns)."""
+    result.respond(req, error, results=[_result(p.topic, p.partition, error) for p in req.offsets], **fields)
+
+
+class OffsetMetadataManager:
+    """The committed offsets of one group and the requests and sweep that change them."""
+
+    def __init__(self, config: CoordinatorConfig, groups: Groups, image: Image) -> None:
+        self.config = config
+        self.groups = groups
+        self.image = image
+        self.offsets: dict[tuple[str, int], dict] = {}
+        # Bumped whenever the map changes: the runtime reschedules the sweep only when something it reads moved.
+        self.version = 0
 
     # -- OffsetCommit --------------------------------------------------------------------------------------
-    def handle_offset_commit(self, req: OffsetCommit) -> None:
+    def commit_offset(self, now: int, req: OffsetCommit, outcomes: list[str]) -> CoordinatorResult:
+        result = CoordinatorResult(outcomes)
+        group = self.groups.group
         # A commit without a generation to a group that does not exist creates it when its records are replayed.
-        creates_group = self.group is None and req.generation_id < 0
+        creates_group = group is None and req.generation_id < 0
         error = None if creates_group else self._validate_offset_commit(req)
         if error is not None:
-            self.fail_offset_commit(req, error)
-            return
-        group = self.group
+            offset_commit_error(result, req, error)
+            return result
         if group is not None and group.is_in(GroupState.STABLE, GroupState.PREPARING_REBALANCE):
-            # Classic members keep their session alive by committing.
-            self.schedule_heartbeat(group.member(req.member_id))
-        results, records = self.commit_records(req, self.now)
+            # Classic members keep their session alive by committing (OffsetMetadataManager.commitOffset
+            # reschedules the member's heartbeat).
+            member = group.member(req.member_id)
+            result.schedule(("heartbeat", member.member_id), now + member.session_timeout_ms, "heartbeat",
+                            member.member_id)
+        results, records = self.commit_records(req, now)
         if not records:
             if creates_group:
-                self._create_simple_group()  # in memory, as Kafka's validation does, though nothing is written
-        elif self.append(records) is not None:
-            # The failed append rolls back the whole operation, including a group it would have created.
-            self.fail_offset_commit(req, append_error_to_response_error(self.last_write_error))
-            return
-        self.respond(req, "NONE", results=results)
+                result.create_simple_group()  # in memory, as Kafka's validation does, though nothing is written
+        else:
+            error = result.append(records)
+            if error is not None:
+                # The failed append rolls back the whole operation, including a group it would have created.
+                offset_commit_error(result, req, append_error_to_response_error(error))
+                return result
+        result.respond(req, "NONE", results=results)
+        return result
 
     def commit_records(self, req: OffsetCommit, now: int) -> tuple[list[dict], list[OffsetCommitRecord]]:
         """A valid commit handled at `now`: each partition's result, and the records of those accepted."""
@@ -82,7 +121,7 @@ class OffsetHandlers:
                 "expire_ts": expire_ts,
                 "topic_id": self._committed_topic_id(p.topic, expire_ts),
             }
-            log_end = self.reported_log_end_offset((p.topic, p.partition), now)
+            log_end = self.image.reported_log_end_offset((p.topic, p.partition), now)
             records.append(OffsetCommitRecord(p.topic, p.partition, value, dict(context, log_end_offset=log_end)))
         return results, records
 
@@ -93,16 +132,12 @@ class OffsetHandlers:
         Kafka 4.0 wrote none."""
         if expire_ts is not None or self.config.kafka_4_0:
             return None
-        return str(self.topic_id(topic))
-
-    def fail_offset_commit(self, req: OffsetCommit, error: str, **fields) -> None:
-        """An error for the whole request applies to each of its partitions (`fields`: other columns)."""
-        self.respond(req, error, results=[_result(p.topic, p.partition, error) for p in req.offsets], **fields)
+        return str(self.image.topic_id(topic))
 
     def _validate_offset_commit(self, req: OffsetCommit) -> str | None:
-        if self.group is None:
+        group = self.groups.group
+        if group is None:
             return "GROUP_ID_NOT_FOUND" if req.api_version >= 9 else "ILLEGAL_GENERATION"
-        group = self.group
         if group.is_in(GroupState.DEAD):
             return "COORDINATOR_NOT_AVAILABLE"
         if req.generation_id < 0 and group.is_in(GroupState.EMPTY):
@@ -121,15 +156,16 @@ class OffsetHandlers:
         return None
 
     # -- OffsetFetch ---------------------------------------------------------------------------------------
-    def handle_offset_fetch(self, req: OffsetFetch) -> None:
-        group = self.group
-        if self.consumer_group is not None:
-            error = validate_offset_fetch(self.consumer_group, req.member_id, req.member_epoch)
+    def fetch_offsets(self, req: OffsetFetch, outcomes: list[str]) -> CoordinatorResult:
+        result = CoordinatorResult(outcomes)
+        group, consumer_group = self.groups.group, self.groups.consumer_group
+        if consumer_group is not None:
+            error = validate_offset_fetch(consumer_group, req.member_id, req.member_epoch)
             if error != "NONE":
                 # A group-level error (only v9+ names a member): no partitions in the answer.
-                self.respond(req, error)
-                return
-        known = (group is not None and not group.is_in(GroupState.DEAD)) or self.consumer_group is not None
+                result.respond(req, error)
+                return result
+        known = (group is not None and not group.is_in(GroupState.DEAD)) or consumer_group is not None
         results = []
         if req.partitions is None:
             if known:
@@ -142,7 +178,8 @@ class OffsetHandlers:
                         results.append(self._fetched(plist.topic, partition))
                     else:
                         results.append(_result(plist.topic, partition, "NONE", -1, -1, ""))
-        self.respond(req, "NONE", results=results)
+        result.respond(req, "NONE", results=results)
+        return result
 
     def _fetched(self, topic: str, partition: int) -> dict:
         c = self.offsets[(topic, partition)]
@@ -150,15 +187,15 @@ class OffsetHandlers:
 
     # -- expiry --------------------------------------------------------------------------------------------
     def _offsets_group(self) -> ClassicGroup | ConsumerGroup | None:
-        """The group the offsets belong to: the classic group or the consumer group (never both)."""
-        return self.group if self.group is not None else self.consumer_group
+        groups = self.groups
+        return groups.group if groups.group is not None else groups.consumer_group
 
     def _expiration_base(self):
         """Which timestamp an offset's retention counts from (the group's offsetExpirationCondition), or None
         when nothing may expire now."""
-        if self.consumer_group is not None:
+        if self.groups.consumer_group is not None:
             return lambda c: c["commit_ts"]  # ConsumerGroup: always from each commit, whatever its state
-        group = self.group
+        group = self.groups.group
         if group is None or group.is_in(GroupState.DEAD):
             return None
         if group.protocol_type is None:
@@ -178,70 +215,71 @@ class OffsetHandlers:
     def _deletes_when_emptied(self) -> bool:
         """Whether a sweep that leaves no offsets deletes the group (maybeDeleteGroup): an Empty group, classic
         or consumer."""
-        if self.consumer_group is not None:
-            return self.consumer_group.state is ConsumerGroupState.EMPTY
-        return self.group is not None and self.group.is_in(GroupState.EMPTY)
+        groups = self.groups
+        if groups.consumer_group is not None:
+            return groups.consumer_group.state is ConsumerGroupState.EMPTY
+        return groups.group is not None and groups.group.is_in(GroupState.EMPTY)
 
-    def next_expiry_due(self) -> int | None:
+    def next_expiry_due(self, now: int) -> int | None:
         """Earliest time at which a sweep would change something: an offset expires, or the group is Empty
         with no offsets left and gets deleted."""
         group = self._offsets_group()
-        if group is None or self.loading_until is not None:
+        if group is None:
             return None
         if not self.offsets:
-            return self.now if self._deletes_when_emptied() else None
+            return now if self._deletes_when_emptied() else None
         base = self._expiration_base()
         if base is None:
             return None
         due = [self._expiry_time(base, c) for (topic, _), c in self.offsets.items() if not group.is_subscribed_to(topic)]
         return min(due) if due else None
 
-    def sweep_expired_offsets(self) -> None:
+    def cleanup_expired_offsets(self, now: int, outcomes: list[str]) -> CoordinatorResult:
         """Kafka's cleanupGroupMetadata for this group: its expired offsets, unless the group subscribes to
         their topic (isSubscribedToTopic), are tombstoned; an Empty group left without offsets is deleted."""
+        result = CoordinatorResult(outcomes)
         group = self._offsets_group()
         if group is None:
-            return
+            return result
         expired: list[tuple[str, int]] = []
         all_expired = True
         base = self._expiration_base()
         if self.offsets:
             if base is None:
-                return
+                return result
             for (topic, partition), committed in sorted(self.offsets.items()):
-                if not group.is_subscribed_to(topic) and self.now >= self._expiry_time(base, committed):
+                if not group.is_subscribed_to(topic) and now >= self._expiry_time(base, committed):
                     expired.append((topic, partition))
                 else:
                     all_expired = False
         delete_group = all_expired and self._deletes_when_emptied()
         if not expired and not delete_group:
-            return
+            return result
         records = [OffsetCommitRecord(topic, partition, None) for topic, partition in expired]
-        if delete_group and self.group is not None:
+        if delete_group and self.groups.group is not None:
             records.append(GroupMetadataRecord(None))
-        if self.append(records) is not None:
-            return  # the sweep's records were not written; the next tick tries again
-        if not delete_group:
-            return
-        if self.group is not None:
-            self.transition(GroupState.DEAD, "group_expired")
-            self.group = None
-        else:
-            self.delete_empty_consumer_group("group_expired")  # the group's tombstones close the append
-        self.timers.cancel_all()
+        if result.append(records) is not None:
+            return result  # the sweep's records were not written; the next tick tries again
+        if delete_group:
+            result.delete_group("group_expired")
+            result.cancel_all()
+        return result
 
-    # -- replay --------------------------------------------------------------------------------------------
-    def replay_offset_commit(self, record: OffsetCommitRecord) -> None:
-        """An appended offset record, replayed into the committed offsets (Kafka's OffsetMetadataManager.replay)."""
+    # -- replay, load, unload ------------------------------------------------------------------------------
+    def replay(self, record: OffsetCommitRecord) -> None:
+        """An appended offset record, replayed into the committed offsets (Kafka's OffsetMetadataManager.replay;
+        the group it creates, if none exists, is the runtime's to create first)."""
         if record.value is None:
             self.offsets.pop((record.topic, record.partition), None)
         else:
-            if self.group is None and self.consumer_group is None:
-                self._create_simple_group()
             self.offsets[(record.topic, record.partition)] = record.value
-        self.offsets_version += 1
+        self.version += 1
 
-    def _create_simple_group(self) -> None:
-        """Offsets committed without the membership protocol: a "simple" group, no protocol type, no members."""
-        self.group = ClassicGroup(self.group_id, self.now)
-        self.record_state_change(None, GroupState.EMPTY, "group_created")
+    def load(self, log: GroupLog) -> None:
+        """A coordinator loading the group's partition: each partition's last offset record."""
+        self.offsets = log.offsets()
+        self.version += 1
+
+    def unload(self) -> None:
+        self.offsets = {}
+        self.version += 1

@@ -13,8 +13,6 @@ import dataclasses
 import json
 
 from state.events import API_NAMES, Event
-from state.group import ClassicGroup, ClassicGroupMember
-from state.group_state import CLASSIC, GroupState
 from state.metrics import GroupMetrics, failed_commit
 from state.tables import GROUP_TABLES, columns
 
@@ -132,11 +130,6 @@ class Output:
                                "raw": request_json(raw), "repeat_count": repeat_count,
                                "repeat_interval_ms": repeat_interval_ms})
 
-    def state_change(self, now: int, previous: GroupState | None, target: GroupState, group: ClassicGroup,
-                     cause: str) -> None:
-        self.group_state(now, CLASSIC, None if previous is None else previous.value, target.value,
-                         group.generation_id, group.leader_id, len(group.members), cause)
-
     def group_state(self, now: int, group_type: str, from_state: str | None, to_state: str, generation_id: int,
                     leader_id: str | None, member_count: int, cause: str) -> None:
         """A `group_states` row, for a group of either protocol (`group_type` and states by Kafka's names)."""
@@ -153,11 +146,6 @@ class Output:
             "coordinator_partition": self.coordinator_partition,
             "coordinator_id": self.coordinator_id,
         })
-
-    def member_change(self, now: int, change: str, member: ClassicGroupMember, cause: str, generation_id: int,
-                      member_count: int) -> None:
-        self.member(now, change, member.member_id, member.group_instance_id, member.client_id, member.client_host,
-                    cause, generation_id, member_count)
 
     def member(self, now: int, change: str, member_id: str, group_instance_id: str | None, client_id: str,
                client_host: str, cause: str, generation_id: int, member_count: int) -> None:

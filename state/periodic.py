@@ -371,7 +371,7 @@ class PeriodicHandlers:
             if chain == HEARTBEAT_CHAIN:
                 self.out.response(event, event.ts, "NONE")
             else:
-                results, records = self.commit_records(event, event.ts)
+                results, records = self.offset_manager.commit_records(event, event.ts)
                 for record in records:
                     self.out.offset(self.offset_row(record, event.ts))
                 self.out.response(event, event.ts, "NONE", results=results)

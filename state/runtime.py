@@ -16,10 +16,7 @@ state, so both engines replay a capture alike.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import heapq
-import uuid
 from functools import partial
 from typing import Iterable
 
@@ -36,17 +33,20 @@ from state.errors import NETWORK_EXCEPTION
 from state.events import (CLIENT_DIRECTIVE_CLASSES, CoordinatorFault, EndOfRun, Event, TopicMetadata,
                           expand_repeats)
 from state.group import ClassicGroup
-from state.group_state import GroupState
+from state.group_state import CLASSIC, GroupState
 from state.java_compat import coordinator_partition
 from state.lookup import LookupHandlers
-from state.membership import MembershipHandlers
+from state.member_ids import MemberIds
+from state.membership import ClassicGroupManager
 from state.metrics import GroupMetrics, MetricsHandlers
-from state.offsets import OffsetHandlers
+from state.coordinator_result import (APPEND, ASSIGNMENT, CANCEL, CANCEL_ALL, CREATE_SIMPLE_GROUP,
+                                     DELETE_CONSUMER_GROUP, DELETE_GROUP, DISCONNECT, GENERATION, MEMBER, RESPOND,
+                                     SCHEDULE, STATE, CoordinatorResult)
+from state.offsets import OffsetMetadataManager, offset_commit_error
 from state.output import Output
 from state.periodic import PeriodicHandlers
 from state.production import rule_offset
-from state.records import (GroupLog, GroupMetadataRecord, OffsetCommitRecord, Record, group_from_value,
-                           group_metadata_value)
+from state.records import GroupLog, OffsetCommitRecord, Record
 from state.timers import FIRING, Timer, TimerQueue, request_item
 
 # The `offsets` columns a tombstone has no value for, and those of a record written without a request.
@@ -58,17 +58,20 @@ NO_CONTEXT = {"log_end_offset": None, "generation_id": None, "member_id": None}
 SWEEP_TIMER = ("sweep",)
 
 
-class GroupRuntime(MembershipHandlers, ConsumerGroupHandlers, OffsetHandlers, MetricsHandlers, PeriodicHandlers,
-                   LookupHandlers):
+class GroupRuntime(ConsumerGroupHandlers, MetricsHandlers, PeriodicHandlers, LookupHandlers):
     def __init__(self, group_id: str, config: CoordinatorConfig) -> None:
         self.group_id = group_id
         self.config = config
         self.coordinator_partition = coordinator_partition(group_id, config.offsets_topic_num_partitions)
-        # The group the id names: a classic group, or a KIP-848 consumer group (state/consumer_group_handlers.py).
-        self.group: ClassicGroup | None = None
+        # The ids the coordinator hands out, and the group the id names: a classic group (its manager), or a
+        # KIP-848 consumer group (state/consumer_group_handlers.py).
+        self.ids = MemberIds(group_id)
+        self.classic = ClassicGroupManager(group_id, config, self.ids)
         self.consumer_group: ConsumerGroup | None = None
         self.consumer_generation: dict | None = None  # the consumer group's epoch whose row is still to write
-        self.offsets: dict[tuple[str, int], dict] = {}
+        # The group's committed offsets and the requests and sweep that change them; it reads the group and
+        # the topics' metadata from here.
+        self.offset_manager = OffsetMetadataManager(config, self, self)
         # The coordinator's timers (sessions, rebalance and sync deadlines, the offsets sweep, the load); the
         # client side keeps its own (polls, heartbeats, answers on their way back) in the fleet, so a
         # coordinator that unloads the group drops its own and never touches the clients'.
@@ -89,12 +92,10 @@ class GroupRuntime(MembershipHandlers, ConsumerGroupHandlers, OffsetHandlers, Me
         self.now = -1
         self.metrics = GroupMetrics()
         self.out = self._new_output(0)
-        self.member_id_counter = 0
         self.write_failures: list[str] = []
         self.last_write_error: str | None = None
         self.loading_until: int | None = None
         self.log = GroupLog()  # the group's records in its __consumer_offsets partition
-        self.pending_generation: dict | None = None
         self.last_sweep_ts = -1
         self._held: list[tuple[tuple, Event]] = []
         self._last_key: tuple | None = None  # the sort key of the last event applied
@@ -111,7 +112,6 @@ class GroupRuntime(MembershipHandlers, ConsumerGroupHandlers, OffsetHandlers, Me
         self.elided: dict = {}  # client id -> its elided periodic chains
         self.lookups: dict = {}  # client id -> its lookup loop, in closed form
         self.steps = 0          # events and deadlines applied: the work a run cost
-        self.offsets_version = 0
         self._sweep_inputs_seen: tuple | None = None
         self.captured_ids: IdMap | None = None  # made by the first captured request
         self._captured_retries: list[Event] = []
@@ -213,7 +213,7 @@ class GroupRuntime(MembershipHandlers, ConsumerGroupHandlers, OffsetHandlers, Me
         self.fold_elided(self.now + 1)
         self.fold_lookups(self.now + 1)
         self.close_all_runs()
-        self._flush_generation(stable_ts=None)
+        self.execute(self.classic.finish(self.now))
         self.flush_consumer_generation(stable_ts=None)
         self.out.metrics(self.metrics_row())
 
@@ -228,6 +228,11 @@ class GroupRuntime(MembershipHandlers, ConsumerGroupHandlers, OffsetHandlers, Me
 
     def _new_output(self, next_seq: int) -> Output:
         return Output(self.group_id, next_seq, self.coordinator_partition, self.coordinator_id, self.metrics)
+
+    @property
+    def group(self) -> ClassicGroup | None:
+        """The classic group the id names, if any (its manager's)."""
+        return self.classic.group
 
     # -- the coordinator's identity --------------------------------------------------------------------------
     def broker_of(self, epoch: int | None) -> int | None:
@@ -349,16 +354,16 @@ class GroupRuntime(MembershipHandlers, ConsumerGroupHandlers, OffsetHandlers, Me
     def _fire(self, timer: Timer) -> None:
         kind = timer.kind
         if kind == "heartbeat":
-            self.expire_member_heartbeat(*timer.args)
+            self.execute(self.classic.on_heartbeat_expired(self.now, *timer.args, self.write_failures))
         elif kind == "join":
-            self.complete_join(cause="rebalance_timeout")
+            self.execute(self.classic.on_join_timeout(self.now, self.write_failures))
         elif kind == "initial_join":
-            self.try_complete_initial_rebalance(*timer.args)
+            self.execute(self.classic.on_initial_join_timeout(self.now, *timer.args, self.write_failures))
         elif kind == "sync":
-            self.expire_pending_sync(*timer.args)
+            self.execute(self.classic.on_sync_timeout(self.now, *timer.args, self.write_failures))
         elif kind == "sweep":
             self.last_sweep_ts = timer.deadline
-            self.sweep_expired_offsets()
+            self.execute(self.offset_manager.cleanup_expired_offsets(self.now, self.write_failures))
         elif kind == "load":
             self._load_group()
         elif kind == CONSUMER_GROUP_TIMER:
@@ -371,20 +376,6 @@ class GroupRuntime(MembershipHandlers, ConsumerGroupHandlers, OffsetHandlers, Me
             raise AssertionError(f"unknown timer kind {kind}")
 
     # -- helpers shared by the handlers --------------------------------------------------------------------
-    def new_member_id(self, prefix: str) -> str:
-        """clientId (or group.instance.id) + "-" + a UUID, as Kafka does, but derived from the group id and a
-        counter so runs are reproducible."""
-        return f"{prefix}-{uuid.UUID(bytes=self._next_id_digest(), version=4)}"
-
-    def new_uuid(self) -> str:
-        """A Kafka Uuid's text (Uuid.randomUuid().toString(): URL-safe base64), from the same counter."""
-        raw = uuid.UUID(bytes=self._next_id_digest(), version=4).bytes
-        return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
-
-    def _next_id_digest(self) -> bytes:
-        self.member_id_counter += 1
-        return hashlib.sha256(f"{self.group_id}\x00{self.member_id_counter}".encode()).digest()[:16]
-
     def respond(self, request: Event, error: str, **fields) -> None:
         row = self.out.response(request, self.now, error, **fields)
         if request.origin is not None:
@@ -447,10 +438,6 @@ class GroupRuntime(MembershipHandlers, ConsumerGroupHandlers, OffsetHandlers, Me
         else:
             self.respond(request, error, **GENERIC_ERROR_FIELDS.get(request.type, {}), **fields)
 
-    def transition(self, target: GroupState, cause: str) -> None:
-        previous = self.group.transition_to(target, self.now)
-        self.record_state_change(previous, target, cause)
-
     def write(self) -> str | None:
         """The outcome of one append to the group's partition: None on success, or the error Kafka's append
         failed with when a COORDINATOR_FAULT injected a failure (also kept in `last_write_error`)."""
@@ -482,9 +469,66 @@ class GroupRuntime(MembershipHandlers, ConsumerGroupHandlers, OffsetHandlers, Me
         row = {"topic": record.topic, "partition": record.partition, "write_ts": write_ts}
         return dict(record.value or TOMBSTONE_OFFSET, **row, **(record.context or NO_CONTEXT))
 
-    def write_group_metadata(self, assignment: dict[str, bytes] | None) -> str | None:
-        """Append a GroupMetadata record with every member, its subscription and the given assignment."""
-        return self.append([GroupMetadataRecord(group_metadata_value(self.group, assignment))])
+    def execute(self, result: CoordinatorResult) -> None:
+        """Carry out a manager's result, effect by effect in its order (state/coordinator_result.py)."""
+        for effect in result.effects:
+            kind = effect[0]
+            if kind == RESPOND:
+                self.respond(effect[1], effect[2], **effect[3])
+            elif kind == APPEND:
+                self.appended(effect[1])
+            elif kind == SCHEDULE:
+                self.timers.schedule(effect[1], effect[2], effect[3], *effect[4])
+            elif kind == CANCEL:
+                self.timers.cancel(effect[1])
+            elif kind == CANCEL_ALL:
+                self.timers.cancel_all()
+            elif kind == CREATE_SIMPLE_GROUP:
+                self._create_simple_group()
+            elif kind == DELETE_GROUP:
+                self._delete_group(effect[1])
+            elif kind == DELETE_CONSUMER_GROUP:
+                self.delete_empty_consumer_group(effect[1])
+            elif kind == DISCONNECT:
+                self._disconnect(effect[1])
+            elif kind == STATE:
+                _, previous, target, cause, generation_id, leader_id, member_count = effect
+                self.out.group_state(self.now, CLASSIC, None if previous is None else previous.value, target.value,
+                                     generation_id, leader_id, member_count, cause)
+                self.observe_classic_state(target, cause)
+            elif kind == MEMBER:
+                self.out.member(self.now, *effect[1:])
+            elif kind == GENERATION:
+                self.record_generation()
+                self.out.generation(effect[1])
+            elif kind == ASSIGNMENT:
+                self.out.assignment(effect[1])
+            else:  # pragma: no cover - an effect kind without an executor is a bug in this module
+                raise AssertionError(f"unknown effect {kind}")
+
+    def fail_offset_commit(self, req, error: str, **fields) -> None:
+        """Answer an OffsetCommit with `error` for each of its partitions (`fields`: other columns)."""
+        result = CoordinatorResult(self.write_failures)
+        offset_commit_error(result, req, error, **fields)
+        self.execute(result)
+
+    def replay_offset_commit(self, record: OffsetCommitRecord) -> None:
+        """An appended offset record, replayed: a commit for a group that does not exist creates it first (Kafka's
+        OffsetMetadataManager.replay, getOrMaybeCreateClassicGroup)."""
+        if record.value is not None and self.group is None and self.consumer_group is None:
+            self._create_simple_group()
+        self.offset_manager.replay(record)
+
+    def _create_simple_group(self) -> None:
+        self.execute(self.classic.create_simple_group(self.now))
+
+    def _delete_group(self, cause: str) -> None:
+        """The group goes Dead and is deleted: a classic group's tombstone was in the append, a consumer group's
+        tombstones close it."""
+        if self.group is not None:
+            self.execute(self.classic.delete(self.now, cause))
+        else:
+            self.delete_empty_consumer_group(cause)
 
     # -- coordinator faults --------------------------------------------------------------------------------
     def _handle_fault(self, fault: CoordinatorFault) -> None:
@@ -518,65 +562,35 @@ class GroupRuntime(MembershipHandlers, ConsumerGroupHandlers, OffsetHandlers, Me
         controller until it is fenced (the `move` that follows), so FindCoordinator keeps naming it."""
         if self.leaderless or self.coordinator_epoch in self.down_epochs:
             return
-        self._unload(parked=self._disconnect)
+        self._unload(crashed=True)
         self.loading_until = None
         self.down_epochs.add(self.coordinator_epoch)
 
-    def _unload(self, parked=None) -> None:
-        """The coordinator lost the group: parked requests are answered NOT_COORDINATOR (or handed to
-        `parked`), the group is Dead, and the group, its offsets and the coordinator's timers leave its memory
-        (the clients' timers go on; the partition keeps the records a load replays)."""
-        group = self.group
+    def _unload(self, crashed: bool = False) -> None:
+        """The coordinator lost the group: its parked requests are answered NOT_COORDINATOR (or their
+        connections fail, when its broker `crashed`), the group is Dead, and the group, its offsets and the
+        coordinator's timers leave its memory (the clients' timers go on; the partition keeps the records a load
+        replays)."""
         self.timers.cancel_all()
-        self.offsets = {}
-        self.offsets_version += 1
+        self.offset_manager.unload()
         self.unload_consumer_group()
-        if group is None:
-            return
-        for member in group.all_members():
-            for request, fields in ((group.take_join(member), {"member_id": member.member_id}),
-                                    (group.take_sync(member), {"assignment": None})):
-                if request is None:
-                    continue
-                if parked is None:
-                    self.respond(request, "NOT_COORDINATOR", **fields)
-                else:
-                    parked(request)
-        self._flush_generation(stable_ts=None)
-        self.transition(GroupState.DEAD, "coordinator_unload")
-        self.record_departed_members("coordinator_unload")
-        self.group = None
+        self.execute(self.classic.unload(self.now, crashed))
 
     def _load_group(self) -> None:
-        """A coordinator loads the group by replaying its records: the committed offsets, and the group Stable
-        at the last persisted generation if that record has members, Empty otherwise (a simple group if only
-        offsets were written); each member gets a fresh session deadline."""
+        """A coordinator loads the group by replaying its records: the committed offsets, then the consumer
+        group or the classic group its records hold."""
         self.loading_until = None
-        self.group = None
-        self.offsets = self.log.offsets()
-        self.offsets_version += 1
+        self.offset_manager.load(self.log)
         if self.load_consumer_group():
             return
-        value = self.log.group_metadata()
-        if value is None:
-            if self.offsets:
-                self.group = ClassicGroup(self.group_id, self.now)
-                self.record_state_change(None, GroupState.EMPTY, "coordinator_load")
-            return
-        self.group = group_from_value(self.group_id, value, self.now)
-        self.record_loaded_members()
-        self.record_state_change(None, self.group.state, "coordinator_load")
-        for member in self.group.all_members():
-            self.schedule_heartbeat(member)
-        if len(self.group.members) > self.config.group_max_size:
-            self.prepare_rebalance("group_max_size_on_load")
+        self.execute(self.classic.load(self.now, self.log.group_metadata(), bool(self.offset_manager.offsets)))
 
     # -- sweep ---------------------------------------------------------------------------------------------
     def _sweep_inputs(self) -> tuple:
         """Everything the sweep's due time depends on, cheaply comparable: recomputing it over every
         committed offset after each step would dominate a busy group's cost."""
         group = self.group
-        common = (self.offsets_version, self.loading_until, self.last_sweep_ts)
+        common = (self.offset_manager.version, self.loading_until, self.last_sweep_ts)
         if group is None and self.consumer_group is not None:
             # A consumer group's offsets expire from their commits: only its subscriptions matter, and whether
             # it is Empty (then deleted once they are gone).
@@ -591,7 +605,7 @@ class GroupRuntime(MembershipHandlers, ConsumerGroupHandlers, OffsetHandlers, Me
         if inputs == self._sweep_inputs_seen:
             return  # the sweep scheduled for these inputs still stands
         self._sweep_inputs_seen = inputs
-        due = self.next_expiry_due()
+        due = None if self.loading_until is not None else self.offset_manager.next_expiry_due(self.now)
         current = self.timers.get(SWEEP_TIMER)
         if due is None:
             self.timers.cancel(SWEEP_TIMER)
@@ -616,27 +630,41 @@ class GroupRuntime(MembershipHandlers, ConsumerGroupHandlers, OffsetHandlers, Me
     @classmethod
     def decode(cls, blob: bytes, config: CoordinatorConfig) -> "GroupRuntime":
         runtime, next_seq = encoding.loads(blob)
-        runtime.config = config
         runtime.out = runtime._new_output(next_seq)
         runtime._sweep_inputs_seen = None  # the sweep's inputs hold object ids, meaningless once decoded
         runtime.fleet.host = runtime
+        offsets = runtime.offset_manager
+        offsets.groups, offsets.image = runtime, runtime
+        classic = runtime.classic
+        classic.ids, classic.now, classic.op = runtime.ids, -1, None
+        runtime.reconfigure(config)
         return runtime
+
+    def reconfigure(self, config: CoordinatorConfig) -> None:
+        """The broker settings the coordinator runs with from now on (the managers' too)."""
+        self.config = self.classic.config = self.offset_manager.config = config
 
 
 # What an error raised before any handler logic leaves in each response (Kafka's defaults); OffsetCommit's
-# error is repeated per partition (OffsetHandlers.fail_offset_commit).
+# error is repeated per partition (state.offsets.offset_commit_error).
 GENERIC_ERROR_FIELDS = {
     "JOIN_GROUP": {"member_id": "", "generation_id": -1, "leader_id": ""},
     "SYNC_GROUP": {"assignment": []},
 }
 
 _REQUEST_HANDLERS = {
-    "JOIN_GROUP": GroupRuntime.handle_join_group,
-    "SYNC_GROUP": GroupRuntime.handle_sync_group,
-    "HEARTBEAT": GroupRuntime.handle_heartbeat,
-    "LEAVE_GROUP": GroupRuntime.handle_leave_group,
-    "OFFSET_COMMIT": GroupRuntime.handle_offset_commit,
-    "OFFSET_FETCH": GroupRuntime.handle_offset_fetch,
+    "JOIN_GROUP": lambda runtime, req: runtime.execute(
+        runtime.classic.join_group(runtime.now, req, runtime.write_failures, runtime.consumer_group is not None)),
+    "SYNC_GROUP": lambda runtime, req: runtime.execute(runtime.classic.sync_group(runtime.now, req,
+                                                                                  runtime.write_failures)),
+    "HEARTBEAT": lambda runtime, req: runtime.execute(runtime.classic.heartbeat(runtime.now, req,
+                                                                                runtime.write_failures)),
+    "LEAVE_GROUP": lambda runtime, req: runtime.execute(runtime.classic.leave_group(runtime.now, req,
+                                                                                    runtime.write_failures)),
+    "OFFSET_COMMIT": lambda runtime, req: runtime.execute(
+        runtime.offset_manager.commit_offset(runtime.now, req, runtime.write_failures)),
+    "OFFSET_FETCH": lambda runtime, req: runtime.execute(
+        runtime.offset_manager.fetch_offsets(req, runtime.write_failures)),
     "CONSUMER_GROUP_HEARTBEAT": GroupRuntime.handle_consumer_group_heartbeat,
 }
 

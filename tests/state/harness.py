@@ -254,7 +254,7 @@ class GroupContext:
     # -- inspection ----------------------------------------------------------------------------------------
     def committed(self) -> dict:
         """The runtime's committed offsets: (topic, partition) -> offset."""
-        return {tp: c["offset"] for tp, c in self.runtime.offsets.items()}
+        return {tp: c["offset"] for tp, c in self.runtime.offset_manager.offsets.items()}
 
     def timer_deadline(self, *key) -> int | None:
         timer = self.runtime.timers.get(tuple(key))

@@ -173,7 +173,7 @@ def test_the_sweep_survives_encoding():
     ctx.commit({BAR0: 20}, member_id="B", generation_id=3)
     ctx.runtime.take_output()
     decoded = GroupRuntime.decode(ctx.runtime.encode(), ctx.config)
-    assert decoded.offsets == ctx.runtime.offsets and decoded.next_expiry_due() == 61_000
+    assert decoded.offset_manager.offsets == ctx.runtime.offset_manager.offsets and decoded.offset_manager.next_expiry_due(decoded.now) == 61_000
     assert decoded.timers.pending() == ctx.runtime.timers.pending()
 
 

@@ -286,7 +286,7 @@ def test_nothing_to_reload(ctx):
 def test_group_over_max_size_rebalances_after_load(ctx):
     # testOnLoadedExceedGroupMaxSizeTriggersRebalance (the cap was lowered while the group was away)
     result = ctx.static_members_join_and_rebalance()
-    ctx.runtime.config = dataclasses.replace(ctx.config, group_max_size=1)
+    ctx.runtime.reconfigure(dataclasses.replace(ctx.config, group_max_size=1))
     move(ctx)
     assert ctx.state == "PreparingRebalance" and len(ctx.group.members) == 2
     assert {result.leader_id, result.follower_id} == set(ctx.member_ids)

@@ -411,7 +411,7 @@ def test_last_members_to_rejoin_are_kicked_out_when_max_size_was_lowered():
     ctx.sleep(50)
     leader = joins[0].leader_id
     ctx.sync(leader, 1)
-    ctx.runtime.config = dataclasses.replace(ctx.config, group_max_size=10)
+    ctx.runtime.reconfigure(dataclasses.replace(ctx.config, group_max_size=10))
     rejoins = [ctx.join(member_id=j.member_id, version=3, rebalance_ms=10_000)
                for j in sorted(joins, key=lambda j: j.member_id != leader)]
     assert len(ctx.group.members) == 10 and ctx.group.num_members_awaiting_join == 10

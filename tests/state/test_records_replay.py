@@ -21,7 +21,7 @@ def replay_offsets(rows) -> dict:
 
 
 def runtime_offsets(ctx) -> dict:
-    return {tp: (c["offset"], c["leader_epoch"], c["metadata"]) for tp, c in ctx.runtime.offsets.items()}
+    return {tp: (c["offset"], c["leader_epoch"], c["metadata"]) for tp, c in ctx.runtime.offset_manager.offsets.items()}
 
 
 def snapshot(group) -> dict:
@@ -115,7 +115,7 @@ def test_an_unloaded_group_leaves_memory_and_the_load_replays_its_records(ctx):
     ctx.commit({("foo", 1): 4}, member_id=result.follower_id, generation_id=1)
     before = snapshot(ctx.group)
     ctx.fault(fault="move", load_delay_ms=1_000)
-    assert ctx.runtime.group is None and ctx.runtime.offsets == {}
+    assert ctx.runtime.group is None and ctx.runtime.offset_manager.offsets == {}
     ctx.sleep(1_000)
     assert runtime_offsets(ctx) == replay_offsets(ctx.rows("offsets")) == {("foo", 0): (3, -1, ""), ("foo", 1): (4, -1, "")}
     assert snapshot(ctx.group) == rebuilt(ctx) == before
@@ -133,4 +133,4 @@ def test_a_simple_group_is_created_by_replaying_its_first_offset_record(ctx):
 def test_a_failed_commit_creates_no_simple_group(ctx):
     ctx.fault(fault="write_failure", error="NOT_ENOUGH_REPLICAS", count=1)
     assert ctx.commit({("foo", 0): 7}).error == "COORDINATOR_NOT_AVAILABLE"  # the append error, mapped
-    assert ctx.runtime.group is None and ctx.runtime.offsets == {} and ctx.rows("offsets") == []
+    assert ctx.runtime.group is None and ctx.runtime.offset_manager.offsets == {} and ctx.rows("offsets") == []
