@@ -7,16 +7,21 @@ the capture imported (`coordsim capture import`), replayed with the brokers' set
 from __future__ import annotations
 
 import json
+import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from simulations.capture import compare_captured, final_offsets, import_capture, write_import
+from simulations.conformance import ConformanceError
 from simulations.conformance.cluster import Cluster
-from simulations.conformance.driver import Java
-from simulations.conformance.processes import Processes
-from simulations.conformance.scenarios import GROUP, Context, Scenario
+from simulations.conformance.driver import Java, compile_driver
+from simulations.conformance.maven import classpath
+from simulations.conformance.offsets_topic import compare_records
+from simulations.conformance.processes import Processes, sigterm_ends_the_suite
+from simulations.conformance.scenarios import GROUP, SCENARIOS, Context, Scenario
 from simulations.conformance.sniffer import Capture
 from simulations.engines import run_local
 from tableio.captured_answers import attach_captured, captured_answers
@@ -67,8 +72,6 @@ def run_scenario(scenario: Scenario, version: str, classpath: list[str], classes
 
 
 def compare(scenario: Scenario, version: str, pcap: Path, ports: list[int], dump: list[dict], work: Path) -> Outcome:
-    from simulations.conformance.offsets_topic import compare_records
-
     imported = import_capture(pcap, tuple(ports))
     events_file, captured_file, rejects_file = write_import(imported, work / "events" / "capture.jsonl")
     config = load_config(overrides=replay_settings(scenario, version))
@@ -83,3 +86,25 @@ def compare(scenario: Scenario, version: str, pcap: Path, ports: list[int], dump
 
 
 _COORDINATOR_SETTINGS = set(load_config().to_kafka())
+
+
+def run_suite(version: str, names: list[str], work: Path, repo_local: str | None = None,
+              maven_args: tuple[str, ...] = (), progress=print) -> list[Outcome]:
+    """The named scenarios against Kafka `version`, one fresh cluster each; ConformanceError for a bad state of
+    the surroundings, with every process the suite started already stopped."""
+    unknown = [n for n in names if n not in SCENARIOS]
+    if unknown:
+        raise ConformanceError(f"--scenario {unknown[0]}: not a conformance scenario; one of {', '.join(SCENARIOS)}")
+    with sigterm_ends_the_suite():
+        started = time.monotonic()
+        jars = classpath(version, work / "kafka", repo_local, maven_args)
+        classes = compile_driver(jars, work / "kafka")
+        progress(f"Kafka {version}: {len(jars)} jars resolved, driver compiled ({time.monotonic() - started:.0f} s)")
+        outcomes = []
+        for name in names:
+            started = time.monotonic()
+            folder = work / name
+            shutil.rmtree(folder, ignore_errors=True)
+            outcomes.append(run_scenario(SCENARIOS[name], version, jars, classes, folder))
+            progress(f"{name}: {time.monotonic() - started:.0f} s ({folder})")
+        return outcomes
