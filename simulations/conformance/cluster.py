@@ -99,7 +99,7 @@ class Cluster:
                 capture_output=True, text=True, timeout=120)
             if formatted.returncode != 0:
                 raise ConformanceError(f"formatting node {node}'s storage failed: "
-                                       f"{_last_lines(formatted.stdout + formatted.stderr)}")
+                                       f"{_last_lines(_errors(formatted.stdout + formatted.stderr))}")
         for node in range(1, self.nodes + 1):
             self.start_node(node)
         for node in range(1, self.nodes + 1):
@@ -133,12 +133,14 @@ class Cluster:
 
 
 def _errors(text: str) -> str:
-    """The log's ERROR lines and what follows them (the exception), or the whole log when it has none."""
-    lines = text.splitlines()
-    first = next((i for i, line in enumerate(lines) if " ERROR " in line or "Exception" in line), None)
-    return text if first is None else "\n".join(lines[first:first + 6])
+    """The log's ERROR lines and exception messages (not their stack frames), or the whole log when it has
+    none."""
+    lines = [line for line in text.splitlines() if (" ERROR " in line or "Exception" in line)
+             and not line.lstrip().startswith("at ")]
+    return "\n".join(lines[:LOG_LINES_SHOWN]) if lines else text
 
 
 def _last_lines(text: str) -> str:
+    """At most LOG_LINES_SHOWN lines of `text`, the last ones, on one line."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return " | ".join(lines[-LOG_LINES_SHOWN:])[:600] if lines else "no output"

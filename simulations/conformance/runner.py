@@ -7,6 +7,7 @@ the capture imported (`coordsim capture import`), replayed with the brokers' set
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from dataclasses import dataclass
@@ -88,17 +89,24 @@ def compare(scenario: Scenario, version: str, pcap: Path, ports: list[int], dump
 _COORDINATOR_SETTINGS = set(load_config().to_kafka())
 
 
+def kafka_cache(version: str) -> Path:
+    """Where a Kafka version's classpath listing and compiled driver are kept (the jars stay in Maven's
+    repository)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "coordsim-conformance" / version
+
+
 def run_suite(version: str, names: list[str], work: Path, repo_local: str | None = None,
               maven_args: tuple[str, ...] = (), progress=print) -> list[Outcome]:
-    """The named scenarios against Kafka `version`, one fresh cluster each; ConformanceError for a bad state of
-    the surroundings, with every process the suite started already stopped."""
+    """The named scenarios against Kafka `version`, one fresh cluster each, under `work`; ConformanceError for
+    a bad state of the surroundings, with every process the suite started already stopped. The classpath and
+    the compiled driver are kept in kafka_cache(version) for the next run."""
     unknown = [n for n in names if n not in SCENARIOS]
     if unknown:
         raise ConformanceError(f"--scenario {unknown[0]}: not a conformance scenario; one of {', '.join(SCENARIOS)}")
     with sigterm_ends_the_suite():
         started = time.monotonic()
-        jars = classpath(version, work / "kafka", repo_local, maven_args)
-        classes = compile_driver(jars, work / "kafka")
+        jars = classpath(version, kafka_cache(version), repo_local, maven_args)
+        classes = compile_driver(jars, kafka_cache(version))
         progress(f"Kafka {version}: {len(jars)} jars resolved, driver compiled ({time.monotonic() - started:.0f} s)")
         outcomes = []
         for name in names:
