@@ -17,7 +17,8 @@ from simulations.conformance.scenarios import CI_SUBSET, SCENARIOS
 VERSION = os.environ.get("COORDSIM_KAFKA_VERSION", "4.4.0")
 NAMES = list(SCENARIOS) if os.environ.get("COORDSIM_CONFORMANCE") == "full" else list(CI_SUBSET)
 
-pytestmark = [pytest.mark.conformance,
+# One worker runs the module (scripts/test's --dist loadgroup), so the scenarios run once, not once per worker.
+pytestmark = [pytest.mark.conformance, pytest.mark.xdist_group("conformance"),
               pytest.mark.skipif(not all(map(shutil.which, ("mvn", "javac", "dumpcap"))),
                                  reason="needs Maven, a JDK and dumpcap (scripts/setup --test installs them)")]
 
