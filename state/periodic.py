@@ -334,7 +334,7 @@ class PeriodicHandlers:
             if p < client.next_auto_commit or not cfg.commits_periodically:
                 return None
             return client.next_poll(p + cfg.commit_interval_ms) - p
-        # consumer_group_client._member_poll: the next poll when a commit is due, at least every half
+        # consumer_group.client.fleet._member_poll: the next poll when a commit is due, at least every half
         # max.poll.interval.ms (a member owning nothing polls on, its next auto-commit long due).
         half = cfg.max_poll_interval_ms // 2
         if not cfg.commits_periodically:

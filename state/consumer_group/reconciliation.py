@@ -31,7 +31,8 @@ PartitionEpochs = dict[TopicId, dict[int, int]]
 
 
 class MemberState(enum.IntEnum):
-    """`MemberState`, with the byte Kafka writes in the CurrentMemberAssignment record."""
+    """The group coordinator's `MemberState` (group-coordinator's `modern/MemberState.java`), with the byte Kafka
+    writes in the CurrentMemberAssignment record; the client's own is `client.member_state.ClientMemberState`."""
 
     STABLE = 0  # holds exactly what its epoch allows; nothing to revoke or wait for
     UNREVOKED_PARTITIONS = 1  # must revoke `partitions_pending_revocation` before its epoch can advance
