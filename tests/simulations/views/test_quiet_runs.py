@@ -1,5 +1,5 @@
-"""Readers of quiet runs: `simulations.views.quiet_runs` (whole columns) and `tableio.quiet_run.Run` (one row,
-request by request) read a run's row as `state.periodic.expand_row` expands it, and a run whose periodic
+"""Readers of quiet runs: `simulations.views.quiet_runs` (whole columns) and `state.quiet_run.Run` (one row,
+request by request) read a run's row as `state.quiet_run.expand_row` expands it, and a run whose periodic
 requests are written as runs reads the same, through every view and report figure, as the same run written
 one row per request."""
 
@@ -16,9 +16,8 @@ from simulations.views.offsets_log import offsets_log
 from simulations.views.quiet_runs import (count_requests, counts_per_window, expand_runs, last_repeat,
                                           repeat_counts, repeat_times)
 from simulations.views.run_tables import load_run
-from state.periodic import expand_row, expand_rows
+from state.quiet_run import Run, expand_row, expand_rows
 from tableio.lag_status import LagHistory
-from tableio.quiet_run import Run
 
 from ..scenarios.helpers import run, shipped_small
 

@@ -11,7 +11,7 @@ from state.config import ConfigError
 from state.client_config import ClientConfig
 from state.consumer_group.client.member_state import ClientMemberState
 from state.events import parse_event
-from state.periodic import expand_rows
+from state.quiet_run import expand_rows
 from state.runtime import GroupRuntime
 from tests.state.harness import GroupContext, check_requests_rows
 
