@@ -17,13 +17,14 @@ from state.quiet_run import COUNT, INTERVAL
 
 
 def _floats(frame: pd.DataFrame, column: str) -> np.ndarray:
+    """The column as float64, NaN for a null; all null where the frame lacks it (read without it)."""
+    if column not in frame.columns:
+        return np.full(len(frame), np.nan)
     return frame[column].to_numpy("float64", na_value=np.nan)
 
 
 def _runs(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Each row's request count and interval (int64 arrays)."""
-    if COUNT not in frame.columns:
-        return np.ones(len(frame), dtype="int64"), np.zeros(len(frame), dtype="int64")
     counts = quiet_run.run_counts(_floats(frame, COUNT))
     return counts, quiet_run.run_intervals(counts, _floats(frame, INTERVAL))
 

@@ -95,6 +95,12 @@ def test_a_table_without_the_columns_reads_as_lone_requests():
     assert expand_runs("responses", frame) is frame
 
 
+def test_counting_needs_no_interval_column():
+    frame = pd.DataFrame({"repeat_count": pd.array([3, None], dtype="Int32"), "error": ["NONE", "X"]})
+    assert count_requests(frame) == 4
+    assert count_requests(frame, by="error").to_dict() == {"NONE": 3, "X": 1}
+
+
 def test_count_one_is_a_lone_request_whatever_its_interval():
     frame = _responses([1, 1], [None, 50], [100, 130])
     assert repeat_times(frame, "request_ts").tolist() == [100, 130]
