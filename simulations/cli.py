@@ -25,6 +25,7 @@ from simulations.capture.commands import USER_ERRORS as CAPTURE_ERRORS
 from simulations.capture.commands import capture, captured_report
 from simulations.capture.compare import DIVERGENCES_TABLE, print_divergence_summary, write_divergences
 from simulations.cli_common import CommandGroup, Console, Timestamp, UserError, print_lines
+from simulations.conformance.commands import conformance
 from simulations.engines import run_local_to
 from simulations.reports import REPORT_FILE
 from simulations.reports.commands import COMMANDS as REPORT_COMMANDS
@@ -623,5 +624,6 @@ def capacity_command(run_dir: str, window: str | None, broker: int | None, outpu
 
 
 main.add_command(capture)
+main.add_command(conformance)
 for _command in REPORT_COMMANDS:
     main.add_command(_command)

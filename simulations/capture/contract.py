@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from state import consumer_protocol
 from state.errors import ERROR_CODES
+from state.events import NEWEST_API_VERSION
 
 from simulations.capture.messages import (CONSUMER_GROUP_HEARTBEAT, FIND_COORDINATOR, HEARTBEAT, JOIN_GROUP,
                                           LEAVE_GROUP, OFFSET_COMMIT, OFFSET_FETCH, SYNC_GROUP, Api)
@@ -77,8 +78,10 @@ def event_row(request: Request, part: Part) -> dict | None:
     event_type = EVENT_TYPES.get(request.api.key)
     if event_type is None:
         return None
+    # OffsetCommit v10 and OffsetFetch v10 differ from v9 only in naming topics by id, which the import names
+    # (topics.py): as events, whose topics go by name (docs/events.md), they are the v9 requests.
     row = {"group_id": part.group_id, "type": event_type, "client_id": request.client_id,
-           "api_version": request.version}
+           "api_version": min(request.version, NEWEST_API_VERSION[event_type])}
     row.update(_EVENT_FIELDS[event_type](request.body, request, part))
     return row
 
@@ -129,7 +132,7 @@ def _offset_commit(body: dict, request: Request, part: Part) -> dict:
         "group_instance_id": body["group_instance_id"],
         "generation_id": body["generation_id"],
         "retention_time_ms": body["retention_time_ms"],
-        "offsets": [{"topic": t["name"], "partition": p["partition_index"], "offset": p["committed_offset"],
+        "offsets": [{"topic": topic_name(t), "partition": p["partition_index"], "offset": p["committed_offset"],
                      "leader_epoch": p["committed_leader_epoch"], "metadata": p["committed_metadata"],
                      "commit_timestamp": p["commit_timestamp"]}
                     for t in body["topics"] for p in t["partitions"]],
@@ -141,7 +144,7 @@ def _offset_fetch(body: dict, request: Request, part: Part) -> dict:
     topics = group["topics"]
     fields = {
         # v0-v1 cannot ask for "all partitions"; Kafka reads an empty list as nothing, not everything
-        "partitions": None if topics is None else [{"topic": t["name"], "partitions": t["partition_indexes"]}
+        "partitions": None if topics is None else [{"topic": topic_name(t), "partitions": t["partition_indexes"]}
                                                    for t in topics],
         "require_stable": body["require_stable"],
     }
@@ -240,10 +243,10 @@ def captured_response_fields(request: Request, part: Part, body: dict) -> dict:
     if api is OFFSET_COMMIT:
         # The committed offset rides along (the simulator's results leave it null), so the captured table
         # alone says which offsets the broker accepted.
-        sent = {(t["name"], p["partition_index"]): p["committed_offset"]
+        sent = {(topic_name(t), p["partition_index"]): p["committed_offset"]
                 for t in request.body["topics"] for p in t["partitions"]}
-        results = [_result(topic=t["name"], partition=p["partition_index"], error=error_name(p["error_code"]),
-                           offset=sent.get((t["name"], p["partition_index"])))
+        results = [_result(topic=topic_name(t), partition=p["partition_index"], error=error_name(p["error_code"]),
+                           offset=sent.get((topic_name(t), p["partition_index"])))
                    for t in body["topics"] for p in t["partitions"]]
         errors = {r["error"] for r in results}
         # the simulator reports a request-wide failure as the response's error and each partition's
@@ -255,7 +258,7 @@ def captured_response_fields(request: Request, part: Part, body: dict) -> dict:
         else:
             topics, error = body["topics"], body["error_code"]
         return {"error": error_name(error),
-                "results": [_result(topic=t["name"], partition=p["partition_index"], error=error_name(p["error_code"]),
+                "results": [_result(topic=topic_name(t), partition=p["partition_index"], error=error_name(p["error_code"]),
                                     offset=p["committed_offset"], leader_epoch=p["committed_leader_epoch"],
                                     metadata=p["metadata"]) for t in topics for p in t["partitions"]]}
     if request.version >= 4:
@@ -265,6 +268,12 @@ def captured_response_fields(request: Request, part: Part, body: dict) -> dict:
         body = found
     return {"error": error_name(body["error_code"]),
             "coordinator": f"node {body['node_id']} at {body['host']}:{body['port']}"}
+
+
+def topic_name(topic: dict) -> str:
+    """An OffsetCommit or OffsetFetch topic's name; from v10 the topic's id, which topics.py names once the
+    capture's Metadata responses are read."""
+    return topic["name"] if topic["name"] is not None else topic["topic_id"]
 
 
 def _result(**fields) -> dict:

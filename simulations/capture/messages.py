@@ -173,14 +173,16 @@ SYNC_GROUP = Api(14, "SyncGroup", 5, 4, request=(
     f("assignment", "bytes"),
 ))
 
-OFFSET_COMMIT = Api(8, "OffsetCommit", 9, 8, request=(
+# v10 (Kafka 4.1+) names each topic by its id instead of its name, in the request and the response.
+OFFSET_COMMIT = Api(8, "OffsetCommit", 10, 8, request=(
     f("group_id", "string"),
     f("generation_id", "int32", "1+", default=-1),  # GenerationIdOrMemberEpoch
     f("member_id", "string", "1+", default=""),
     f("group_instance_id", "string", "7+", nullable="7+"),
     f("retention_time_ms", "int64", "2-4", default=-1),
     f("topics", [
-        f("name", "string"),
+        f("name", "string", "0-9"),
+        f("topic_id", "uuid", "10+"),
         f("partitions", [
             f("partition_index", "int32"),
             f("committed_offset", "int64"),
@@ -192,7 +194,8 @@ OFFSET_COMMIT = Api(8, "OffsetCommit", 9, 8, request=(
 ), response=(
     f("throttle_time_ms", "int32", "3+"),
     f("topics", [
-        f("name", "string"),
+        f("name", "string", "0-9"),
+        f("topic_id", "uuid", "10+"),
         f("partitions", [
             f("partition_index", "int32"),
             f("error_code", "int16"),
@@ -208,7 +211,8 @@ _FETCH_PARTITION = [
     f("error_code", "int16"),
 ]
 
-OFFSET_FETCH = Api(9, "OffsetFetch", 9, 6, request=(
+# v10 (Kafka 4.1+) names each topic of a group by its id instead of its name.
+OFFSET_FETCH = Api(9, "OffsetFetch", 10, 6, request=(
     f("group_id", "string", "0-7"),
     f("topics", [
         f("name", "string"),
@@ -219,7 +223,8 @@ OFFSET_FETCH = Api(9, "OffsetFetch", 9, 6, request=(
         f("member_id", "string", "9+", nullable="9+"),
         f("member_epoch", "int32", "9+", default=-1),
         f("topics", [
-            f("name", "string"),
+            f("name", "string", "0-9"),
+            f("topic_id", "uuid", "10+"),
             f("partition_indexes", "[]int32"),
         ], nullable="8+"),
     ], "8+"),
@@ -234,7 +239,8 @@ OFFSET_FETCH = Api(9, "OffsetFetch", 9, 6, request=(
     f("groups", [
         f("group_id", "string"),
         f("topics", [
-            f("name", "string"),
+            f("name", "string", "0-9"),
+            f("topic_id", "uuid", "10+"),
             f("partitions", _FETCH_PARTITION),
         ]),
         f("error_code", "int16", default=0),

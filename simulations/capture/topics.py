@@ -12,6 +12,8 @@ partitions) the clients asked for on any connection:
   (a client asks for the metadata of its subscription after it has joined, but the broker knew the topics all
   along); then a row whenever a later response describes a topic differently (partitions added, a topic
   created), at that response's time;
+- OffsetCommit v10 and OffsetFetch v10 (Kafka 4.1+) name topics by id too: their offsets, partitions and
+  captured results are named the same way;
 - an id no response describes keeps the id as its topic name (a topic the simulated coordinator does not know),
   with a reject row `unknown topic id` at the first request that carries it.
 """
@@ -24,6 +26,9 @@ from tableio.inputs import reject_row
 
 HEARTBEAT_EVENT = "CONSUMER_GROUP_HEARTBEAT"
 HEARTBEAT_API = "ConsumerGroupHeartbeat"
+# The requests whose topics go by id from this version on, and the field of their events that names them.
+BY_TOPIC_ID = {"OffsetCommit": 10, "OffsetFetch": 10}
+BY_TOPIC_ID_EVENTS = {"OFFSET_COMMIT": "offsets", "OFFSET_FETCH": "partitions"}
 # Uuid.ZERO_UUID's text: a topic queried by name that does not exist.
 ZERO_ID = "AAAAAAAAAAAAAAAAAAAAAA"
 
@@ -69,6 +74,9 @@ def resolve_topics(result, catalog: TopicCatalog) -> None:
     TOPIC_METADATA rows (`result`: an importer.ImportResult, changed in place)."""
     names = catalog.names()
     frames = {row["request_id"]: row["request_frame"] for row in result.captured}
+    by_id = {row["request_id"] for row in result.captured
+             if row["api"] in BY_TOPIC_ID and row["api_version"] >= BY_TOPIC_ID[row["api"]]}
+    apis = {row["request_id"]: row["api"] for row in result.captured}
     unknown: set[str] = set()
 
     def named(entries, request_id: str, keep_id: bool) -> list[dict]:
@@ -78,17 +86,27 @@ def resolve_topics(result, catalog: TopicCatalog) -> None:
             if topic_id not in names and topic_id not in unknown:
                 unknown.add(topic_id)
                 result.rejects.append(reject_row(
-                    topic_id, f"unknown topic id: {topic_id} ({HEARTBEAT_API} {request_id}): no Metadata response "
+                    topic_id, f"unknown topic id: {topic_id} ({apis.get(request_id, HEARTBEAT_API)} {request_id}): "
+                    "no Metadata response "
                     "in the capture describes it; its partitions are kept under the id as topic name",
                     result.source, frames.get(request_id) or 0))
             out.append({"topic": names.get(topic_id, topic_id), **({"topic_id": topic_id} if keep_id else {}),
                         "partitions": entry["partitions"]})
         return out
 
+    def named_by_id(entries, request_id: str) -> list[dict]:
+        return [{**entry, "topic": named([{"topic_id": entry["topic"], "partitions": None}], request_id,
+                                         keep_id=False)[0]["topic"]} for entry in entries]
+
     for event in result.events:
         if event["type"] == HEARTBEAT_EVENT and event["topic_partitions"] is not None:
             event["topic_partitions"] = named(event["topic_partitions"], event["request_id"], keep_id=True)
+        field = BY_TOPIC_ID_EVENTS.get(event["type"])
+        if field and event.get("request_id") in by_id and event[field] is not None:
+            event[field] = named_by_id(event[field], event["request_id"])
     for row in result.captured:
+        if row["request_id"] in by_id and row["results"] is not None:
+            row["results"] = named_by_id(row["results"], row["request_id"])
         if row["api"] == HEARTBEAT_API and row["assignment"] is not None:
             # As the simulator answers: topics in name order, partitions sorted.
             row["assignment"] = sorted(({**e, "partitions": sorted(e["partitions"])}

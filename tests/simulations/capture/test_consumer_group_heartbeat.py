@@ -9,7 +9,7 @@ import pytest
 
 from simulations.capture.contract import Part, Request, captured_request_fields, captured_response_fields, event_row
 from simulations.capture.importer import ImportResult
-from simulations.capture.messages import CONSUMER_GROUP_HEARTBEAT, METADATA, decode_response
+from simulations.capture.messages import CONSUMER_GROUP_HEARTBEAT, METADATA, OFFSET_COMMIT, OFFSET_FETCH, decode_response
 from simulations.capture.topics import TopicCatalog, resolve_topics
 from simulations.capture.wire import WireError
 from state.events import parse_event
@@ -183,3 +183,37 @@ def test_topic_ids_are_named_and_each_consumer_group_gets_the_topics_before_its_
     [reject] = result.rejects
     assert reject["line"] == 20 and reject["reason"].startswith(f"unknown topic id: {PAYMENTS_TEXT} (")
     assert all(parse_event(e) for e in result.events)
+
+
+def test_offset_commit_and_fetch_v10_name_topics_by_id():
+    # Kafka 4.1+ clients of a consumer group send OffsetCommit v10 and OffsetFetch v10, which carry the topic's
+    # id where v9 had its name (OffsetCommitRequest.json / OffsetFetchRequest.json, "TopicId" 10+); the
+    # conformance suite's 4.4.0 consumers do. The import names them as it names a heartbeat's.
+    def committed(w, t):
+        w.uuid(t[0]).array(t[1], lambda w, p: w.i32(p).i64(40).i32(-1).string(None).tags()).tags()
+
+    commit = roundtrip(OFFSET_COMMIT, 10, W(True).string("g").i32(3).string("m-1").string(None)
+                       .array([(ORDERS_ID, [0, 2])], committed).tags().done())
+    fetch = roundtrip(OFFSET_FETCH, 10, W(True).array([("g", [(ORDERS_ID, [0])])], lambda w, g: w.string(g[0])
+                      .string("m-1").i32(3).array(g[1], lambda w, t: w.uuid(t[0]).array(t[1], lambda w, p: w.i32(p))
+                                                  .tags()).tags()).boolean(False).tags().done())
+    commit_reply = answer(OFFSET_COMMIT, 10, W(True).i32(0).array([(ORDERS_ID, [0, 2])], lambda w, t: w.uuid(t[0])
+                          .array(t[1], lambda w, p: w.i32(p).i16(0).tags()).tags()).tags().done())
+    fetch_reply = answer(OFFSET_FETCH, 10, W(True).i32(0).array(["g"], lambda w, g: w.string(g).array(
+        [(ORDERS_ID, [0])], lambda w, t: w.uuid(t[0]).array(
+            t[1], lambda w, p: w.i32(p).i64(40).i32(-1).string(None).i16(0).tags()).tags()).i16(0).tags()).tags().done())
+    result = ImportResult("capture.pcapng", "pcap")
+    for n, (api, body, reply) in enumerate(((OFFSET_COMMIT, commit, commit_reply), (OFFSET_FETCH, fetch, fetch_reply))):
+        request = Request(api, 10, "app-1", "/10.0.0.7", body)
+        result.events.append({"ts": 10 + n, "seq": n + 1, "request_id": f"c/{n}", **event_row(request, Part("g", 0, 1))})
+        result.captured.append({"request_id": f"c/{n}", "request_frame": n, "api": api.name, "api_version": 10,
+                                "assignment": None, **captured_response_fields(request, Part("g", 0, 1), reply)})
+    catalog = TopicCatalog()
+    catalog.note(5, {"topics": [{"error_code": 0, "name": "orders", "topic_id": ORDERS_TEXT, "partitions": [{}] * 4}]})
+    resolve_topics(result, catalog)
+    commit_event, fetch_event = (parse_event(e) for e in result.events)
+    assert [(o.topic, o.partition, o.offset) for o in commit_event.offsets] == [("orders", 0, 40), ("orders", 2, 40)]
+    assert [(p.topic, p.partitions) for p in fetch_event.partitions] == [("orders", (0,))]
+    assert [(r["topic"], r["partition"], r["offset"]) for row in result.captured for r in row["results"]] == [
+        ("orders", 0, 40), ("orders", 2, 40), ("orders", 0, 40)]
+    assert not result.rejects

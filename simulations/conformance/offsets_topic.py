@@ -1,0 +1,316 @@
+"""The records the real broker wrote to `__consumer_offsets` (read back by the driver's consumer of that topic,
+key and value bytes as stored) against coordsim's `offsets`, `group_metadata` and `consumer_group_records`
+tables, record by record: each key's records in write order on both sides, paired in turn.
+
+A classic group's records are compared bytes and all: coordsim's own encoder (state/record_bytes.py) writes the
+simulated row's record, and the two values must be the same bytes, or the same size with the fields that differ
+named (a timestamp is the brokers' clocks, not a behaviour; member ids are mapped through the JoinGroup answers
+first, as the answer comparison maps them). A consumer group's records are compared by key (type, group, member
+id) and by the fields a user reads of them: the group epoch, the assignment epoch, each member's target, and its
+epochs and state; the table keeps their values as JSON (docs/tables.md#consumer_group_records), not their bytes.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import struct
+from collections import defaultdict
+
+import pandas as pd
+
+from state.consumer_group import records as cg
+from state.periodic import expand_rows
+from state.record_bytes import GROUP_METADATA, OFFSET_COMMIT, key_bytes, value_bytes
+from tableio.record_rows import group_metadata_record, offset_record
+
+# The fields whose difference is the clocks of two brokers (the real one's, and coordsim's request times).
+TIMESTAMPS = {"commit_ts", "current_state_ts", "assignment_timestamp_ms"}
+# coordsim's metadata hash is its own (state/consumer_group/topics.py), not Kafka's XXH3 of the topics.
+OWN_HASH = {"metadata_hash"}
+MEMBER_ORDER = {"member_order"}
+# Kafka 4.1 added each partition's assignment epoch to ConsumerGroupCurrentMemberAssignmentValue (a tagged
+# field); Kafka 4.0 does not write it, coordsim writes it for either version.
+EPOCHS = {"assigned_partitions_epochs", "partitions_pending_revocation_epochs"}
+# A classic group's replay has no TOPIC_METADATA (the import gives them to consumer groups only): coordsim
+# derives the id an OffsetCommit value carries from the topic's name (docs/records.md), not the cluster's.
+DERIVED_TOPIC_ID = {"topic_id"}
+CONSUMER_GROUP_TYPES = {cg.CONSUMER_GROUP_METADATA: "ConsumerGroupMetadata",
+                        cg.CONSUMER_GROUP_PARTITION_METADATA: "ConsumerGroupPartitionMetadata",
+                        cg.CONSUMER_GROUP_MEMBER_METADATA: "ConsumerGroupMemberMetadata",
+                        cg.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA: "ConsumerGroupTargetAssignmentMetadata",
+                        cg.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER: "ConsumerGroupTargetAssignmentMember",
+                        cg.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT: "ConsumerGroupCurrentMemberAssignment",
+                        cg.CONSUMER_GROUP_REGULAR_EXPRESSION: "ConsumerGroupRegularExpression"}
+RECORD_KINDS = {
+    "equal": "the same bytes (a consumer group's: the same key and fields)",
+    "member_ids": "the same fields; the bytes differ only in the member ids each coordinator hands out (same size)",
+    "timing": "only timestamps differ: the real broker's clock against the captured request times",
+    "own_hash": "only coordsim's own metadata hash differs (and timestamps)",
+    "topic_id": "only the topic id coordsim derives from the topic's name differs (and timestamps)",
+    "assignment_epochs": "only the partitions' assignment epochs differ: Kafka 4.0 wrote none",
+    "partition_metadata": "a ConsumerGroupPartitionMetadata record, which Kafka 4.0 writes and coordsim does not",
+    "value": "other fields differ",
+    "real_only": "a record only the real broker wrote",
+    "simulated_only": "a record only coordsim wrote",
+}
+RECORD_COLUMNS = ["group_id", "record_type", "key", "index", "kind", "bytes_equal", "real_size", "simulated_size",
+                  "differences"]
+
+
+def compare_records(dump: list[dict], tables: dict[str, list[dict]], divergences: pd.DataFrame) -> pd.DataFrame:
+    """One row per record of either side, `kind` one of RECORD_KINDS; `differences` names the fields."""
+    members = _member_ids(divergences)
+    real = defaultdict(list)
+    for line in dump:
+        key = base64.b64decode(line["key"])
+        value = None if line["value"] is None else base64.b64decode(line["value"])
+        real[key].append(value)
+    simulated = _simulated(tables)
+    rows = []
+    for key in list(real) + [k for k in simulated if k not in real]:
+        ours, theirs = simulated.get(key, []), real.get(key, [])
+        for index in range(max(len(ours), len(theirs))):
+            rows.append(_pair(key, index, theirs[index] if index < len(theirs) else _MISSING,
+                              ours[index] if index < len(ours) else _MISSING, members))
+    return pd.DataFrame(rows, columns=RECORD_COLUMNS)
+
+
+_MISSING = object()
+
+
+def _member_ids(divergences: pd.DataFrame) -> dict[str, str]:
+    """Captured member id -> the simulator's, from the JoinGroup answers both sides gave (a consumer group's
+    member ids are the client's own, the same on both sides)."""
+    joins = divergences[(divergences["api"] == "JoinGroup") & divergences["captured_member_id"].notna()
+                        & divergences["simulated_member_id"].notna()]
+    return dict(zip(joins["captured_member_id"], joins["simulated_member_id"]))
+
+
+def _simulated(tables: dict[str, list[dict]]) -> dict[bytes, list]:
+    """Each key's simulated values (bytes for a classic group's records, the decoded fields for a consumer
+    group's), in write order."""
+    written = []
+    for row in expand_rows("offsets", tables["offsets"]):
+        record = offset_record(row)
+        written.append((row["write_ts"], row["out_seq"], key_bytes(record, row["group_id"]), value_bytes(record)))
+    for row in tables["group_metadata"]:
+        record = group_metadata_record(row, row.get("members"))
+        written.append((row["write_ts"], row["out_seq"], key_bytes(record, row["group_id"]), value_bytes(record)))
+    types = {name: number for number, name in CONSUMER_GROUP_TYPES.items()}
+    for row in tables["consumer_group_records"]:
+        key = struct.pack(">h", types[row["record_type"]]) + _string(row["group_id"])
+        if row["member_id"] is not None:
+            key += _string(row["member_id"])
+        value = None if row["tombstone"] else _json_fields(types[row["record_type"]], json.loads(row["value"]))
+        written.append((row["write_ts"], row["out_seq"], key, value))
+    by_key = defaultdict(list)
+    for _, _, key, value in sorted(written, key=lambda w: (w[0], w[1])):
+        by_key[key].append(value)
+    return by_key
+
+
+def _pair(key: bytes, index: int, real, simulated, members: dict[str, str]) -> dict:
+    record_type, group, name = _key_view(key)
+    row = {"group_id": group, "record_type": record_type, "key": name, "index": index, "bytes_equal": None,
+           "real_size": _size(real), "simulated_size": _size(simulated), "differences": None}
+    if real is _MISSING or simulated is _MISSING:
+        if record_type == "ConsumerGroupPartitionMetadata" and simulated is _MISSING:
+            return row | {"kind": "partition_metadata"}
+        return row | {"kind": "real_only" if simulated is _MISSING else "simulated_only"}
+    if record_type in ("OffsetCommit", "GroupMetadata"):
+        row["bytes_equal"] = real == simulated
+        fields_real = None if real is None else _classic_fields(record_type, real, members)
+        fields_simulated = None if simulated is None else _classic_fields(record_type, simulated, {})
+    else:
+        fields_real = None if real is None else _consumer_group_fields(struct.unpack(">h", key[:2])[0], real)
+        fields_simulated = simulated
+        row["real_size"] = row["simulated_size"] = None
+    differences = _differences(fields_real, fields_simulated)
+    row["differences"] = ", ".join(differences) or None
+    return row | {"kind": _kind(set(differences), row["bytes_equal"])}
+
+
+def _kind(differences: set[str], bytes_equal: bool | None) -> str:
+    """The first cause that covers every difference (RECORD_KINDS)."""
+    if bytes_equal or (bytes_equal is None and not differences):
+        return "equal"
+    for kind, fields in (("member_ids", MEMBER_ORDER), ("timing", TIMESTAMPS | MEMBER_ORDER),
+                         ("own_hash", TIMESTAMPS | OWN_HASH), ("topic_id", TIMESTAMPS | DERIVED_TOPIC_ID),
+                         ("assignment_epochs", EPOCHS)):
+        if differences <= fields:
+            return kind
+    return "value"
+
+
+def _size(value) -> int | None:
+    return len(value) if isinstance(value, bytes) else None
+
+
+def _differences(real: dict | None, simulated: dict | None) -> list[str]:
+    if real is None or simulated is None:
+        return [] if real is simulated else ["tombstone"]
+    return sorted(k for k in real.keys() | simulated.keys() if real.get(k) != simulated.get(k))
+
+
+def _key_view(key: bytes) -> tuple[str, str, str]:
+    r = _Reader(key)
+    record_type = r.int16()
+    group = r.string()
+    if record_type in (0, OFFSET_COMMIT):
+        return "OffsetCommit", group, f"{r.string()}-{r.int32()}"
+    if record_type == GROUP_METADATA:
+        return "GroupMetadata", group, ""
+    return CONSUMER_GROUP_TYPES.get(record_type, f"type {record_type}"), group, r.string() if r.left() else ""
+
+
+def _classic_fields(record_type: str, value: bytes, members: dict[str, str]) -> dict:
+    r = _Reader(value)
+    version = r.int16()
+    if record_type == "OffsetCommit":
+        fields = {"version": version, "offset": r.int64()}
+        if version >= 3:
+            fields["leader_epoch"] = r.int32()
+        fields["metadata"] = r.compact_string() if version >= 4 else r.string()
+        fields["commit_ts"] = r.int64()
+        if version == 1:
+            fields["expire_ts"] = r.int64()
+        if version >= 4:
+            topic_id = r.tagged().get(0)
+            fields["topic_id"] = None if topic_id is None else base64.urlsafe_b64encode(topic_id).rstrip(b"=").decode()
+        return fields
+    fields = {"version": version, "protocol_type": r.string(), "generation_id": r.int32(),
+              "protocol_name": r.string(), "leader_id": members.get(leader := r.string(), leader),
+              "current_state_ts": r.int64()}
+    order = []
+    for _ in range(r.int32()):
+        member_id = members.get(member_id := r.string(), member_id)
+        order.append(member_id)
+        fields[f"member {member_id}"] = (r.string(), r.string(), r.string(), r.int32(), r.int32(), r.bytes_().hex(),
+                                         r.bytes_().hex())
+    # The order is Java's HashMap order of the member ids (ClassicGroup.members), which each side picks.
+    fields["member_order"] = order
+    return fields
+
+
+def _consumer_group_fields(record_type: int, value: bytes) -> dict:
+    """The fields compared of a consumer group's record value (flexible version 0), named as the
+    consumer_group_records table's JSON names them; others are not read."""
+    r = _Reader(value)
+    r.int16()
+    if record_type == cg.CONSUMER_GROUP_METADATA:
+        epoch = r.int32()
+        return {"epoch": epoch, **_tagged_int64(r, "metadata_hash")}
+    if record_type == cg.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA:
+        epoch = r.int32()
+        return {"assignment_epoch": epoch, **_tagged_int64(r, "assignment_timestamp_ms")}
+    if record_type == cg.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER:
+        return {"target": sorted(_topic_partitions(r, epochs=False))}
+    if record_type == cg.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT:
+        member_epoch, previous, state = r.int32(), r.int32(), r.int8()
+        return {"member_epoch": member_epoch, "previous_member_epoch": previous, "state": state,
+                **_with_epochs("assigned_partitions", _topic_partitions(r, epochs=True)),
+                **_with_epochs("partitions_pending_revocation", _topic_partitions(r, epochs=True))}
+    return {}
+
+
+def _json_fields(record_type: int, value) -> dict:
+    """The same fields of a consumer_group_records row's JSON value."""
+    if record_type == cg.CONSUMER_GROUP_METADATA:
+        return {"epoch": value["epoch"], "metadata_hash": value["metadata_hash"]}
+    if record_type == cg.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA:
+        return {k: value[k] for k in ("assignment_epoch", "assignment_timestamp_ms")}
+    if record_type == cg.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER:
+        return {"target": sorted((t, p) for t, parts in value for p in parts)}
+    if record_type == cg.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT:
+        def flat(assigned):
+            return [(t, int(p), e) for t, parts in assigned.items() for p, e in parts.items()]
+        return {"member_epoch": value["member_epoch"], "previous_member_epoch": value["previous_member_epoch"],
+                "state": value["state"], **_with_epochs("assigned_partitions", flat(value["assigned_partitions"])),
+                **_with_epochs("partitions_pending_revocation", flat(value["partitions_pending_revocation"]))}
+    return {}
+
+
+def _with_epochs(name: str, partitions: list[tuple]) -> dict:
+    """The partitions, and apart their assignment epochs (a tagged field Kafka 4.0 did not write: None)."""
+    ordered = sorted(partitions)
+    return {name: [(t, p) for t, p, _ in ordered], f"{name}_epochs": [e for _, _, e in ordered]}
+
+
+def _topic_partitions(r: "_Reader", epochs: bool) -> list[tuple]:
+    out = []
+    for _ in range(r.uvarint() - 1):
+        topic = base64.urlsafe_b64encode(r.take(16)).rstrip(b"=").decode()
+        partitions = [r.int32() for _ in range(r.uvarint() - 1)]
+        tags = r.tagged()
+        if epochs:
+            if 0 in tags:
+                data = _Reader(tags[0])
+                assigned = [data.int32() for _ in range(data.uvarint() - 1)]
+            else:
+                assigned = [None] * len(partitions)
+            out += [(topic, p, e) for p, e in zip(partitions, assigned)]
+        else:
+            out += [(topic, p) for p in partitions]
+    return out
+
+
+def _tagged_int64(r: "_Reader", name: str) -> dict:
+    tags = r.tagged()
+    return {name: struct.unpack(">q", tags[0])[0] if 0 in tags else 0}
+
+
+def _string(text: str) -> bytes:
+    data = text.encode()
+    return struct.pack(">h", len(data)) + data
+
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self.data, self.pos = data, 0
+
+    def take(self, n: int) -> bytes:
+        out = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return out
+
+    def left(self) -> int:
+        return len(self.data) - self.pos
+
+    def rest(self) -> bytes:
+        return self.take(self.left())
+
+    def int8(self) -> int:
+        return struct.unpack(">b", self.take(1))[0]
+
+    def int16(self) -> int:
+        return struct.unpack(">h", self.take(2))[0]
+
+    def int32(self) -> int:
+        return struct.unpack(">i", self.take(4))[0]
+
+    def int64(self) -> int:
+        return struct.unpack(">q", self.take(8))[0]
+
+    def uvarint(self) -> int:
+        shift = value = 0
+        while True:
+            byte = self.take(1)[0]
+            value |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return value
+            shift += 7
+
+    def string(self) -> str | None:
+        n = self.int16()
+        return None if n < 0 else self.take(n).decode()
+
+    def compact_string(self) -> str | None:
+        n = self.uvarint() - 1
+        return None if n < 0 else self.take(n).decode()
+
+    def bytes_(self) -> bytes:
+        return self.take(self.int32())
+
+    def tagged(self) -> dict[int, bytes]:
+        return {self.uvarint(): self.take(self.uvarint()) for _ in range(self.uvarint())}
