@@ -20,7 +20,7 @@ from collections import defaultdict
 import pandas as pd
 
 from state.consumer_group import records as cg
-from state.periodic import expand_rows
+from state.quiet_run import expand_rows
 from state.record_bytes import GROUP_METADATA, OFFSET_COMMIT, key_bytes, value_bytes
 from tableio.record_rows import group_metadata_record, offset_record
 
