@@ -18,6 +18,19 @@ operations that append, and a failed append leaves no effect.
 
 from __future__ import annotations
 
+# What an error raised before any handler logic leaves in each response (Kafka's defaults); an OffsetCommit's
+# is repeated per partition (`CoordinatorResult.respond_error`).
+GENERIC_ERROR_FIELDS = {
+    "JOIN_GROUP": {"member_id": "", "generation_id": -1, "leader_id": ""},
+    "SYNC_GROUP": {"assignment": []},
+}
+
+
+def partition_result(topic: str, partition: int, error: str, offset=None, leader_epoch=None, metadata=None) -> dict:
+    """One entry of a `responses` row's `results`: a partition's answer (OffsetCommit, OffsetFetch)."""
+    return {"member_id": None, "group_instance_id": None, "topic": topic, "partition": partition, "error": error,
+            "offset": offset, "leader_epoch": leader_epoch, "metadata": metadata}
+
 # Effect kinds: a tuple (kind, ...) each.
 RESPOND = 0          # (RESPOND, request, error, fields): the answer to a request
 APPEND = 1           # (APPEND, records): records appended to the group's partition (offset records replayed)
@@ -32,19 +45,34 @@ STATE = 9            # (STATE, from, to, cause, generation_id, leader_id, member
 MEMBER = 10          # (MEMBER, change, member_id, instance_id, client_id, client_host, cause, generation, count)
 GENERATION = 11      # (GENERATION, row): a `generations` row, once the generation's outcome is known
 ASSIGNMENT = 12      # (ASSIGNMENT, row): an `assignments` row
+SCHEDULE_IF_ABSENT = 13  # (SCHEDULE_IF_ABSENT, key, deadline, kind, args): unless the timer `key` is pending
+REPLAY_CONSUMER_GROUP = 14  # (.., records, cause, first_delta, converted): a consumer group's written records
+CONSUMER_GROUP_WRITTEN = 15  # (.., metadata_refreshed): after a consumer group's records were replayed
+LOG_CONSUMER_GROUP = 16  # (.., records): a consumer group's records written without replay (a downgrade)
+UNLOAD_CONSUMER_GROUP = 17  # (.., cause): the consumer group goes Dead with its members
+RESOLVE_REGEXES = 18  # (.., regexes): the group's regular expressions resolved in a write of their own, next
 
 
 class CoordinatorResult:
     """The effects of one operation, in order (see the module's docstring); built by a manager."""
 
-    __slots__ = ("effects", "_outcomes")
+    __slots__ = ("effects", "outcomes")
 
     def __init__(self, outcomes: list[str]) -> None:
         self.effects: list[tuple] = []
-        self._outcomes = outcomes
+        self.outcomes = outcomes  # the partition's injected append failures still to come (taken in order)
 
     def respond(self, request, error: str, **fields) -> None:
         self.effects.append((RESPOND, request, error, fields))
+
+    def respond_error(self, request, error: str, **fields) -> None:
+        """An error with Kafka's default fields for the request's API (`fields`: other columns); an
+        OffsetCommit's applies to each of its partitions."""
+        if request.type == "OFFSET_COMMIT":
+            self.respond(request, error, results=[partition_result(p.topic, p.partition, error)
+                                                  for p in request.offsets], **fields)
+        else:
+            self.respond(request, error, **GENERIC_ERROR_FIELDS.get(request.type, {}), **fields)
 
     def append(self, records: list) -> str | None:
         """Append `records` in one write: None once they are appended, else the error the write fails with
@@ -56,7 +84,7 @@ class CoordinatorResult:
 
     def outcome(self) -> str | None:
         """The outcome of the operation's next write (None: it succeeds), whose records come later (`written`)."""
-        return self._outcomes.pop(0) if self._outcomes else None
+        return self.outcomes.pop(0) if self.outcomes else None
 
     def written(self, records: list) -> None:
         """Records of a write whose outcome was success (`outcome`), or of one the operation's earlier append
@@ -65,6 +93,10 @@ class CoordinatorResult:
 
     def schedule(self, key: tuple, deadline: int, kind: str, *args) -> None:
         self.effects.append((SCHEDULE, key, deadline, kind, args))
+
+    def schedule_if_absent(self, key: tuple, deadline: int, kind: str, *args) -> None:
+        """Kafka's scheduleIfAbsent: the timer `key` unless one is pending when the result is carried out."""
+        self.effects.append((SCHEDULE_IF_ABSENT, key, deadline, kind, args))
 
     def cancel(self, key: tuple) -> None:
         self.effects.append((CANCEL, key))
@@ -97,3 +129,18 @@ class CoordinatorResult:
 
     def assignment(self, row: dict) -> None:
         self.effects.append((ASSIGNMENT, row))
+
+    def replay_consumer_group(self, records, cause: str, first_delta: int, converted: bool) -> None:
+        self.effects.append((REPLAY_CONSUMER_GROUP, tuple(records), cause, first_delta, converted))
+
+    def consumer_group_written(self, metadata_refreshed: bool) -> None:
+        self.effects.append((CONSUMER_GROUP_WRITTEN, metadata_refreshed))
+
+    def log_consumer_group(self, records) -> None:
+        self.effects.append((LOG_CONSUMER_GROUP, tuple(records)))
+
+    def unload_consumer_group(self, cause: str) -> None:
+        self.effects.append((UNLOAD_CONSUMER_GROUP, cause))
+
+    def resolve_regexes(self, regexes) -> None:
+        self.effects.append((RESOLVE_REGEXES, regexes))

@@ -45,7 +45,7 @@ STORED: dict[str, tuple[str, ...]] = {
         "last_write_error", "loading_until", "log",
         "last_sweep_ts", "_held", "_last_key", "last_event_ts", "cluster_topics", "production",
         "requests_in_flight", "runs", "elided", "lookups", "steps", "metrics", "captured_ids",
-        "_captured_retries", "consumer_group", "consumer_generation", "topic_ids", "metadata_version",
+        "_captured_retries", "consumer", "topic_ids", "metadata_version",
         "new_topics_version"),
     "state.consumer.ConsumerFleet": ("group_id", "clients", "timers"),
     "state.consumer.SyntheticConsumer": (),
@@ -62,6 +62,7 @@ STORED: dict[str, tuple[str, ...]] = {
     "state.offsets.OffsetMetadataManager": ("offsets", "version"),
     "state.membership.ClassicGroupManager": ("group_id", "group", "pending_generation"),
     "state.member_ids.MemberIds": (),
+    "state.consumer_group_handlers.ConsumerGroupManager": ("group_id", "consumer_group", "consumer_generation"),
     "state.timers.TimerQueue": ("_by_key", "_heap", "_stamp", "clock", "item"),
     "state.captured_ids.IdMap": ("_by_identity", "_latest", "_generations", "_group_generations"),
     # A consumer group and what its log holds (state.consumer_group).
@@ -113,6 +114,7 @@ TRANSIENT: dict[str, tuple[str, ...]] = {
     "state.consumer.ConsumerFleet": ("host",),
     "state.offsets.OffsetMetadataManager": ("config", "groups", "image"),
     "state.membership.ClassicGroupManager": ("config", "ids", "now", "op"),
+    "state.consumer_group_handlers.ConsumerGroupManager": ("config", "ids", "image", "classic", "now", "op"),
 }
 # Classes of `state` stored the way pickle writes them; their shape is part of the schema id all the same.
 NAMED_TUPLES = (Timer, TopicPartition, TopicId)

@@ -1,5 +1,6 @@
 """Committed offsets: OffsetCommit and OffsetFetch, and KIP-211 expiry by the periodic sweep (Kafka 4.x
-OffsetMetadataManager; a consumer group's commits are checked in state/consumer_group_handlers.py).
+OffsetMetadataManager; a consumer group's commits are checked by state/consumer_group/offset_commit.py's
+rules, a classic group's by its member's generation).
 
 Expiry follows each group's offsetExpirationCondition: a classic group's offsets count from their commit
 (simple group, or a Stable consumer-protocol group for topics it no longer subscribes to) or from when the
@@ -28,8 +29,8 @@ from typing import Protocol
 
 from state.config import CoordinatorConfig
 from state.consumer_group.group import ConsumerGroup, ConsumerGroupState
-from state.consumer_group.offset_commit import validate_offset_fetch
-from state.coordinator_result import CoordinatorResult
+from state.consumer_group.offset_commit import validate_offset_commit, validate_offset_fetch
+from state.coordinator_result import CoordinatorResult, partition_result
 from state.errors import append_error_to_response_error
 from state.events import OffsetCommit, OffsetFetch
 from state.group import CONSUMER_PROTOCOL_TYPE, ClassicGroup
@@ -53,16 +54,6 @@ class Image(Protocol):
     def reported_log_end_offset(self, tp, at: int | None = None) -> int | None: ...
 
 
-def _result(topic: str, partition: int, error: str, offset=None, leader_epoch=None, metadata=None) -> dict:
-    return {"member_id": None, "group_instance_id": None, "topic": topic, "partition": partition, "error": error,
-            "offset": offset, "leader_epoch": leader_epoch, "metadata": metadata}
-
-
-def offset_commit_error(result: CoordinatorResult, req: OffsetCommit, error: str, **fields) -> None:
-    """An error for the whole request applies to each of its partitions (`fields`: other columns)."""
-    result.respond(req, error, results=[_result(p.topic, p.partition, error) for p in req.offsets], **fields)
-
-
 class OffsetMetadataManager:
     """The committed offsets of one group and the requests and sweep that change them."""
 
@@ -77,12 +68,14 @@ class OffsetMetadataManager:
     # -- OffsetCommit --------------------------------------------------------------------------------------
     def commit_offset(self, now: int, req: OffsetCommit, outcomes: list[str]) -> CoordinatorResult:
         result = CoordinatorResult(outcomes)
+        if self.groups.consumer_group is not None:
+            return self._commit_to_consumer_group(result, now, req)
         group = self.groups.group
         # A commit without a generation to a group that does not exist creates it when its records are replayed.
         creates_group = group is None and req.generation_id < 0
         error = None if creates_group else self._validate_offset_commit(req)
         if error is not None:
-            offset_commit_error(result, req, error)
+            result.respond_error(req, error)
             return result
         if group is not None and group.is_in(GroupState.STABLE, GroupState.PREPARING_REBALANCE):
             # Classic members keep their session alive by committing (OffsetMetadataManager.commitOffset
@@ -98,7 +91,27 @@ class OffsetMetadataManager:
             error = result.append(records)
             if error is not None:
                 # The failed append rolls back the whole operation, including a group it would have created.
-                offset_commit_error(result, req, append_error_to_response_error(error))
+                result.respond_error(req, append_error_to_response_error(error))
+                return result
+        result.respond(req, "NONE", results=results)
+        return result
+
+    def _commit_to_consumer_group(self, result: CoordinatorResult, now: int, req: OffsetCommit) -> CoordinatorResult:
+        """An OffsetCommit to a consumer group: the commit's generation_id is the member epoch (OffsetCommit
+        v9+), checked by ConsumerGroup.validateOffsetCommit; the offsets are then written as for a classic
+        group. Commits do not keep a consumer member's session alive: only its heartbeats do."""
+        partitions = [(self.image.topic_id(p.topic), p.partition) for p in req.offsets]
+        error = validate_offset_commit(self.groups.consumer_group, req.member_id, req.group_instance_id,
+                                       req.generation_id, partitions, api_version=req.api_version,
+                                       kafka_4_0=self.config.kafka_4_0)
+        if error != "NONE":
+            result.respond_error(req, error)
+            return result
+        results, records = self.commit_records(req, now)
+        if records:
+            error = result.append(records)
+            if error is not None:
+                result.respond_error(req, append_error_to_response_error(error))
                 return result
         result.respond(req, "NONE", results=results)
         return result
@@ -110,9 +123,9 @@ class OffsetMetadataManager:
         context = {"generation_id": req.generation_id, "member_id": req.member_id}
         for p in req.offsets:
             if p.metadata is not None and java_string_length(p.metadata) > self.config.offset_metadata_max_bytes:
-                results.append(_result(p.topic, p.partition, "OFFSET_METADATA_TOO_LARGE"))
+                results.append(partition_result(p.topic, p.partition, "OFFSET_METADATA_TOO_LARGE"))
                 continue
-            results.append(_result(p.topic, p.partition, "NONE"))
+            results.append(partition_result(p.topic, p.partition, "NONE"))
             value = {
                 "offset": p.offset,
                 "leader_epoch": p.leader_epoch,
@@ -177,13 +190,13 @@ class OffsetMetadataManager:
                     if known and (plist.topic, partition) in self.offsets:
                         results.append(self._fetched(plist.topic, partition))
                     else:
-                        results.append(_result(plist.topic, partition, "NONE", -1, -1, ""))
+                        results.append(partition_result(plist.topic, partition, "NONE", -1, -1, ""))
         result.respond(req, "NONE", results=results)
         return result
 
     def _fetched(self, topic: str, partition: int) -> dict:
         c = self.offsets[(topic, partition)]
-        return _result(topic, partition, "NONE", c["offset"], c["leader_epoch"], c["metadata"])
+        return partition_result(topic, partition, "NONE", c["offset"], c["leader_epoch"], c["metadata"])
 
     # -- expiry --------------------------------------------------------------------------------------------
     def _offsets_group(self) -> ClassicGroup | ConsumerGroup | None:

@@ -26,9 +26,10 @@ from state.cluster import NO_LEADER
 from state.config import CoordinatorConfig
 from state.consumer import ConsumerFleet
 from state.consumer_group.group import ConsumerGroup
-from state.consumer_group.topic_id import TopicId
-from state.consumer_group_handlers import (CLASSIC_MEMBERSHIP_REQUESTS, CONSUMER_GROUP_TIMER,
-                                           ConsumerGroupHandlers)
+from state.consumer_group.heartbeat import HeartbeatContext
+from state.consumer_group.topic_id import TopicId, derived_topic_id
+from state.consumer_group.topics import TopicsImage
+from state.consumer_group_handlers import CLASSIC_MEMBERSHIP_REQUESTS, CONSUMER_GROUP_TIMER, ConsumerGroupManager
 from state.errors import NETWORK_EXCEPTION
 from state.events import (CLIENT_DIRECTIVE_CLASSES, CoordinatorFault, EndOfRun, Event, TopicMetadata,
                           expand_repeats)
@@ -39,10 +40,11 @@ from state.lookup import LookupHandlers
 from state.member_ids import MemberIds
 from state.membership import ClassicGroupManager
 from state.metrics import GroupMetrics, MetricsHandlers
-from state.coordinator_result import (APPEND, ASSIGNMENT, CANCEL, CANCEL_ALL, CREATE_SIMPLE_GROUP,
-                                     DELETE_CONSUMER_GROUP, DELETE_GROUP, DISCONNECT, GENERATION, MEMBER, RESPOND,
-                                     SCHEDULE, STATE, CoordinatorResult)
-from state.offsets import OffsetMetadataManager, offset_commit_error
+from state.coordinator_result import (APPEND, ASSIGNMENT, CANCEL, CANCEL_ALL, CONSUMER_GROUP_WRITTEN,
+                                     CREATE_SIMPLE_GROUP, DELETE_CONSUMER_GROUP, DELETE_GROUP, DISCONNECT, GENERATION,
+                                     LOG_CONSUMER_GROUP, MEMBER, REPLAY_CONSUMER_GROUP, RESOLVE_REGEXES, RESPOND,
+                                     SCHEDULE, SCHEDULE_IF_ABSENT, STATE, UNLOAD_CONSUMER_GROUP, CoordinatorResult)
+from state.offsets import OffsetMetadataManager
 from state.output import Output
 from state.periodic import PeriodicHandlers
 from state.production import rule_offset
@@ -58,17 +60,16 @@ NO_CONTEXT = {"log_end_offset": None, "generation_id": None, "member_id": None}
 SWEEP_TIMER = ("sweep",)
 
 
-class GroupRuntime(ConsumerGroupHandlers, MetricsHandlers, PeriodicHandlers, LookupHandlers):
+class GroupRuntime(MetricsHandlers, PeriodicHandlers, LookupHandlers):
     def __init__(self, group_id: str, config: CoordinatorConfig) -> None:
         self.group_id = group_id
         self.config = config
         self.coordinator_partition = coordinator_partition(group_id, config.offsets_topic_num_partitions)
-        # The ids the coordinator hands out, and the group the id names: a classic group (its manager), or a
-        # KIP-848 consumer group (state/consumer_group_handlers.py).
+        # The ids the coordinator hands out, and the group the id names, each with its manager: a classic
+        # group, or a KIP-848 consumer group, never both.
         self.ids = MemberIds(group_id)
         self.classic = ClassicGroupManager(group_id, config, self.ids)
-        self.consumer_group: ConsumerGroup | None = None
-        self.consumer_generation: dict | None = None  # the consumer group's epoch whose row is still to write
+        self.consumer = ConsumerGroupManager(group_id, config, self.ids, self, self.classic)
         # The group's committed offsets and the requests and sweep that change them; it reads the group and
         # the topics' metadata from here.
         self.offset_manager = OffsetMetadataManager(config, self, self)
@@ -214,7 +215,7 @@ class GroupRuntime(ConsumerGroupHandlers, MetricsHandlers, PeriodicHandlers, Loo
         self.fold_lookups(self.now + 1)
         self.close_all_runs()
         self.execute(self.classic.finish(self.now))
-        self.flush_consumer_generation(stable_ts=None)
+        self.consumer.flush_generation(self.out, self, stable_ts=None)
         self.out.metrics(self.metrics_row())
 
     def live_snapshot(self) -> bytes:
@@ -233,6 +234,43 @@ class GroupRuntime(ConsumerGroupHandlers, MetricsHandlers, PeriodicHandlers, Loo
     def group(self) -> ClassicGroup | None:
         """The classic group the id names, if any (its manager's)."""
         return self.classic.group
+
+    @property
+    def consumer_group(self) -> ConsumerGroup | None:
+        """The consumer group the id names, if any (its manager's)."""
+        return self.consumer.consumer_group
+
+    # -- the cluster's topics as the coordinator knows them ------------------------------------------------
+    def _note_topic_ids(self, event: TopicMetadata) -> None:
+        """The ids of the topics a TOPIC_METADATA row declares: the row's, else the one the topic already has,
+        else the one derived from its name. A change to a subscribed topic (by name or through a resolved
+        regex) makes the consumer group recompute its metadata hash at its next heartbeat (Kafka: the metadata
+        image changed). A row that changes anything is a new image version; one that creates a topic also
+        makes the next heartbeat resolve the group's regexes again (onMetadataUpdate's
+        lastMetadataImageWithNewTopics), subject to the 10 s minimum between two resolutions."""
+        changed, created = [], False
+        for topic, partitions in event.topics:
+            given = event.topic_ids.get(topic)
+            topic_id = TopicId.from_string(given) if given else self.topic_ids.get(topic) or derived_topic_id(topic)
+            if self.topic_ids.get(topic) != topic_id or self.cluster_topics.get(topic) != partitions:
+                changed.append(topic)
+            created |= topic not in self.cluster_topics or self.topic_ids.get(topic) != topic_id
+            self.topic_ids[topic] = topic_id
+        self.consumer.topics_changed(changed)
+        if changed:
+            self.metadata_version += 1
+            if created:
+                self.new_topics_version = self.metadata_version
+
+    def topic_id(self, topic: str) -> TopicId:
+        """A topic's id; a topic the coordinator was never told of gets the id derived from its name."""
+        return self.topic_ids.get(topic) or derived_topic_id(topic)
+
+    def heartbeat_context(self) -> HeartbeatContext:
+        image = TopicsImage({topic: (self.topic_id(topic), partitions)
+                             for topic, partitions in self.cluster_topics.items()})
+        return HeartbeatContext.from_config(self.config, image, metadata_version=self.metadata_version,
+                                            new_topics_version=self.new_topics_version)
 
     # -- the coordinator's identity --------------------------------------------------------------------------
     def broker_of(self, epoch: int | None) -> int | None:
@@ -291,7 +329,7 @@ class GroupRuntime(ConsumerGroupHandlers, MetricsHandlers, PeriodicHandlers, Loo
                 self.out.request(raw)
         if isinstance(event, TopicMetadata):
             # The cluster's topics as clients see them, and what is produced to them.
-            self.note_topic_ids(event)
+            self._note_topic_ids(event)
             self.cluster_topics.update(dict(event.topics))
             self._update_production(event)
             return
@@ -345,9 +383,7 @@ class GroupRuntime(ConsumerGroupHandlers, MetricsHandlers, PeriodicHandlers, Loo
             self.respond_generic_error(event, "NONE" if event.type == "HEARTBEAT" else "COORDINATOR_LOAD_IN_PROGRESS")
             return
         if self.consumer_group is not None and event.type in CLASSIC_MEMBERSHIP_REQUESTS:
-            self.answer_classic_request_to_consumer_group(event)
-        elif self.consumer_group is not None and event.type == "OFFSET_COMMIT":
-            self.handle_consumer_group_offset_commit(event)
+            self.execute(self.consumer.classic_request(self.now, event, self.write_failures))
         else:
             _REQUEST_HANDLERS[event.type](self, event)
 
@@ -367,7 +403,7 @@ class GroupRuntime(ConsumerGroupHandlers, MetricsHandlers, PeriodicHandlers, Loo
         elif kind == "load":
             self._load_group()
         elif kind == CONSUMER_GROUP_TIMER:
-            self.fire_consumer_group_timer(*timer.args)
+            self.execute(self.consumer.on_timer(self.now, timer.args[0], timer.args[1:], self.write_failures))
         elif kind == "client":
             self.fleet.fire_client_timer(*timer.args)
         elif kind == "deliver":
@@ -433,10 +469,9 @@ class GroupRuntime(ConsumerGroupHandlers, MetricsHandlers, PeriodicHandlers, Loo
     def respond_generic_error(self, request: Event, error: str, **fields) -> None:
         """An error raised before any handler logic: the response carries only Kafka's default fields (and
         `fields`, other columns of the row)."""
-        if request.type == "OFFSET_COMMIT":
-            self.fail_offset_commit(request, error, **fields)
-        else:
-            self.respond(request, error, **GENERIC_ERROR_FIELDS.get(request.type, {}), **fields)
+        result = CoordinatorResult(self.write_failures)
+        result.respond_error(request, error, **fields)
+        self.execute(result)
 
     def write(self) -> str | None:
         """The outcome of one append to the group's partition: None on success, or the error Kafka's append
@@ -488,7 +523,20 @@ class GroupRuntime(ConsumerGroupHandlers, MetricsHandlers, PeriodicHandlers, Loo
             elif kind == DELETE_GROUP:
                 self._delete_group(effect[1])
             elif kind == DELETE_CONSUMER_GROUP:
-                self.delete_empty_consumer_group(effect[1])
+                self.consumer.delete_empty(self.now, effect[1], self.log, self.out, self)
+            elif kind == REPLAY_CONSUMER_GROUP:
+                self.consumer.replay(self.now, *effect[1:], self.log, self.out, self)
+            elif kind == CONSUMER_GROUP_WRITTEN:
+                self.consumer.written(effect[1])
+            elif kind == SCHEDULE_IF_ABSENT:
+                if self.timers.get(effect[1]) is None:
+                    self.timers.schedule(effect[1], effect[2], effect[3], *effect[4])
+            elif kind == LOG_CONSUMER_GROUP:
+                self.consumer.log_records(self.now, effect[1], self.log, self.out)
+            elif kind == UNLOAD_CONSUMER_GROUP:
+                self.consumer.unload(self.now, self.out, self, effect[1])
+            elif kind == RESOLVE_REGEXES:
+                self.execute(self.consumer.resolve_regular_expressions(self.now, effect[1], self.write_failures))
             elif kind == DISCONNECT:
                 self._disconnect(effect[1])
             elif kind == STATE:
@@ -506,12 +554,6 @@ class GroupRuntime(ConsumerGroupHandlers, MetricsHandlers, PeriodicHandlers, Loo
             else:  # pragma: no cover - an effect kind without an executor is a bug in this module
                 raise AssertionError(f"unknown effect {kind}")
 
-    def fail_offset_commit(self, req, error: str, **fields) -> None:
-        """Answer an OffsetCommit with `error` for each of its partitions (`fields`: other columns)."""
-        result = CoordinatorResult(self.write_failures)
-        offset_commit_error(result, req, error, **fields)
-        self.execute(result)
-
     def replay_offset_commit(self, record: OffsetCommitRecord) -> None:
         """An appended offset record, replayed: a commit for a group that does not exist creates it first (Kafka's
         OffsetMetadataManager.replay, getOrMaybeCreateClassicGroup)."""
@@ -528,7 +570,7 @@ class GroupRuntime(ConsumerGroupHandlers, MetricsHandlers, PeriodicHandlers, Loo
         if self.group is not None:
             self.execute(self.classic.delete(self.now, cause))
         else:
-            self.delete_empty_consumer_group(cause)
+            self.consumer.delete_empty(self.now, cause, self.log, self.out, self)
 
     # -- coordinator faults --------------------------------------------------------------------------------
     def _handle_fault(self, fault: CoordinatorFault) -> None:
@@ -573,7 +615,7 @@ class GroupRuntime(ConsumerGroupHandlers, MetricsHandlers, PeriodicHandlers, Loo
         replays)."""
         self.timers.cancel_all()
         self.offset_manager.unload()
-        self.unload_consumer_group()
+        self.consumer.unload(self.now, self.out, self)
         self.execute(self.classic.unload(self.now, crashed))
 
     def _load_group(self) -> None:
@@ -581,7 +623,9 @@ class GroupRuntime(ConsumerGroupHandlers, MetricsHandlers, PeriodicHandlers, Loo
         group or the classic group its records hold."""
         self.loading_until = None
         self.offset_manager.load(self.log)
-        if self.load_consumer_group():
+        loaded = self.consumer.load(self.now, self.log, self.out, self, self.write_failures)
+        if loaded is not None:
+            self.execute(loaded)
             return
         self.execute(self.classic.load(self.now, self.log.group_metadata(), bool(self.offset_manager.offsets)))
 
@@ -637,20 +681,16 @@ class GroupRuntime(ConsumerGroupHandlers, MetricsHandlers, PeriodicHandlers, Loo
         offsets.groups, offsets.image = runtime, runtime
         classic = runtime.classic
         classic.ids, classic.now, classic.op = runtime.ids, -1, None
+        consumer = runtime.consumer
+        consumer.ids, consumer.image, consumer.classic, consumer.now, consumer.op = (runtime.ids, runtime,
+                                                                                     classic, -1, None)
         runtime.reconfigure(config)
         return runtime
 
     def reconfigure(self, config: CoordinatorConfig) -> None:
         """The broker settings the coordinator runs with from now on (the managers' too)."""
-        self.config = self.classic.config = self.offset_manager.config = config
+        self.config = self.classic.config = self.consumer.config = self.offset_manager.config = config
 
-
-# What an error raised before any handler logic leaves in each response (Kafka's defaults); OffsetCommit's
-# error is repeated per partition (state.offsets.offset_commit_error).
-GENERIC_ERROR_FIELDS = {
-    "JOIN_GROUP": {"member_id": "", "generation_id": -1, "leader_id": ""},
-    "SYNC_GROUP": {"assignment": []},
-}
 
 _REQUEST_HANDLERS = {
     "JOIN_GROUP": lambda runtime, req: runtime.execute(
@@ -665,7 +705,8 @@ _REQUEST_HANDLERS = {
         runtime.offset_manager.commit_offset(runtime.now, req, runtime.write_failures)),
     "OFFSET_FETCH": lambda runtime, req: runtime.execute(
         runtime.offset_manager.fetch_offsets(req, runtime.write_failures)),
-    "CONSUMER_GROUP_HEARTBEAT": GroupRuntime.handle_consumer_group_heartbeat,
+    "CONSUMER_GROUP_HEARTBEAT": lambda runtime, req: runtime.execute(
+        runtime.consumer.heartbeat(runtime.now, req, runtime.write_failures)),
 }
 
 

@@ -34,7 +34,7 @@ class SnapshotError(ValueError):
 def take(runtime) -> bytes:
     """The snapshot of `runtime` (a GroupRuntime) at its current time; the runtime is left as it was."""
     runs, openings = runtime.open_runs()
-    generations = [row for row in (runtime.classic.pending_generation_row(None), runtime.consumer_generation_row(None))
+    generations = [row for row in (runtime.classic.pending_generation_row(None), runtime.consumer.generation_row(None))
                    if row is not None]
     metrics = runtime.metrics_row()
     # Each generation finish() writes is one more (record_generation; without a stable time, no duration).
