@@ -157,6 +157,9 @@ class ClientHost(Protocol):
     discoverable_coordinator: int | None  # what a starting client's first lookup finds (None: no coordinator)
     cluster_topics: dict[str, int]
     topic_ids: dict  # topic name -> TopicId, as the cluster's metadata gives them
+    # TopicId -> name, every id the metadata gave: a client names the partitions it still owns of a deleted
+    # topic by the name they had (the Java client's assignedTopicNamesCache, AbstractMembershipManager)
+    topic_names: dict
 
     def topic_id(self, topic: str): ...
 

@@ -45,7 +45,7 @@ STORED: dict[str, tuple[str, ...]] = {
         "last_write_error", "loading_until", "log",
         "last_sweep_ts", "_held", "_last_key", "last_event_ts", "cluster_topics", "production",
         "requests_in_flight", "runs", "elided", "lookups", "steps", "metrics", "captured_ids",
-        "_captured_retries", "consumer", "topic_ids", "metadata_version",
+        "_captured_retries", "consumer", "topic_ids", "topic_names", "metadata_version",
         "new_topics_version"),
     "state.consumer.ConsumerFleet": ("group_id", "clients", "timers"),
     "state.consumer.SyntheticConsumer": (),

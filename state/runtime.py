@@ -103,6 +103,7 @@ class GroupRuntime(MetricsHandlers, PeriodicHandlers, LookupHandlers):
         self.last_event_ts = -1
         self.cluster_topics: dict[str, int] = {}
         self.topic_ids: dict[str, TopicId] = {}
+        self.topic_names: dict[TopicId, str] = {}  # every id a TOPIC_METADATA row gave, a deleted topic's too
         # The coordinator's metadata image version (TOPIC_METADATA rows that changed a topic) and the last one
         # that created a topic: what refreshes a consumer group's regexes (state.consumer_group.regex).
         self.metadata_version = 0
@@ -256,11 +257,26 @@ class GroupRuntime(MetricsHandlers, PeriodicHandlers, LookupHandlers):
                 changed.append(topic)
             created |= topic not in self.cluster_topics or self.topic_ids.get(topic) != topic_id
             self.topic_ids[topic] = topic_id
+            self.topic_names[topic_id] = topic
         self.consumer.topics_changed(changed)
         if changed:
             self.metadata_version += 1
             if created:
                 self.new_topics_version = self.metadata_version
+
+    def _shrunk_topic(self, event: TopicMetadata) -> str | None:
+        """Why a TOPIC_METADATA row cannot be: it gives a topic fewer partitions under the same id. Kafka never
+        removes a partition (CreatePartitions only adds; the assignors index partitions by number up to the
+        count), and a topic deleted and created again with fewer partitions has a new id."""
+        for topic, partitions in event.topics:
+            known = self.cluster_topics.get(topic)
+            given = event.topic_ids.get(topic)
+            same_id = not given or TopicId.from_string(given) == self.topic_id(topic)
+            if known is not None and partitions < known and same_id:
+                return (f"topic {topic!r} has {known} partitions and this row gives {partitions}: Kafka never "
+                        "removes a topic's partitions; a topic deleted and created again has a new topic_id, "
+                        "give it in the row")
+        return None
 
     def topic_id(self, topic: str) -> TopicId:
         """A topic's id; a topic the coordinator was never told of gets the id derived from its name."""
@@ -329,6 +345,10 @@ class GroupRuntime(MetricsHandlers, PeriodicHandlers, LookupHandlers):
                 self.out.request(raw)
         if isinstance(event, TopicMetadata):
             # The cluster's topics as clients see them, and what is produced to them.
+            shrunk = self._shrunk_topic(event)
+            if shrunk:
+                self.reject(event, shrunk)
+                return
             self._note_topic_ids(event)
             self.cluster_topics.update(dict(event.topics))
             self._update_production(event)

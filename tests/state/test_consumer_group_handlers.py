@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from state.config import CoordinatorConfig
 from state.consumer_group.group import ConsumerGroup
 from state.consumer_group.topic_id import TopicId
+from state.events import parse_event
 from state.record_bytes import batch_size
 from state.records import GroupMetadataRecord
 from state.runtime import GroupRuntime
@@ -291,3 +293,42 @@ def test_coordsim_kafka_version_4_0_gives_kafka_4_0_0s_epochs():
     a, b, a_revoking, a_revoked, b_stable = join_two(ctx)
     assert (a.generation_id, b.generation_id, b_stable.generation_id) == (1, 2, 2)
     assert b_stable.assignment == [{"topic": "foo", "partitions": [2, 3]}]
+
+
+def _run_topics(rows: list[dict], until: int):
+    runtime = GroupRuntime("g", CoordinatorConfig())
+    runtime.offer([parse_event({"group_id": "g", **row}, "test", line) for line, row in enumerate(rows)])
+    runtime.advance_to(until)
+    return runtime.take_output()
+
+
+CONSUMER_START = {"ts": 0, "type": "CLIENT_START", "client_id": "c0", "topics": ["t"],
+                  "config": {"group.protocol": "consumer"}}
+
+
+def test_a_topic_metadata_row_that_removes_partitions_is_rejected():
+    # Kafka never removes a partition (CreatePartitions only adds), and the uniform assignor indexes a topic's
+    # partitions by number up to its count: a member owning partition 1 of a topic given 1 partition broke it.
+    output = _run_topics([{"ts": 0, "type": "TOPIC_METADATA", "topics": [{"topic": "t", "partitions": 2}]},
+                          CONSUMER_START,
+                          {"ts": 20_000, "type": "TOPIC_METADATA", "topics": [{"topic": "t", "partitions": 1}]}],
+                         60_000)
+    assert [row["reason"] for row in output.rejects] == [
+        "topic 't' has 2 partitions and this row gives 1: Kafka never removes a topic's partitions; a topic deleted "
+        "and created again has a new topic_id, give it in the row"]
+    assert all(row["error"] == "NONE" for row in output.tables["responses"])
+
+
+def test_a_topic_created_again_with_fewer_partitions_has_a_new_id_and_is_assigned_anew():
+    # The member revokes the deleted topic's partitions, named as they were (the Java client's
+    # assignedTopicNamesCache), and is assigned the new topic's.
+    recreated = "AAAAAAAAAAAAAAAAAAAAAQ"
+    output = _run_topics([{"ts": 0, "type": "TOPIC_METADATA", "topics": [{"topic": "t", "partitions": 2}]},
+                          CONSUMER_START,
+                          {"ts": 20_000, "type": "TOPIC_METADATA",
+                           "topics": [{"topic": "t", "partitions": 1, "topic_id": recreated}]}], 60_000)
+    assert output.rejects == []
+    assert all(row["error"] == "NONE" for row in output.tables["responses"])
+    last = max(row["generation_id"] for row in output.tables["assignments"])
+    assert [(row["topic"], row["partition"]) for row in output.tables["assignments"]
+            if row["generation_id"] == last] == [("t", 0)]

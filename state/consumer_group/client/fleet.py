@@ -330,7 +330,7 @@ class ConsumerGroupClients:
 
     # -- topic ids ----------------------------------------------------------------------------------------
     def _topic_name(self, topic_id) -> str:
-        return next(name for name, tid in self.host.topic_ids.items() if tid == topic_id)
+        return self.host.topic_names[topic_id]
 
     def _by_name(self, partitions) -> tuple[TopicPartition, ...]:
         return tuple(sorted(TopicPartition(self._topic_name(topic_id), p) for topic_id, p in partitions))
