@@ -26,7 +26,7 @@ max.poll.interval.ms proactive leave, restarts with the same group.instance.id, 
 leader noticing partition-count changes at its metadata refresh.
 
 A client started with group.protocol=consumer shares the fleet's timers, requests, consumption and
-directives, but its membership is KIP-848's: `ConsumerGroupClients` (state/consumer_group/client/fleet.py) runs it.
+directives, but its membership is KIP-848's: state/consumer_group/client/fleet.py runs it.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from typing import Protocol
 from state import assignors, consumer_protocol
 from state.assignors import AssignorError, MemberSubscription, RebalanceProtocol, TopicPartition
 from state.client_config import CLOSE_TIMEOUT_MS, ClientConfig
+from state.consumer_group.client import fleet as member_clients
 from state.consumer_group.client.member import Membership
-from state.consumer_group.client.fleet import ConsumerGroupClients
 from state.events import (EVENT_CLASSES, NEWEST_API_VERSION, ClientCrash, ClientPause, ClientStart, ClientStop,
                           CommitPartition, Event, LeaveIdentity, PartitionList, Subscribe, group_partitions,
                           member_assignment, subscription_protocol)
@@ -173,7 +173,7 @@ class ClientHost(Protocol):
     def consumption_ended(self) -> None: ...
 
 
-class ConsumerFleet(ConsumerGroupClients):
+class ConsumerFleet:
     """The group's synthetic consumers and their timers."""
 
     def __init__(self, group_id: str) -> None:
@@ -206,9 +206,9 @@ class ConsumerFleet(ConsumerGroupClients):
                                        topic_pattern=event.topic_pattern)
             self.clients[event.client_id] = client
             if event.config.group_protocol == "consumer":
-                self.start_membership(client)
+                member_clients.start_membership(self, client)
             else:
-                self._schedule_poll(client, self.now)
+                self.schedule_poll(client, self.now)
             return
         if client is None or not client.alive:
             self.host.reject(event, f"client {event.client_id!r} is not running")
@@ -219,7 +219,7 @@ class ConsumerFleet(ConsumerGroupClients):
             self._close(client)
         elif isinstance(event, ClientPause):
             until = self.now + event.duration_ms
-            self._freeze(client)
+            self.freeze(client)
             if event.scope == "process":
                 client.paused_until = max(client.paused_until, until)
             else:
@@ -233,7 +233,7 @@ class ConsumerFleet(ConsumerGroupClients):
             if client.membership is not None:
                 client.topics, client.topic_pattern = event.topics, event.topic_pattern
                 client.membership.subscribe(self.now, set(event.topics), pattern=event.topic_pattern)
-                self._schedule_poll(client, self.now)
+                self.schedule_poll(client, self.now)
             elif event.topic_pattern is not None:
                 # ClassicKafkaConsumer.subscribe(SubscriptionPattern) throws UnsupportedOperationException.
                 self.host.reject(event, f"client {event.client_id!r} uses group.protocol=classic: a topic_pattern "
@@ -241,25 +241,25 @@ class ConsumerFleet(ConsumerGroupClients):
             elif set(event.topics) != set(client.topics):
                 client.topics = event.topics
                 client.rejoin_needed = True
-                self._schedule_poll(client, self.now)
+                self.schedule_poll(client, self.now)
 
     def _stop_client(self, client: SyntheticConsumer) -> None:
         self.host.close_client_runs(client.origin)
-        self._freeze(client)
-        self._release(client, client.owned)
+        self.freeze(client)
+        self.release(client, client.owned)
         client.alive = False
         for key in [t.key for t in self.timers.pending() if t.key[:2] == ("client", client.client_id)]:
             self.timers.cancel(key)
 
     def _close(self, client: SyntheticConsumer) -> None:
         if client.membership is not None:
-            self.close_membership(client)
+            member_clients.close_membership(self, client)
             return
         if not client.closing:
             client.closing, client.closing_since = True, self.now
-        self._freeze(client)
+        self.freeze(client)
         if client.coordinator is None:
-            self._find_coordinator(client)  # close() commits and leaves once the coordinator is found again
+            self.find_coordinator(client)  # close() commits and leaves once the coordinator is found again
             return
         if client.phase == Phase.STABLE and client.config.commits_on_revoke and client.owned:
             # auto-commit on close, or onLeavePrepare revoking every partition: the close continues when the
@@ -271,9 +271,9 @@ class ConsumerFleet(ConsumerGroupClients):
     def _leave_and_stop(self, client: SyntheticConsumer) -> None:
         if (client.group_instance_id is None and client.member_id and client.config.internal_leave_group_on_close):
             self._leave(client, "the consumer is being closed")
-        self._closed(client)
+        self.closed(client)
 
-    def _closed(self, client: SyntheticConsumer) -> None:
+    def closed(self, client: SyntheticConsumer) -> None:
         self._stop_client(client)
         if not any(c.alive for c in self.clients.values()):
             self.host.consumption_ended()
@@ -299,32 +299,32 @@ class ConsumerFleet(ConsumerGroupClients):
             positions[tp] = min(self.host.log_end_offset(tp, at), rule_offset((rate, since, position), t))
         return positions
 
-    def _start_consuming(self, client: SyntheticConsumer, positions: dict[TopicPartition, int]) -> None:
+    def resume_consuming(self, client: SyntheticConsumer, positions: dict[TopicPartition, int]) -> None:
         """The client (re)starts processing its partitions from `positions`."""
         client.consuming, client.frozen = True, {}
         client.started = {tp: (self.now, position) for tp, position in positions.items()}
 
-    def _fetch_positions(self, client: SyntheticConsumer) -> None:
+    def fetch_positions(self, client: SyntheticConsumer) -> None:
         """updateFetchPositions: newly assigned partitions get their committed offsets with one OffsetFetch
         (requireStable, as the Java client asks); until it is answered they are neither processed nor
         committed."""
         if not client.unpositioned or "fetch" in client.in_flight:
             return
         if client.coordinator is None:
-            self._find_coordinator(client)  # the lookup's answer runs the poll loop, which fetches again
+            self.find_coordinator(client)  # the lookup's answer runs the poll loop, which fetches again
             return
         partitions = group_partitions(client.unpositioned)
-        member = self.offset_fetch_member(client)
-        self._send(client, "fetch", "OFFSET_FETCH",
-                   {"partitions": partitions_column(partitions), "require_stable": True, **member},
-                   partitions=partitions, require_stable=True, **member)
+        member = member_clients.offset_fetch_member(client)
+        self.send(client, "fetch", "OFFSET_FETCH",
+                  {"partitions": partitions_column(partitions), "require_stable": True, **member},
+                  partitions=partitions, require_stable=True, **member)
 
-    def _on_offset_fetch_response(self, client: SyntheticConsumer, r: dict) -> None:
+    def on_offset_fetch_response(self, client: SyntheticConsumer, r: dict) -> None:
         if r["error"] != "NONE":
-            self._note_coordinator_error(client, r["error"])
+            self.note_coordinator_error(client, r["error"])
             backoff = client.config.retry_backoff(client.retry_attempts, client.jitter_seed(self.now))
             client.retry_attempts += 1
-            self._schedule_poll(client, self.now + backoff)  # the poll loop fetches again
+            self.schedule_poll(client, self.now + backoff)  # the poll loop fetches again
             return
         fetched = {TopicPartition(res["topic"], res["partition"]): res["offset"]
                    for res in r["results"] if res["error"] == "NONE"}
@@ -344,12 +344,12 @@ class ConsumerFleet(ConsumerGroupClients):
         else:
             client.frozen.update(positions)
 
-    def _freeze(self, client: SyntheticConsumer) -> None:
+    def freeze(self, client: SyntheticConsumer) -> None:
         if client.consuming:
             client.frozen = self.positions(client)
             client.consuming = False
 
-    def _release(self, client: SyntheticConsumer, partitions) -> None:
+    def release(self, client: SyntheticConsumer, partitions) -> None:
         positions = self.positions(client)
         self.host.stop_consuming(client.client_id, {tp: positions[tp] for tp in partitions if tp in positions})
 
@@ -366,7 +366,12 @@ class ConsumerFleet(ConsumerGroupClients):
         self.timers.schedule(("client", client.client_id, kind), at, "client", client.client_id,
                              client.incarnation, kind, *args)
 
-    def _schedule_poll(self, client: SyntheticConsumer, at: int) -> None:
+    def periodic_timers(self, client: SyntheticConsumer) -> list:
+        """The client's own timers that are set (what a closed form takes out of the queue, or must not find)."""
+        return [t for kind in ("heartbeat", "poll", "metadata", "poll_timeout", "resume", "assigned", "commit", "close")
+                if (t := self.timers.get(("client", client.client_id, kind))) is not None]
+
+    def schedule_poll(self, client: SyntheticConsumer, at: int) -> None:
         self.client_timer(client, "poll", client.next_poll(at))
 
     def fire_client_timer(self, client_id: str, incarnation: int, kind: str, *args) -> None:
@@ -378,7 +383,7 @@ class ConsumerFleet(ConsumerGroupClients):
             self.client_timer(client, kind, client.paused_until, *args)
             return
         if client.membership is not None:
-            self.fire_member_timer(client, kind)
+            member_clients.fire_member_timer(self, client, kind)
             return
         if kind == "poll":
             self._poll(client)
@@ -389,10 +394,10 @@ class ConsumerFleet(ConsumerGroupClients):
         elif kind == "resume":
             if self.now >= max(client.paused_until, client.poll_stalled_until):
                 if client.phase == Phase.STABLE and not client.closing:
-                    self._start_consuming(client, self.positions(client))
+                    self.resume_consuming(client, self.positions(client))
                 else:
                     client.consuming, client.frozen = False, {}
-            self._schedule_poll(client, self.now)
+            self.schedule_poll(client, self.now)
             if client.heartbeat_enabled:
                 self._heartbeat(client)
         elif kind == "close":
@@ -415,7 +420,7 @@ class ConsumerFleet(ConsumerGroupClients):
             if request_id == response["request_id"]:
                 del client.in_flight[slot]
         if client.membership is not None:
-            self.on_member_response(client, response)
+            member_clients.on_member_response(self, client, response)
             return
         handler = _RESPONSE_HANDLERS.get(response["api"])
         if handler is not None:
@@ -452,12 +457,12 @@ class ConsumerFleet(ConsumerGroupClients):
         """Whether `request_id` is one of `periodic_request_id`'s for `client` and `chain`."""
         return request_id.startswith(f"{client.origin}/{chain}@")
 
-    def _send(self, client: SyntheticConsumer, slot: str | None, etype: str, fields: dict, **typed) -> None:
+    def send(self, client: SyntheticConsumer, slot: str | None, etype: str, fields: dict, **typed) -> None:
         """Send a request other than a periodic one: `fields` are its row's own columns, `typed` the
         event's."""
         client.request_counter += 1
-        event, raw, sent_to = self._request(client, None, client.request_id(client.request_counter), self.now, etype,
-                                            fields, typed)
+        event, raw, sent_to = self.build_request(client, None, client.request_id(client.request_counter), self.now,
+                                                 etype, fields, typed)
         if slot is not None:
             client.in_flight[slot] = event.request_id
         self.host.transmit(event, raw, sent_to)
@@ -475,24 +480,24 @@ class ConsumerFleet(ConsumerGroupClients):
         other requests then, if not the current one): its event, its row and the coordinator it goes to."""
         request_id = self.periodic_request_id(client, chain, sent)
         if chain == "commit":
-            fields, typed = self._commit_fields(client, self.positions(client, sent))
-            return self._request(client, chain, request_id, sent, "OFFSET_COMMIT", fields, typed, seq)
+            fields, typed = self.commit_fields(client, self.positions(client, sent))
+            return self.build_request(client, chain, request_id, sent, "OFFSET_COMMIT", fields, typed, seq)
         if client.membership is not None:  # a steady member's ConsumerGroupHeartbeat (consumer_group/client/fleet.py)
-            fields, typed = self.heartbeat_fields(client.membership.steady_request())
-            return self._request(client, chain, request_id, sent, "CONSUMER_GROUP_HEARTBEAT", fields, typed, seq)
+            fields, typed = member_clients.heartbeat_fields(self, client.membership.steady_request())
+            return self.build_request(client, chain, request_id, sent, "CONSUMER_GROUP_HEARTBEAT", fields, typed, seq)
         fields = dict(member_id=client.member_id, generation_id=client.generation)
         typed = dict(fields, group_instance_id=client.group_instance_id)
         if client.group_instance_id is not None:
             fields["group_instance_id"] = client.group_instance_id
-        return self._request(client, chain, request_id, sent, "HEARTBEAT", fields, typed, seq)
+        return self.build_request(client, chain, request_id, sent, "HEARTBEAT", fields, typed, seq)
 
     def lookup_request(self, client: SyntheticConsumer, seq: int, sent: int) -> tuple[Event, dict]:
         """The FindCoordinator the client sent at `sent` as its request number `seq`: its event and its row."""
-        event, raw, _ = self._request(client, None, client.request_id(seq), sent, "FIND_COORDINATOR", {}, {}, seq)
+        event, raw, _ = self.build_request(client, None, client.request_id(seq), sent, "FIND_COORDINATOR", {}, {}, seq)
         return event, raw
 
     @staticmethod
-    def _commit_fields(client: SyntheticConsumer, positions: dict[TopicPartition, int]) -> tuple[dict, dict]:
+    def commit_fields(client: SyntheticConsumer, positions: dict[TopicPartition, int]) -> tuple[dict, dict]:
         """An OffsetCommit of `positions`: its row's own columns and its event's fields."""
         fields = dict(member_id=client.member_id, generation_id=client.generation)
         typed = dict(fields, group_instance_id=client.group_instance_id, offsets=tuple(
@@ -502,9 +507,9 @@ class ConsumerFleet(ConsumerGroupClients):
         fields["offsets"] = _commit_offsets(positions)
         return fields, typed
 
-    def _request(self, client: SyntheticConsumer, chain: str | None, request_id: str, sent: int, etype: str,
-                 fields: dict, typed: dict, seq: int | None = None) -> tuple[Event, dict, int | None]:
-        # FindCoordinator goes to a broker of the client's choosing (the runtime's lookup_node); anything else to
+    def build_request(self, client: SyntheticConsumer, chain: str | None, request_id: str, sent: int, etype: str,
+                      fields: dict, typed: dict, seq: int | None = None) -> tuple[Event, dict, int | None]:
+        # FindCoordinator goes to a broker of the client's choosing (state.lookup.lookup_node); anything else to
         # the coordinator the client knows.
         sent_to = None if etype == "FIND_COORDINATOR" else NO_COORDINATOR if client.coordinator is None \
             else client.coordinator
@@ -520,19 +525,19 @@ class ConsumerFleet(ConsumerGroupClients):
         return event, raw, sent_to
 
     def _leave(self, client: SyntheticConsumer, reason: str) -> None:
-        self._send(client, None, "LEAVE_GROUP", {"members": [{"member_id": client.member_id, "reason": reason}]},
+        self.send(client, None, "LEAVE_GROUP", {"members": [{"member_id": client.member_id, "reason": reason}]},
                    members=(LeaveIdentity(client.member_id, None, reason),))
 
     def _join(self, client: SyntheticConsumer) -> None:
         """onJoinPrepare then JoinGroup, as poll() does when a rejoin is needed."""
         if client.generation == -1 or client.member_id == "" or client.rebalance_protocol == RebalanceProtocol.EAGER:
             # Eager revokes everything; after a reset the partitions are lost. Either way none are kept.
-            self._freeze(client)
-            self._release(client, client.owned)
+            self.freeze(client)
+            self.release(client, client.owned)
             client.owned, client.unpositioned = (), ()
         else:
             subscribed = set(client.topics)
-            self._release(client, [tp for tp in client.owned if tp.topic not in subscribed])
+            self.release(client, [tp for tp in client.owned if tp.topic not in subscribed])
             client.owned = tuple(tp for tp in client.owned if tp.topic in subscribed)
             client.unpositioned = tuple(tp for tp in client.unpositioned if tp.topic in subscribed)
         client.phase = Phase.PREPARING_REBALANCE
@@ -558,19 +563,19 @@ class ConsumerFleet(ConsumerGroupClients):
                      client_host="")
         if client.group_instance_id is not None:
             fields["group_instance_id"] = client.group_instance_id
-        self._send(client, "join", "JOIN_GROUP", dict(fields, protocols=protocols), **typed)
+        self.send(client, "join", "JOIN_GROUP", dict(fields, protocols=protocols), **typed)
 
-    def _find_coordinator(self, client: SyntheticConsumer) -> None:
+    def find_coordinator(self, client: SyntheticConsumer) -> None:
         """lookupCoordinator: one FindCoordinator at a time; its answer lets whatever waited for it go on."""
         if "find" not in client.in_flight:
-            self._send(client, "find", "FIND_COORDINATOR", {})
+            self.send(client, "find", "FIND_COORDINATOR", {})
 
     def _heartbeat(self, client: SyntheticConsumer) -> None:
         if not client.heartbeat_enabled or client.phase not in (Phase.COMPLETING_REBALANCE, Phase.STABLE):
             return
         if client.coordinator is None:
             # The heartbeat thread looks the coordinator up and waits retry.backoff.ms before trying again.
-            self._find_coordinator(client)
+            self.find_coordinator(client)
             self.client_timer(client, "heartbeat", self.now + client.config.retry_backoff_ms)
             return
         if "heartbeat" not in client.in_flight:
@@ -583,10 +588,10 @@ class ConsumerFleet(ConsumerGroupClients):
         if "commit" in client.in_flight:
             return
         if client.coordinator is None:
-            self._find_coordinator(client)  # the poll loop or the close takes the commit up again once found
+            self.find_coordinator(client)  # the poll loop or the close takes the commit up again once found
             return
-        fields, typed = self._commit_fields(client, positions)
-        self._send(client, "commit", "OFFSET_COMMIT", fields, **typed)
+        fields, typed = self.commit_fields(client, positions)
+        self.send(client, "commit", "OFFSET_COMMIT", fields, **typed)
 
     # ======================================================================================================
     # The application's poll loop
@@ -602,12 +607,12 @@ class ConsumerFleet(ConsumerGroupClients):
             self.host.unsent_commit()
         if client.coordinator is None:
             # ensureCoordinatorReady: the loop's group work (rejoin, commits) waits for the lookup's answer.
-            self._find_coordinator(client)
+            self.find_coordinator(client)
             return
-        self._fetch_positions(client)
+        self.fetch_positions(client)
         if client.rejoin_needed and "join" not in client.in_flight:
             if client.rebalance_protocol == RebalanceProtocol.EAGER:
-                self._freeze(client)  # poll() blocks in the rejoin: nothing more is processed
+                self.freeze(client)  # poll() blocks in the rejoin: nothing more is processed
             revoking = self._committed_before_join(client)
             if client.phase == Phase.STABLE and revoking:
                 # onJoinPrepare commits synchronously first; the join goes out once the commit is answered.
@@ -623,7 +628,7 @@ class ConsumerFleet(ConsumerGroupClients):
             if client.owned and ("commit" not in client.in_flight or not config.enable_auto_commit):
                 self.send_periodic(client, "commit", self.now)
         if client.phase == Phase.STABLE and config.commits_periodically:
-            self._schedule_poll(client, max(client.next_auto_commit, self.now + 1))
+            self.schedule_poll(client, max(client.next_auto_commit, self.now + 1))
 
     @staticmethod
     def _committed_before_join(client: SyntheticConsumer) -> tuple[TopicPartition, ...]:
@@ -646,13 +651,13 @@ class ConsumerFleet(ConsumerGroupClients):
         # either way its partitions are given up (onLeavePrepare).
         client.kicked_out = bool(client.owned) and not client.config.enable_auto_commit \
             and client.config.commits_periodically
-        self._release(client, client.owned)
+        self.release(client, client.owned)
         client.owned, client.unpositioned = (), ()
         if client.group_instance_id is None and client.member_id and client.coordinator is not None:
             self._leave(client, "consumer poll timeout has expired.")
         self._reset_generation(client, reset_member_id=True)
         client.rejoin_needed = True
-        self._schedule_poll(client, client.poll_stalled_until)
+        self.schedule_poll(client, client.poll_stalled_until)
 
     def _reset_generation(self, client: SyntheticConsumer, reset_member_id: bool) -> None:
         client.generation = -1
@@ -665,12 +670,12 @@ class ConsumerFleet(ConsumerGroupClients):
 
     def _request_rejoin(self, client: SyntheticConsumer) -> None:
         client.rejoin_needed = True
-        self._schedule_poll(client, self.now)
+        self.schedule_poll(client, self.now)
 
     # ======================================================================================================
     # Reactions
     # ======================================================================================================
-    def _fatal(self, client: SyntheticConsumer, error: str) -> None:
+    def fatal(self, client: SyntheticConsumer, error: str) -> None:
         client.fatal_error = error
         self._stop_client(client)
 
@@ -681,9 +686,9 @@ class ConsumerFleet(ConsumerGroupClients):
             client.phase = Phase.UNJOINED
             backoff = client.config.retry_backoff(client.retry_attempts, client.jitter_seed(self.now))
             client.retry_attempts += 1
-            self._schedule_poll(client, self.now + backoff)
+            self.schedule_poll(client, self.now + backoff)
         else:
-            self._fatal(client, error)
+            self.fatal(client, error)
 
     def _on_find_coordinator_response(self, client: SyntheticConsumer, r: dict) -> None:
         if r["error"] != "NONE":
@@ -692,25 +697,25 @@ class ConsumerFleet(ConsumerGroupClients):
             backoff = client.config.retry_backoff(client.retry_attempts, client.jitter_seed(self.now))
             client.retry_attempts += 1
             if not client.closing:
-                self._schedule_poll(client, self.now + backoff)
+                self.schedule_poll(client, self.now + backoff)
             elif self.now + backoff < client.closing_since + CLOSE_TIMEOUT_MS:
                 self.client_timer(client, "close", self.now + backoff)
             else:
-                self._closed(client)
+                self.closed(client)
             return
         client.coordinator = r["coordinator"]
         if client.closing:
             self._close(client)
         else:
-            self._schedule_poll(client, self.now)
+            self.schedule_poll(client, self.now)
 
-    def _note_coordinator_error(self, client: SyntheticConsumer, error: str) -> None:
+    def note_coordinator_error(self, client: SyntheticConsumer, error: str) -> None:
         if error in COORDINATOR_UNKNOWN:
             client.coordinator = None
 
     def _on_join_response(self, client: SyntheticConsumer, r: dict) -> None:
         error = r["error"]
-        self._note_coordinator_error(client, error)
+        self.note_coordinator_error(client, error)
         if error == "NONE":
             client.retry_attempts = 0
             client.member_id, client.generation, client.protocol = r["member_id"], r["generation_id"], r["protocol_name"]
@@ -728,7 +733,7 @@ class ConsumerFleet(ConsumerGroupClients):
             client.member_id, client.generation = "", -1
         elif error in ("FENCED_INSTANCE_ID", "INCONSISTENT_GROUP_PROTOCOL", "INVALID_SESSION_TIMEOUT",
                        "INVALID_GROUP_ID", "GROUP_MAX_SIZE_REACHED"):
-            self._fatal(client, error)
+            self.fatal(client, error)
             return
         self._retry_join(client, error)
 
@@ -740,7 +745,7 @@ class ConsumerFleet(ConsumerGroupClients):
                                                     for p in a["partitions"])) for a in assignments))
         if client.group_instance_id is not None:
             fields["group_instance_id"] = client.group_instance_id
-        self._send(client, "join", "SYNC_GROUP", dict(fields, assignments=assignments), **typed)
+        self.send(client, "join", "SYNC_GROUP", dict(fields, assignments=assignments), **typed)
 
     def _lead(self, client: SyntheticConsumer, members: list[dict]) -> None:
         subscriptions = []
@@ -754,7 +759,7 @@ class ConsumerFleet(ConsumerGroupClients):
         try:
             plan = assignors.assign(client.protocol, subscriptions, snapshot)
         except AssignorError:
-            self._fatal(client, "ASSIGNOR_FAILURE")
+            self.fatal(client, "ASSIGNOR_FAILURE")
             return
         client.metadata_snapshot = snapshot
         assignments = [{"member_id": member_id, "partitions": partitions_column(group_partitions(tps))}
@@ -772,13 +777,13 @@ class ConsumerFleet(ConsumerGroupClients):
 
     def _on_sync_response(self, client: SyntheticConsumer, r: dict) -> None:
         error = r["error"]
-        self._note_coordinator_error(client, error)
+        self.note_coordinator_error(client, error)
         if error == "NONE":
             assigned = tuple(TopicPartition(p["topic"], n) for p in r["assignment"] or () for n in p["partitions"])
             owned = set(client.owned)
             revoked = owned - set(assigned)
             revoked_positions = {tp: p for tp, p in self.positions(client).items() if tp in revoked}
-            self._release(client, revoked)
+            self.release(client, revoked)
             # Partitions kept through the rebalance (cooperative) go on from where the client is; new ones have
             # no position until their committed offsets are fetched.
             kept = {tp: p for tp, p in self.positions(client).items() if tp in set(assigned)}
@@ -787,10 +792,10 @@ class ConsumerFleet(ConsumerGroupClients):
             client.owned = assigned
             client.unpositioned = tuple(tp for tp in assigned if tp not in owned)
             if client.paused_until <= self.now and client.poll_stalled_until <= self.now:
-                self._start_consuming(client, kept)
+                self.resume_consuming(client, kept)
             else:
                 client.consuming, client.frozen = False, kept
-            self._fetch_positions(client)
+            self.fetch_positions(client)
             client.last_assignment, client.last_assignment_generation = assigned, client.generation
             client.next_auto_commit = self.now + client.config.commit_interval_ms
             subscribed = set(client.topics)
@@ -803,14 +808,14 @@ class ConsumerFleet(ConsumerGroupClients):
             elif cooperative_revocation or any(tp.topic not in subscribed for tp in assigned):
                 self._request_rejoin(client)  # the cooperative follow-up rebalance, or a stale assignment
             elif client.config.commits_periodically:
-                self._schedule_poll(client, client.next_auto_commit)
+                self.schedule_poll(client, client.next_auto_commit)
             return
         if error == "UNKNOWN_MEMBER_ID":
             client.member_id, client.generation = "", -1
         elif error == "ILLEGAL_GENERATION":
             client.generation = -1
         elif error == "FENCED_INSTANCE_ID":
-            self._fatal(client, error)
+            self.fatal(client, error)
             return
         client.rejoin_needed = True
         self._retry_join(client, error)
@@ -819,7 +824,7 @@ class ConsumerFleet(ConsumerGroupClients):
         error = r["error"]
         if error in COORDINATOR_UNKNOWN:
             # Heartbeat.failHeartbeat: the thread tries again after retry.backoff.ms, looking the coordinator up.
-            self._note_coordinator_error(client, error)
+            self.note_coordinator_error(client, error)
             if client.heartbeat_enabled:
                 self.client_timer(client, "heartbeat", self.now + client.config.retry_backoff_ms)
             return
@@ -835,13 +840,13 @@ class ConsumerFleet(ConsumerGroupClients):
             self._reset_generation(client, reset_member_id=True)
             self._request_rejoin(client)
         elif error == "FENCED_INSTANCE_ID":
-            self._fatal(client, error)
+            self.fatal(client, error)
 
     def _on_commit_response(self, client: SyntheticConsumer, r: dict) -> None:
         errors = {res["error"] for res in r["results"] or ()} | {r["error"]}
         errors.discard("NONE")
         for error in errors:
-            self._note_coordinator_error(client, error)
+            self.note_coordinator_error(client, error)
         if "REBALANCE_IN_PROGRESS" in errors:
             client.rejoin_needed = True
         if "UNKNOWN_MEMBER_ID" in errors or "ILLEGAL_GENERATION" in errors:
@@ -849,7 +854,7 @@ class ConsumerFleet(ConsumerGroupClients):
                 self._reset_generation(client, reset_member_id="UNKNOWN_MEMBER_ID" in errors)
                 client.rejoin_needed = True
         if "FENCED_INSTANCE_ID" in errors and r["generation_id"] == client.generation:
-            self._fatal(client, "FENCED_INSTANCE_ID")
+            self.fatal(client, "FENCED_INSTANCE_ID")
             return
         # The poll loop's own commit was answered while a close or a rejoin waited for it: the close's commit,
         # or onJoinPrepare (its commit, or the JoinGroup), comes next. Any other commit was the one they sent.
@@ -866,7 +871,7 @@ class ConsumerFleet(ConsumerGroupClients):
                 self._join(client)
         elif (client.config.commit_blocks_poll and client.phase == Phase.STABLE
               and self.timers.get(("client", client.client_id, "poll")) is None):
-            self._schedule_poll(client, max(client.next_auto_commit, self.now))  # commitSync returns
+            self.schedule_poll(client, max(client.next_auto_commit, self.now))  # commitSync returns
 
     def _refresh_metadata(self, client: SyntheticConsumer) -> None:
         snapshot = client.metadata_snapshot
@@ -885,7 +890,7 @@ _RESPONSE_HANDLERS = {
     "Heartbeat": ConsumerFleet._on_heartbeat_response,
     "OffsetCommit": ConsumerFleet._on_commit_response,
     "FindCoordinator": ConsumerFleet._on_find_coordinator_response,
-    "OffsetFetch": ConsumerFleet._on_offset_fetch_response,
+    "OffsetFetch": ConsumerFleet.on_offset_fetch_response,
 }
 
 

@@ -28,7 +28,7 @@ whole group (a coordinator move among them), or falls on one of its own instants
 The loop's clients are independent: a lookup, or a request to the down broker, changes nothing at the
 coordinator but the rows it writes, so each loop runs on its own and only the rows are merged. The
 coordinator's own clock (`timers.clock`, `timers.item`) is not moved by the closed-form steps: they schedule
-nothing on the coordinator's side, and the next step, at a later time, sets it. A mixin of `GroupRuntime`.
+nothing on the coordinator's side, and the next step, at a later time, sets it.
 
 Covered: a Stable member, its heartbeat thread running, nothing to rejoin, fetch or close, not paused, with
 auto-commit or no commits of the application's own, a retry.backoff.ms of at least 1 ms and a round trip of at
@@ -70,44 +70,38 @@ class LookupLoop:
     answer: dict | None = None  # the `responses` row of the lookup in `flying`, once it arrived
 
 
-class LookupHandlers:
-    def lookup_node(self, request_id: str) -> int | None:
-        """The broker a synthetic client's FindCoordinator `request_id` goes to. The Java client sends it to
-        NetworkClient.leastLoadedNode: from a random offset over its metadata's nodes, the first with a ready
-        connection and nothing in flight, else the one with the fewest requests in flight; a node whose
-        connection was refused is in reconnect backoff and never ready. Here: a draw from the group and the
-        request among the brokers up now (None when the input names none: a run without a cluster)."""
-        live = self.live_brokers
-        if not live:
-            return None
-        key = f"{self.group_id}\x00{request_id}".encode()
-        return live[int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big") % len(live)]
+class LookupLoops:
+    """The group's clients going round the lookup loop in closed form, by client id. Each operation is given
+    the group's runtime (`rt`): its clock, its clients and the coordinator's state the loop depends on."""
 
-    def elide_lookups(self, target: str | None, whole_group: bool) -> None:
+    def __init__(self) -> None:
+        self.loops: dict[str, LookupLoop] = {}
+
+    def elide(self, rt, target: str | None, whole_group: bool) -> None:
         """After a step: take over the loop of the clients it concerned that go round it with nothing on the
         wire."""
-        if self.coordinator_epoch not in self.down_epochs and not self.leaderless:
+        if rt.coordinator_epoch not in rt.down_epochs and not rt.leaderless:
             return
-        clients = self.fleet.clients
+        clients = rt.fleet.clients
         for client in clients.values() if whole_group else filter(None, (clients.get(target),)):
-            if not client.in_flight and not client.awaiting and client.client_id not in self.lookups:
-                self._try_loop(client)
+            if not client.in_flight and not client.awaiting and client.client_id not in self.loops:
+                self._try_loop(rt, client)
 
-    def _try_loop(self, client: SyntheticConsumer) -> None:
-        now, cfg = self.now, client.config
+    def _try_loop(self, rt, client: SyntheticConsumer) -> None:
+        now, cfg = rt.now, client.config
         if (not client.alive or client.closing or client.phase != Phase.STABLE or not client.heartbeat_enabled
                 or client.rejoin_needed or client.kicked_out or client.unpositioned
                 or client.paused_until > now or client.poll_stalled_until > now
-                or client.coordinator not in (None, self.discoverable_coordinator)
+                or client.coordinator not in (None, rt.discoverable_coordinator)
                 or cfg.request_latency_ms < 1 or cfg.response_latency_ms < 1 or cfg.retry_backoff_ms < 1
                 # the application's own commits: commitSync holds its poll loop, commitAsync sends over one out
                 or (cfg.commits_periodically and not cfg.enable_auto_commit)):
             return
         # Its quiet runs closed with its first request to the down broker; one still open would close inside
         # the loop.
-        if self.has_open_run(client.origin):
+        if rt.quiet.has_open(client.origin):
             return
-        timers = {t.key[2]: t for t in self._client_timers(client)}
+        timers = {t.key[2]: t for t in rt.fleet.periodic_timers(client)}
         heartbeat, poll = timers.get("heartbeat"), timers.get("poll")
         if heartbeat is None or any(kind not in LOOP_TIMERS + LEFT_TIMERS for kind in timers):
             return
@@ -116,47 +110,47 @@ class LookupHandlers:
             return  # it fires next: the client would be put back at once
         for t in (heartbeat, poll):
             if t is not None:
-                self.fleet.timers.cancel(t.key)
-        self.lookups[client.client_id] = LookupLoop(
+                rt.fleet.timers.cancel(t.key)
+        self.loops[client.client_id] = LookupLoop(
             known=client.coordinator is not None, heartbeat=heartbeat.deadline,
             poll=None if poll is None else poll.deadline, next_commit=client.next_auto_commit,
             counter=client.request_counter, attempts=client.retry_attempts, folded_to=now + 1, quiet_until=first)
 
-    def catch_up_lookups(self, at: int, target: str | None, whole_group: bool) -> bool:
+    def catch_up(self, rt, at: int, target: str | None, whole_group: bool) -> bool:
         """Before an item at `at`: run every loop up to `at`, and put back the clients the item concerns
         (`target`, or all when `whole_group`) and those with an instant at `at`. True if any was put back."""
-        self.fold_lookups(at)
-        back = [client_id for client_id, loop in self.lookups.items()
+        self.fold(rt, at)
+        back = [client_id for client_id, loop in self.loops.items()
                 if whole_group or client_id == target or loop.quiet_until == at]
         for client_id in back:
-            self._end_loop(self.fleet.clients[client_id], self.lookups.pop(client_id))
+            self._end_loop(rt, rt.fleet.clients[client_id], self.loops.pop(client_id))
         return bool(back)
 
-    def fold_lookups(self, at: int) -> None:
+    def fold(self, rt, at: int) -> None:
         """Run every loop up to `at` (its instants before `at`) and write the lookups that arrived."""
         arrived: list[tuple] = []
-        for client_id, loop in self.lookups.items():
+        for client_id, loop in self.loops.items():
             if loop.quiet_until < at:
-                self._run_loop(self.fleet.clients[client_id], loop, at, arrived)
+                self._run_loop(rt, rt.fleet.clients[client_id], loop, at, arrived)
             loop.folded_to = max(loop.folded_to, at)
         if arrived:
-            self._write_arrivals(arrived)
+            self._write_arrivals(rt, arrived)
 
-    def lookups_wakeup(self) -> int | None:
+    def wakeup(self) -> int | None:
         """When the first looping client has something due."""
-        return min((loop.quiet_until for loop in self.lookups.values()), default=None)
+        return min((loop.quiet_until for loop in self.loops.values()), default=None)
 
-    def _run_loop(self, client: SyntheticConsumer, loop: LookupLoop, at: int, arrived: list) -> None:
+    def _run_loop(self, rt, client: SyntheticConsumer, loop: LookupLoop, at: int, arrived: list) -> None:
         """The client's instants before `at`, as ConsumerFleet handles them in the loop's states; the
         requests that arrived before `at` go to `arrived`."""
         cfg = client.config
         there, rtt, backoff = cfg.request_latency_ms, cfg.coordsim_network_rtt_ms, cfg.retry_backoff_ms
         commits, owned = cfg.commits_periodically, bool(client.owned)
-        lines = {slot: self.fleet.request_line(client, None if slot == FIND else slot) for slot in SLOTS}
+        lines = {slot: rt.fleet.request_line(client, None if slot == FIND else slot) for slot in SLOTS}
         wire = loop.wire
         known, heartbeat, poll, next_commit, counter, attempts = (loop.known, loop.heartbeat, loop.poll,
                                                                   loop.next_commit, loop.counter, loop.attempts)
-        found = not self.leaderless  # what every lookup is told: the down broker, or no coordinator
+        found = not rt.leaderless  # what every lookup is told: the down broker, or no coordinator
         # (sent, seq) of the request in each slot, or None
         find, beat, commit = (loop.flying.get(slot) for slot in SLOTS)
         while True:
@@ -222,7 +216,7 @@ class LookupHandlers:
         loop.quiet_until = min([heartbeat] + ([poll] if poll is not None else [])
                                + [sent + rtt for sent, _ in loop.flying.values()] + [w[0] for w in wire[:1]])
 
-    def _write_arrivals(self, arrived: list[tuple]) -> None:
+    def _write_arrivals(self, rt, arrived: list[tuple]) -> None:
         """The requests that arrived, in the order the coordinator takes them: a lookup is answered from
         metadata at the broker it went to; a heartbeat or commit to the down broker reaches no broker, and its
         failed connection is written."""
@@ -232,29 +226,29 @@ class LookupHandlers:
         first: dict[tuple[str, str], tuple[dict | None, dict]] = {}
         for arrival, seq, _, slot, sent, client, loop in arrived:
             request_id = (client.request_id(seq) if slot == FIND
-                          else self.fleet.periodic_request_id(client, slot, sent))
+                          else rt.fleet.periodic_request_id(client, slot, sent))
             if (client.client_id, slot) not in first:
                 if slot == FIND:
-                    event, raw = self.fleet.lookup_request(client, seq, sent)
-                    row = self.out.response_row(event, arrival, self.lookup_error)
+                    event, raw = rt.fleet.lookup_request(client, seq, sent)
+                    row = rt.out.response_row(event, arrival, rt.lookup_error)
                 else:
-                    event, raw = self.fleet.periodic_request(client, slot, sent, seq)[0], None
-                    row = self.failed_connection(event, arrival, self.coordinator_epoch)
+                    event, raw = rt.fleet.periodic_request(client, slot, sent, seq)[0], None
+                    row = rt.failed_connection(event, arrival, rt.coordinator_epoch)
                 first[client.client_id, slot] = raw, row
             raw, row = first[client.client_id, slot]
             row = dict(row, request_ts=arrival, response_ts=arrival, request_id=request_id, request_seq=seq)
             if slot == FIND:
-                self.out.request(dict(raw, ts=arrival, seq=seq, request_id=request_id))
-                row["node_id"] = self.lookup_node(request_id)
+                rt.out.request(dict(raw, ts=arrival, seq=seq, request_id=request_id))
+                row["node_id"] = lookup_node(rt.group_id, rt.live_brokers, request_id)
                 loop.answer = row
-            self.out.emit("responses", row)
+            rt.out.emit("responses", row)
         arrival, seq, line = arrived[-1][:3]
-        self._last_key = (arrival, seq, SYNTHETIC, line)
-        self.last_event_ts = max(self.last_event_ts, arrival)
+        rt._last_key = (arrival, seq, SYNTHETIC, line)
+        rt.last_event_ts = max(rt.last_event_ts, arrival)
 
-    def _end_loop(self, client: SyntheticConsumer, loop: LookupLoop) -> None:
+    def _end_loop(self, rt, client: SyntheticConsumer, loop: LookupLoop) -> None:
         """Put back the client's explicit state as of `loop.folded_to`."""
-        fleet, epoch = self.fleet, self.coordinator_epoch
+        fleet, epoch = rt.fleet, rt.coordinator_epoch
         client.coordinator = epoch if loop.known else None
         client.request_counter, client.next_auto_commit, client.retry_attempts = (loop.counter, loop.next_commit,
                                                                                   loop.attempts)
@@ -269,8 +263,20 @@ class LookupHandlers:
                 event, raw, _ = fleet.periodic_request(client, slot, sent, seq)
             client.in_flight[slot] = event.request_id
             if sent + there >= loop.folded_to:  # still on the wire
-                self.transmit(event, raw, None if slot == FIND else epoch)
+                rt.transmit(event, raw, None if slot == FIND else epoch)
             elif slot == FIND:
                 fleet.route_response(event, dict(loop.answer, coordinator=epoch), sent + there)
             else:
-                fleet.route_response(event, self.failed_connection(event, sent + there, epoch), sent + there)
+                fleet.route_response(event, rt.failed_connection(event, sent + there, epoch), sent + there)
+
+
+def lookup_node(group_id: str, live: list[int], request_id: str) -> int | None:
+    """The broker a synthetic client's FindCoordinator `request_id` goes to. The Java client sends it to
+    NetworkClient.leastLoadedNode: from a random offset over its metadata's nodes, the first with a ready
+    connection and nothing in flight, else the one with the fewest requests in flight; a node whose
+    connection was refused is in reconnect backoff and never ready. Here: a draw from the group and the
+    request among the brokers up now (None when the input names none: a run without a cluster)."""
+    if not live:
+        return None
+    key = f"{group_id}\x00{request_id}".encode()
+    return live[int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big") % len(live)]

@@ -36,7 +36,7 @@ from state.events import (CLIENT_DIRECTIVE_CLASSES, CoordinatorFault, EndOfRun, 
 from state.group import ClassicGroup
 from state.group_state import CLASSIC, GroupState
 from state.java_compat import coordinator_partition
-from state.lookup import LookupHandlers
+from state.lookup import LookupLoops, lookup_node
 from state.member_ids import MemberIds
 from state.membership import ClassicGroupManager
 from state.metrics import GroupMetrics, MetricsHandlers
@@ -46,8 +46,9 @@ from state.coordinator_result import (APPEND, ASSIGNMENT, CANCEL, CANCEL_ALL, CO
                                      SCHEDULE, SCHEDULE_IF_ABSENT, STATE, UNLOAD_CONSUMER_GROUP, CoordinatorResult)
 from state.offsets import OffsetMetadataManager
 from state.output import Output
-from state.periodic import PeriodicHandlers
+from state.periodic import PeriodicElision
 from state.production import rule_offset
+from state.quiet_runs import QuietRuns
 from state.records import GroupLog, OffsetCommitRecord, Record
 from state.timers import FIRING, Timer, TimerQueue, request_item
 
@@ -60,7 +61,7 @@ NO_CONTEXT = {"log_end_offset": None, "generation_id": None, "member_id": None}
 SWEEP_TIMER = ("sweep",)
 
 
-class GroupRuntime(MetricsHandlers, PeriodicHandlers, LookupHandlers):
+class GroupRuntime(MetricsHandlers):
     def __init__(self, group_id: str, config: CoordinatorConfig) -> None:
         self.group_id = group_id
         self.config = config
@@ -88,7 +89,7 @@ class GroupRuntime(MetricsHandlers, PeriodicHandlers, LookupHandlers):
         self.coordinators: list[int | None] = [None]
         self.down_epochs: set[int] = set()
         # The cluster's brokers that are up (a `live_brokers` fault; None: the input names none), where a
-        # synthetic client's FindCoordinator goes (LookupHandlers.lookup_node).
+        # synthetic client's FindCoordinator goes (state.lookup.lookup_node).
         self.live_brokers: tuple[int, ...] | None = None
         self.now = -1
         self.metrics = GroupMetrics()
@@ -110,9 +111,9 @@ class GroupRuntime(MetricsHandlers, PeriodicHandlers, LookupHandlers):
         self.new_topics_version = -1
         self.production: dict[str, tuple[int, float, int]] = {}  # topic -> (since_ts, records/s, base offset)
         self.requests_in_flight: dict[str, tuple[dict, int | None]] = {}  # request id -> (row, sent to)
-        self.runs: dict = {}    # open quiet runs by chain
-        self.elided: dict = {}  # client id -> its elided periodic chains
-        self.lookups: dict = {}  # client id -> its lookup loop, in closed form
+        self.quiet = QuietRuns()
+        self.elision = PeriodicElision()
+        self.lookups = LookupLoops()  # the clients going round the lookup loop, in closed form
         self.steps = 0          # events and deadlines applied: the work a run cost
         self._sweep_inputs_seen: tuple | None = None
         self.captured_ids: IdMap | None = None  # made by the first captured request
@@ -148,14 +149,14 @@ class GroupRuntime(MetricsHandlers, PeriodicHandlers, LookupHandlers):
             event_ts = held[0][0][0] if held else None
             if timer is not None and timer.deadline <= t and (event_ts is None or timer.deadline <= event_ts):
                 concerns = _concerns_timer(timer)
-                if (self.elided or self.lookups) and self._catch_up(timer.deadline, *concerns):
+                if (self.elision.elided or self.lookups.loops) and self._catch_up(timer.deadline, *concerns):
                     continue
                 queue.pop_peeked()
                 self._set_clock(max(self.now, timer.deadline))
                 self._fire(timer)
             elif event_ts is not None and event_ts <= t:
                 concerns = _concerns_event(held[0][1])
-                if (self.elided or self.lookups) and self._catch_up(event_ts, *concerns):
+                if (self.elision.elided or self.lookups.loops) and self._catch_up(event_ts, *concerns):
                     continue
                 key, event = heapq.heappop(held)
                 self._set_clock(event.ts)
@@ -167,16 +168,16 @@ class GroupRuntime(MetricsHandlers, PeriodicHandlers, LookupHandlers):
             self.steps += 1
             self._reschedule_sweep()
             if elision:
-                self.elide_quiet_clients(*concerns)
-                self.elide_lookups(*concerns)
-        if self.lookups:
-            self.fold_lookups(t + 1)  # what is due by `t` is written by now, as step by step
+                self.elision.elide_quiet_clients(self, *concerns)
+                self.lookups.elide(self, *concerns)
+        if self.lookups.loops:
+            self.lookups.fold(self, t + 1)  # what is due by `t` is written by now, as step by step
         self.now = max(self.now, t)
 
     def _catch_up(self, at: int, target: str | None, whole_group: bool) -> bool:
         """Closed-form work caught up before an item at `at`; True if a queue changed (look again)."""
-        periodic = bool(self.elided) and self.catch_up(at, target, whole_group)
-        return (bool(self.lookups) and self.catch_up_lookups(at, target, whole_group)) or periodic
+        periodic = bool(self.elision.elided) and self.elision.catch_up(self, at, target, whole_group)
+        return (bool(self.lookups.loops) and self.lookups.catch_up(self, at, target, whole_group)) or periodic
 
     def _set_clock(self, now: int) -> None:
         """Move to `now`: a step at a new time starts as a deadline firing; any other step handles no request
@@ -188,7 +189,7 @@ class GroupRuntime(MetricsHandlers, PeriodicHandlers, LookupHandlers):
 
     def next_wakeup(self) -> int | None:
         """Earliest time something is due: a deadline or a held event (the Spark state timeout)."""
-        candidates = [self.timers.next_deadline(), self.fleet.timers.next_deadline(), self.lookups_wakeup()]
+        candidates = [self.timers.next_deadline(), self.fleet.timers.next_deadline(), self.lookups.wakeup()]
         if self._held:
             candidates.append(self._held[0][0][0])
         due = [c for c in candidates if c is not None]
@@ -198,7 +199,7 @@ class GroupRuntime(MetricsHandlers, PeriodicHandlers, LookupHandlers):
         """Latest pending protocol deadline (the periodic offsets sweep excluded): where a finite run drains to."""
         # Clients' own deadlines (heartbeats, polls) recur for as long as they run: they set no end.
         deadlines = [t.deadline for t in self.timers.pending() if t.kind != "sweep"]
-        deadlines += self.elided_session_deadlines()
+        deadlines += self.elision.elided_session_deadlines(self)
         return max(deadlines) if deadlines else None
 
     def held_count(self) -> int:
@@ -212,9 +213,9 @@ class GroupRuntime(MetricsHandlers, PeriodicHandlers, LookupHandlers):
     def finish(self) -> None:
         """End of run: open quiet runs are written, a generation still completing is written without a
         stable time, and the group's figures are written to `metrics`."""
-        self.fold_elided(self.now + 1)
-        self.fold_lookups(self.now + 1)
-        self.close_all_runs()
+        self.elision.fold_elided(self, self.now + 1)
+        self.lookups.fold(self, self.now + 1)
+        self.quiet.close_all(self.out)
         self.execute(self.classic.finish(self.now))
         self.consumer.flush_generation(self.out, self, stable_ts=None)
         self.out.metrics(self.metrics_row())
@@ -360,7 +361,7 @@ class GroupRuntime(MetricsHandlers, PeriodicHandlers, LookupHandlers):
         handler = self._handle_request if sent_to in (None, self.coordinator_epoch) \
             else partial(self._answer_not_coordinator, sent_to=sent_to)
         if event.run is not None:
-            self.handle_periodic(event, raw, handler)
+            self.quiet.handle(self.out, self.production, event, raw, handler)
         else:
             handler(event)
 
@@ -390,7 +391,8 @@ class GroupRuntime(MetricsHandlers, PeriodicHandlers, LookupHandlers):
             if event.origin is None:  # a captured lookup: taken as sent to the current coordinator
                 self.respond(event, self.lookup_error)
             else:
-                self.respond(event, self.lookup_error, node_id=self.lookup_node(event.request_id))
+                self.respond(event, self.lookup_error,
+                             node_id=lookup_node(self.group_id, self.live_brokers, event.request_id))
             return
         if self.leaderless or self.coordinator_epoch in self.down_epochs:
             # Only a captured request gets here (a synthetic one went to an epoch it knew): no broker can
@@ -451,6 +453,10 @@ class GroupRuntime(MetricsHandlers, PeriodicHandlers, LookupHandlers):
         would not be, and one sent to a down broker never is."""
         self.requests_in_flight[event.request_id] = (raw, sent_to)
         self.hold(event)
+
+    def close_client_runs(self, origin: str) -> None:
+        """The client sent something else or stopped: its runs end here."""
+        self.quiet.close_client(self.out, origin)
 
     def reject(self, event: Event, reason: str) -> None:
         self.out.reject(event, reason)

@@ -22,7 +22,8 @@ import zlib
 
 from state.metrics import unconsumed_figures
 from state.output import Output
-from state.periodic import runs_at, write_run
+from state.periodic import runs_at
+from state.quiet_runs import write_run
 
 FORMAT = 1
 
@@ -33,7 +34,7 @@ class SnapshotError(ValueError):
 
 def take(runtime) -> bytes:
     """The snapshot of `runtime` (a GroupRuntime) at its current time; the runtime is left as it was."""
-    runs, openings = runtime.open_runs()
+    runs, openings = runtime.elision.open_runs(runtime)
     generations = [row for row in (runtime.classic.pending_generation_row(None), runtime.consumer.generation_row(None))
                    if row is not None]
     metrics = runtime.metrics_row()

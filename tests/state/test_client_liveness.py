@@ -112,7 +112,7 @@ class FleetMachine(RuleBasedStateMachine):
         queued = {t.args[0] for t in runtime.fleet.timers.pending()}
         for client in self.running():
             assert (client.client_id in queued or client.in_flight or client.awaiting
-                    or client.client_id in runtime.elided or client.client_id in runtime.lookups), (
+                    or client.client_id in runtime.elision.elided or client.client_id in runtime.lookups.loops), (
                 f"{client.client_id} has nothing ahead of it")
 
 

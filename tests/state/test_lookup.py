@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from state.lookup import LookupLoops
 from state.runtime import GroupRuntime
 from tests.state.test_periodic import ELIDED, EXPLICIT, directive, simulate
 
@@ -74,7 +75,7 @@ def test_the_loop_stands_for_every_client_while_the_broker_is_down(monkeypatch):
 
     def watched(self, t):
         advance_to(self, t)
-        seen[t] = len(self.lookups)
+        seen[t] = len(self.lookups.loops)
 
     monkeypatch.setattr(GroupRuntime, "advance_to", watched)
     stops = list(range(CRASH + 1_000, FENCED, 1_000))
@@ -140,9 +141,9 @@ def test_a_loop_is_put_back_with_its_requests_on_the_wire_and_its_answers_on_the
     # (with a round trip longer than the heartbeat thread's backoff, a request on the wire or an answer on its
     # way back nearly always).
     pending = []
-    end_loop = GroupRuntime._end_loop
-    monkeypatch.setattr(GroupRuntime, "_end_loop",
-                        lambda self, client, loop: pending.append(set(loop.flying)) or end_loop(self, client, loop))
+    end_loop = LookupLoops._end_loop
+    monkeypatch.setattr(LookupLoops, "_end_loop",
+                        lambda self, rt, client, loop: pending.append(set(loop.flying)) or end_loop(self, rt, client, loop))
     for at in range(CRASH + 3_000, CRASH + 3_700, 53):
         events = crashed_group(2, **{"coordsim.network.rtt.ms": rtt})
         events.append(directive(at, "CLIENT_PAUSE", 99, client_id="c0", duration_ms=50, scope="poll"))
@@ -165,4 +166,4 @@ def test_the_group_wakes_up_when_a_looping_client_has_something_due():
 
     (explicit, _), (elided, runtime) = wakeups(EXPLICIT), wakeups(ELIDED)
     assert elided == explicit
-    assert runtime.lookups and runtime.steps < 150
+    assert runtime.lookups.loops and runtime.steps < 150

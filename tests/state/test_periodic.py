@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from state.config import ConfigError, CoordinatorConfig
 from state.events import EventError, parse_event
 from state.quiet_run import expand_row, expand_rows
+from state.quiet_runs import QuietRuns
 from state.runtime import GroupRuntime
 
 HOUR = 3_600_000
@@ -95,9 +96,10 @@ def test_a_member_is_elided_as_soon_as_it_is_steady(monkeypatch, config):
     # Its heartbeat and commit runs open in closed form: no request of theirs is applied step by step, not
     # even the first after the rebalance.
     applied = []
-    handle_periodic = GroupRuntime.handle_periodic
-    monkeypatch.setattr(GroupRuntime, "handle_periodic",
-                        lambda self, event, *args: applied.append(event) or handle_periodic(self, event, *args))
+    handle = QuietRuns.handle
+    monkeypatch.setattr(QuietRuns, "handle",
+                        lambda self, out, production, event, *args: applied.append(event)
+                        or handle(self, out, production, event, *args))
     events = stable_group(10, **config)
     elided, fast = simulate(ELIDED, events, [], 120_000)
     assert applied == []

@@ -143,7 +143,7 @@ def test_a_wake_row_brings_a_group_with_nothing_due_to_its_time():
     runtime = GroupRuntime("g", CoordinatorConfig())
     runtime.offer(events)
     runtime.advance_to(first)
-    assert runtime.elided and slot.max_pending_deadline == runtime.max_pending_deadline()
+    assert runtime.elision.elided and slot.max_pending_deadline == runtime.max_pending_deadline()
     assert slot.runtime_wakeup is None or slot.runtime_wakeup > later  # nothing of its own wakes it
     slot = call([later + 5_000], [source.wake_payload(later)])  # arrives before the watermark passes it
     state.getCurrentWatermarkMs = lambda: later + 1

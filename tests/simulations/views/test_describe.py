@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from simulations.views import UnknownGroup, describe, load_run
-from tableio.coordinator_settings import load_config
 from simulations.views.describe import tool_order
-from state.runtime import GroupRuntime
+from state.member_ids import MemberIds
 
 from .runs import T0, TINY, live_run, replay
 
@@ -162,8 +161,8 @@ def test_members_while_preparing_a_rebalance_come_from_the_members_table(tmp_pat
     # +7 s and the rebalance waits (20 s) for a and c to rejoin. Neither does: a's session (10 s) expires at
     # +16.1 s, c (30 s session) stays until the rebalance times out at +27 s. At +18 s the coordinator's
     # members are c and b: a is gone though the join phase goes on.
-    ids = GroupRuntime("g", load_config())
-    a, c, b = (ids.new_member_id(client) for client in ("a", "c", "b"))  # the ids the coordinator hands out
+    ids = MemberIds("g")
+    a, c, b = (ids.member_id(client) for client in ("a", "c", "b"))  # the ids the coordinator hands out
 
     def join(ts, client, session_ms):
         return {"ts": T0 + ts, "group_id": "g", "type": "JOIN_GROUP", "api_version": 3, "client_id": client,
