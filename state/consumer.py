@@ -44,6 +44,7 @@ from state.consumer_group.client.member import Membership
 from state.events import (EVENT_CLASSES, NEWEST_API_VERSION, ClientCrash, ClientPause, ClientStart, ClientStop,
                           CommitPartition, Event, LeaveIdentity, PartitionList, Subscribe, group_partitions,
                           member_assignment, subscription_protocol)
+from state.metrics import GroupMetrics
 from state.output import partitions_column
 from state.production import rule_offset
 from state.timers import TimerQueue
@@ -160,17 +161,15 @@ class ClientHost(Protocol):
     # TopicId -> name, every id the metadata gave: a client names the partitions it still owns of a deleted
     # topic by the name they had (the Java client's assignedTopicNamesCache, AbstractMembershipManager)
     topic_names: dict
+    metrics: GroupMetrics  # the run's figures, told when clients start and stop consuming (state/metrics.py)
 
     def topic_id(self, topic: str): ...
 
     def log_end_offset(self, tp, at: int | None = None) -> int: ...
+    def committed_offset(self, tp) -> int | None: ...
     def transmit(self, event: Event, raw: dict, sent_to: int | None) -> None: ...
     def reject(self, event: Event, reason: str) -> None: ...
     def close_client_runs(self, origin: str) -> None: ...
-    def unsent_commit(self) -> None: ...
-    def start_consuming(self, client_id: str, partitions, reset_earliest: bool) -> None: ...
-    def stop_consuming(self, client_id: str, positions: dict) -> None: ...
-    def consumption_ended(self) -> None: ...
 
 
 class ConsumerFleet:
@@ -276,7 +275,7 @@ class ConsumerFleet:
     def closed(self, client: SyntheticConsumer) -> None:
         self._stop_client(client)
         if not any(c.alive for c in self.clients.values()):
-            self.host.consumption_ended()
+            self.host.metrics.consumption_ended(self.now)
 
     # ======================================================================================================
     # Consumption
@@ -332,7 +331,7 @@ class ConsumerFleet:
         if not positioned:
             return
         client.unpositioned = tuple(tp for tp in client.unpositioned if tp not in fetched)
-        self.host.start_consuming(client.client_id, positioned, client.config.auto_offset_reset == "earliest")
+        self._started(client, positioned)
         if client.config.coordsim_consume_records_per_second:
             # Read from the committed offset, else from where auto.offset.reset says.
             reset = lambda tp: 0 if client.config.auto_offset_reset == "earliest" else self.host.log_end_offset(tp)
@@ -344,6 +343,17 @@ class ConsumerFleet:
         else:
             client.frozen.update(positions)
 
+    def _started(self, client: SyntheticConsumer, partitions: list[TopicPartition]) -> None:
+        """Tell the run's figures the client starts processing `partitions`, with what they compare its start
+        with: the position of a client still consuming one (state/metrics.py), the offset committed, and,
+        where none is and auto.offset.reset is latest, the log end."""
+        figures, earliest = self.host.metrics, client.config.auto_offset_reset == "earliest"
+        consumed = {tp: self.position_of(other, tp) for tp, other in figures.consumers(client.client_id,
+                                                                                     partitions).items()}
+        committed = {tp: self.host.committed_offset(tp) for tp in partitions}
+        log_end = {} if earliest else {tp: self.host.log_end_offset(tp) for tp in partitions if committed[tp] is None}
+        figures.start_consuming(self.now, client.client_id, partitions, consumed, committed, log_end, earliest)
+
     def freeze(self, client: SyntheticConsumer) -> None:
         if client.consuming:
             client.frozen = self.positions(client)
@@ -351,7 +361,8 @@ class ConsumerFleet:
 
     def release(self, client: SyntheticConsumer, partitions) -> None:
         positions = self.positions(client)
-        self.host.stop_consuming(client.client_id, {tp: positions[tp] for tp in partitions if tp in positions})
+        self.host.metrics.stop_consuming(self.now, client.client_id,
+                                         {tp: positions[tp] for tp in partitions if tp in positions})
 
     def position_of(self, client_id: str, tp) -> int | None:
         client = self.clients.get(client_id)
@@ -604,7 +615,7 @@ class ConsumerFleet:
             # The late commit of the batch that outlasted max.poll.interval.ms: the client is no longer part
             # of an active group, so the commit is refused before any request (CommitFailedException).
             client.kicked_out = False
-            self.host.unsent_commit()
+            self.host.metrics.unsent_commit()
         if client.coordinator is None:
             # ensureCoordinatorReady: the loop's group work (rejoin, commits) waits for the lookup's answer.
             self.find_coordinator(client)

@@ -386,17 +386,19 @@ class ConsumerGroupManager:
                 self.op.schedule(key, change.deadline, CONSUMER_GROUP_TIMER, change.kind, *change.args)
 
     # ======================================================================================================
-    # What the runtime carries out: replay, rows, load, unload, deletion. `out` takes the rows, `figures` the
-    # group's figures (GroupRuntime's metrics).
+    # What the runtime carries out: replay, rows, load, unload, deletion. `out` takes the rows; what the group's
+    # figures observe (state/metrics.py) is returned as a result of REBALANCE_STARTED and IN_STATE effects.
     # ======================================================================================================
-    def replay(self, now: int, records, cause: str, first_delta: int, converted: bool, log, out, figures) -> None:
+    def replay(self, now: int, records, cause: str, first_delta: int, converted: bool, log, out
+               ) -> CoordinatorResult:
         """Replay written records and write their rows. `converted`: the records convert a classic group,
         whose generation (the group epoch they set) and its assignments are already in the tables."""
         self.now = now
+        seen = CoordinatorResult([])
         group = self.consumer_group
         if group is None:
             group = self.consumer_group = ConsumerGroup(self.group_id, self.config.kafka_4_0)
-            self._state_row(out, figures, None, group, "group_created")
+            self._state_row(out, seen, None, group, "group_created")
         before_state, before_members, before_epoch = group.state, dict(group.members), group.group_epoch
         # A member enters with its first MemberMetadata record and leaves with its tombstone, however many
         # records of it the write holds: a static member replaced by a process with another client.id gets
@@ -417,7 +419,7 @@ class ConsumerGroupManager:
                     present[member_id] = group.members[member_id]
                     changes.append(("added", present[member_id]))
             elif isinstance(record, ConsumerGroupMetadata) and record.value.epoch > before_epoch and not converted:
-                self._start_generation(out, figures, record.value.epoch, cause)
+                self._start_generation(out, seen, record.value.epoch, cause)
             elif isinstance(record, ConsumerGroupTargetAssignmentMetadata):
                 target_computed = True
         # An added member as the write leaves it (a replacing process's own client.id), a removed one as it was.
@@ -428,8 +430,9 @@ class ConsumerGroupManager:
         if target_computed:
             self._target_computed(group)
         if group.state is not before_state:
-            self._state_row(out, figures, before_state, group, cause)
-        self._maybe_stable(out, figures, group)
+            self._state_row(out, seen, before_state, group, cause)
+        self._maybe_stable(out, seen, group)
+        return seen
 
     def written(self, metadata_refreshed: bool) -> None:
         """After the runtime replayed an operation's records: the metadata hash the heartbeat recomputed is
@@ -451,14 +454,14 @@ class ConsumerGroupManager:
             log.append(record)
             self._record_row(out, record, delta)
 
-    def delete_empty(self, now: int, cause: str, log, out, figures) -> None:
+    def delete_empty(self, now: int, cause: str, log, out) -> CoordinatorResult:
         """The Empty consumer group's tombstones (ConsumerGroup.createGroupTombstoneRecords), their write
         succeeded, and the group goes Dead with `cause`: `group_converted` when a JoinGroup replaces it
         (maybeDeleteEmptyConsumerGroup; the new classic group's record closes the append), `group_expired`
         when the offsets sweep deletes it (maybeDeleteGroup; the expired offsets' tombstones open the append)."""
         tombstones, _ = convert_to_classic_group(self.consumer_group, Downgrade(), self._context().topics, now)
         self.log_records(now, tombstones, log, out)
-        self.unload(now, out, figures, cause)
+        return self.unload(now, out, cause)
 
     def _record_row(self, out, record: ConsumerGroupRecord, delta: int) -> None:
         """A `consumer_group_records` row: the record, its value as JSON, and its bytes at its offset delta in
@@ -493,19 +496,19 @@ class ConsumerGroupManager:
                                     "group_instance_id": member.instance_id, "client_id": member.client_id,
                                     "topic": plist["topic"], "partition": partition, "assign_ts": self.now})
 
-    def _state_row(self, out, figures, previous: ConsumerGroupState | None, group: ConsumerGroup, cause: str,
+    def _state_row(self, out, seen, previous: ConsumerGroupState | None, group: ConsumerGroup, cause: str,
                    target: ConsumerGroupState | None = None) -> None:
         target = target or group.state
         out.group_state(self.now, CONSUMER, None if previous is None else previous.value, target.value,
                         group.group_epoch, None, len(group.members), cause)
-        figures.record_group_state(target.value)
+        seen.in_state(target.value)
 
     # -- generations: one per group epoch -------------------------------------------------------------------
-    def _start_generation(self, out, figures, epoch: int, cause: str) -> None:
-        self.flush_generation(out, figures, stable_ts=None)
+    def _start_generation(self, out, seen, epoch: int, cause: str) -> None:
+        self.flush_generation(out, stable_ts=None)
         self.consumer_generation = {"generation_id": epoch, "rebalance_start_ts": self.now, "cause": cause,
                                     "join_complete_ts": None, "protocol_name": None, "members": []}
-        figures.record_rebalance(cause)
+        seen.rebalance_started(cause)
 
     def _target_computed(self, group: ConsumerGroup) -> None:
         """The target assignment of the pending epoch was computed (or, the group being Empty, set without
@@ -520,25 +523,24 @@ class ConsumerGroupManager:
                                    "client_id": m.client_id, "client_host": m.client_host}
                                   for m in group.members.values()]
 
-    def _maybe_stable(self, out, figures, group: ConsumerGroup) -> None:
+    def _maybe_stable(self, out, seen, group: ConsumerGroup) -> None:
         pending = self.consumer_generation
         if pending is None or pending["generation_id"] != group.group_epoch:
             return
         if group.state is ConsumerGroupState.STABLE:
             # A write can bump the epoch of a Stable group and leave it Stable (its only member reconciled at
             # once): no state row, and still the end of the rebalance.
-            figures.record_group_state(group.state.value)
-            self.flush_generation(out, figures, stable_ts=self.now)
+            seen.in_state(group.state.value)
+            self.flush_generation(out, stable_ts=self.now)
         elif group.state is ConsumerGroupState.EMPTY and pending["join_complete_ts"] is not None:
-            self.flush_generation(out, figures, stable_ts=None)
+            self.flush_generation(out, stable_ts=None)
 
-    def flush_generation(self, out, figures, stable_ts: int | None) -> None:
+    def flush_generation(self, out, stable_ts: int | None) -> None:
         """Write the pending epoch's `generations` row: Stable, superseded, Empty, unloaded or end of run."""
         row = self.generation_row(stable_ts)
         if row is None:
             return
         self.consumer_generation = None
-        figures.record_generation()
         out.generation(row)
 
     def generation_row(self, stable_ts: int | None) -> dict | None:
@@ -554,7 +556,7 @@ class ConsumerGroupManager:
             "join_complete_ts": pending["join_complete_ts"], "stable_ts": stable_ts, "cause": pending["cause"]}
 
     # -- coordinator moves ----------------------------------------------------------------------------------
-    def load(self, now: int, log, out, figures, outcomes: list[str]) -> CoordinatorResult | None:
+    def load(self, now: int, log, out, outcomes: list[str]) -> CoordinatorResult | None:
         """Replay the consumer group's records, if the log holds any (else None), and the timers Kafka's
         onLoaded arms (a fresh session for every member, the rebalance timeout of every member still
         revoking), as a result."""
@@ -567,22 +569,24 @@ class ConsumerGroupManager:
             group.replay(record)
         # The members first, as a classic group's load writes them: the state row counts them (docs/tables.md).
         self._member_rows(out, [("added", m) for m in group.members.values()], 0, group, "coordinator_load")
-        self._state_row(out, figures, None, group, "coordinator_load")
+        self._state_row(out, self.op, None, group, "coordinator_load")
         self._timers(on_loaded(group, self.now, self._context()))
         return self._end()
 
-    def unload(self, now: int, out, figures, cause: str = "coordinator_unload") -> None:
+    def unload(self, now: int, out, cause: str = "coordinator_unload") -> CoordinatorResult:
         """The coordinator lost the group (the log keeps its records), or a classic group takes its place
         (`group_converted`): it goes Dead with its members."""
         self.now = now
+        seen = CoordinatorResult([])
         group = self.consumer_group
         if group is None:
-            return
-        self.flush_generation(out, figures, stable_ts=None)
-        self._state_row(out, figures, group.state, group, cause, ConsumerGroupState.DEAD)
+            return seen
+        self.flush_generation(out, stable_ts=None)
+        self._state_row(out, seen, group.state, group, cause, ConsumerGroupState.DEAD)
         members = list(group.members.values())
         self._member_rows(out, [("removed", m) for m in members], len(members), group, cause)
         self.consumer_group = None
+        return seen
 
 
 def _held(member: ConsumerGroupMember) -> TopicPartitions:

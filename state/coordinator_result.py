@@ -51,6 +51,10 @@ CONSUMER_GROUP_WRITTEN = 15  # (.., metadata_refreshed): after a consumer group'
 LOG_CONSUMER_GROUP = 16  # (.., records): a consumer group's records written without replay (a downgrade)
 UNLOAD_CONSUMER_GROUP = 17  # (.., cause): the consumer group goes Dead with its members
 RESOLVE_REGEXES = 18  # (.., regexes): the group's regular expressions resolved in a write of their own, next
+# What the group's figures observe of a consumer group's replay (state/metrics.py; a classic group's are its
+# STATE effects): the rows are the replay's own, written as it goes.
+REBALANCE_STARTED = 19  # (.., cause): the consumer group's epoch was bumped
+IN_STATE = 20        # (.., state): the consumer group is in this state (by name) after a write
 
 
 class CoordinatorResult:
@@ -144,3 +148,9 @@ class CoordinatorResult:
 
     def resolve_regexes(self, regexes) -> None:
         self.effects.append((RESOLVE_REGEXES, regexes))
+
+    def rebalance_started(self, cause: str) -> None:
+        self.effects.append((REBALANCE_STARTED, cause))
+
+    def in_state(self, state: str) -> None:
+        self.effects.append((IN_STATE, state))

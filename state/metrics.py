@@ -26,7 +26,7 @@ consumer keeps up with production while it polls (or reads at coordsim.consume.r
 position freezes when it stops. A new owner starts at the committed offset: what the previous owner had
 processed beyond it is processed again (duplicates). With no committed offset it follows auto.offset.reset:
 `earliest` reprocesses everything the previous owner had, `latest` skips what was produced and not yet
-processed. A mixin of `GroupRuntime`.
+processed.
 
 Failed commits are what `responses` holds: the OffsetCommit requests answered with an error, a broker's or the
 client's failed connection (`failed_commit`, counted as each row is written: state/output.py); a
@@ -40,14 +40,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
-from state.group_state import GroupState
-
 
 STABLE, EMPTY, DEAD = "Stable", "Empty", "Dead"  # both protocols' group states of these names
 
 
 @dataclass
 class GroupMetrics:
+    """The group's figures, stored with its state: told what happened in plain values (the time, the cause,
+    the state's name, the positions), by the runtime as it carries out the coordinator's results and by the
+    client side as its consumers start and stop, it never reads the runtime; `row` is the `metrics` row."""
+
     first_activity_ts: int | None = None
     formed_ts: int | None = None  # the formation's end; None while it goes on (a straggler may reopen it)
     formation_rebalance_ts: int | None = None  # when the formation's latest rebalance started
@@ -68,6 +70,127 @@ class GroupMetrics:
     unconsumed_since: dict[tuple[str, int], int] = field(default_factory=dict)
     last_owner: dict[tuple[str, int], str] = field(default_factory=dict)
     last_position: dict[tuple[str, int], int] = field(default_factory=dict)
+
+    # -- what happened, as the runtime and the client side tell it ------------------------------------------
+    def activity(self, now: int) -> None:
+        """An event reached the group (the formation runs from the first)."""
+        if self.first_activity_ts is None:
+            self.first_activity_ts = now
+
+    def rebalance(self, now: int, cause: str, window_ms: int) -> None:
+        """A rebalance starts: a classic group entering PreparingRebalance, a consumer group's epoch bump.
+        `window_ms`: group.initial.rebalance.delay.ms, which tells the formation's rebalances from later ones."""
+        self.rebalances += 1
+        self.causes[cause] = self.causes.get(cause, 0) + 1
+        # A rebalance that follows the formation's previous one by less than the window is the formation's
+        # too, even once the group was Stable in between (a consumer group's first member alone): a later
+        # rebalance comes at least the window after it, so none is ever taken back.
+        straggler = self.formation_rebalance_ts is not None and now - self.formation_rebalance_ts < window_ms
+        if self.formed_ts is None or straggler:
+            self.formed_ts = None
+            self.formation_rebalance_ts = now
+        else:
+            self.rebalances_after_formation += 1
+            self.unstable_since.append(now)
+
+    def group_state(self, now: int, state: str) -> None:
+        """The group is in `state` (either protocol's state, by name) after a write or a transition."""
+        if state == STABLE:
+            if self.formed_ts is None:
+                self.formed_ts = now
+            for since in self.unstable_since:
+                self.rebalance_ms[now - since] += 1
+            self.unstable_since.clear()
+        elif state in (EMPTY, DEAD):
+            self.unstable_since.clear()
+
+    def unsent_commit(self) -> None:
+        """A client failed a commit before sending it (CommitFailedException)."""
+        self.unsent_commits += 1
+
+    # -- consumption ---------------------------------------------------------------------------------------
+    def consumers(self, client_id: str, partitions) -> dict[tuple[str, int], str]:
+        """Which of `partitions` another client still consumes, by that client: one not knowing it lost them
+        (e.g. paused, then evicted), whose position `start_consuming` then needs."""
+        owner = self.owner
+        return {tp: owner[tp] for tp in map(tuple, partitions) if owner.get(tp, client_id) != client_id}
+
+    def start_consuming(self, now: int, client_id: str, partitions, consumed: Mapping, committed: Mapping,
+                        log_end: Mapping, reset_earliest: bool) -> None:
+        """`client_id` starts processing `partitions` at `now`. Per partition: `consumed`, the position of the
+        client `consumers` named (None if it has none); `committed`, the offset the group's log holds (None
+        if none); `log_end`, the log-end offset where nothing is committed (with auto.offset.reset=latest)."""
+        self.synthetic = True
+        for tp in partitions:
+            tp = tuple(tp)
+            if self.owner.get(tp) == client_id:
+                continue
+            since = self.unconsumed_since.pop(tp, None)
+            if since is not None:
+                self._close_gap(now, since)
+            previous = self.last_owner.get(tp)
+            if previous is not None and previous != client_id:
+                self.moved += 1
+            processed = consumed[tp] if tp in consumed else self.last_position.get(tp)
+            if processed is not None:
+                offset = committed[tp]
+                if offset is not None:
+                    self.duplicates += max(0, processed - offset)
+                elif reset_earliest:
+                    self.duplicates += processed
+                else:
+                    self.skipped += max(0, log_end[tp] - processed)
+            self.owner[tp] = client_id
+            self.last_owner[tp] = client_id
+
+    def stop_consuming(self, now: int, client_id: str, positions: Mapping) -> None:
+        """The client stopped consuming these partitions at `now`, having processed up to `positions`."""
+        for tp, position in positions.items():
+            tp = tuple(tp)
+            if self.owner.get(tp) != client_id:
+                continue
+            del self.owner[tp]
+            self.unconsumed_since[tp] = now
+            self.last_position[tp] = position
+
+    def consumption_ended(self, now: int) -> None:
+        """The group's last running consumer was closed on purpose: partitions nobody is meant to consume
+        any more stop counting as unconsumed (a crash, by contrast, leaves them waiting for a consumer)."""
+        for since in self.unconsumed_since.values():
+            self._close_gap(now, since)
+        self.unconsumed_since.clear()
+
+    def _close_gap(self, now: int, since: int) -> None:
+        # A handoff within the same millisecond left the partition unprocessed for no time: not a gap.
+        if now > since:
+            self.gaps_ms[now - since] += 1
+
+    # -- the `metrics` row ---------------------------------------------------------------------------------
+    def row(self, now: int, end_state: str | None, end_members: int) -> dict:
+        """The group's `metrics` row at `now`, the group in `end_state` (None: no group) with `end_members`."""
+        client_side = self.synthetic
+        return {
+            "end_ts": now,
+            "end_state": end_state,
+            "end_members": end_members,
+            "generations": self.generations,
+            "rebalances": self.rebalances,
+            "rebalance_causes": [{"cause": c, "count": n} for c, n in sorted(self.causes.items())],
+            "rebalances_after_formation": self.rebalances_after_formation,
+            "time_to_stable_ms": (None if self.formed_ts is None or self.first_activity_ts is None
+                                  else self.formed_ts - self.first_activity_ts),
+            "rebalance_ms_p50": nearest_rank(self.rebalance_ms, 50),
+            "rebalance_ms_p99": nearest_rank(self.rebalance_ms, 99),
+            "rebalance_ms_max": nearest_rank(self.rebalance_ms, 100),
+            "rebalance_durations": distribution(self.rebalance_ms),
+            **(unconsumed_figures(self.gaps_ms, self.unconsumed_since.values(), now) if client_side
+               else dict.fromkeys(UNCONSUMED_COLUMNS)),
+            "partitions_moved": self.moved if client_side else None,
+            "duplicate_records": self.duplicates if client_side else None,
+            "skipped_records": self.skipped if client_side else None,
+            "failed_commits": self.failed_commits,
+            "unsent_commits": self.unsent_commits if client_side else None,
+        }
 
 
 OFFSET_COMMIT = "OffsetCommit"
@@ -118,131 +241,3 @@ def merged(distributions: Iterable[list[dict] | None]) -> Counter:
         for entry in () if rows is None else rows:
             total[entry["ms"]] += entry["count"]
     return total
-
-
-class MetricsHandlers:
-    metrics: GroupMetrics
-
-    def note_activity(self) -> None:
-        if self.metrics.first_activity_ts is None:
-            self.metrics.first_activity_ts = self.now
-
-    def observe_classic_state(self, target: GroupState, cause: str) -> None:
-        """A classic group's transition (its `group_states` row written): entering PreparingRebalance starts a
-        rebalance."""
-        if target == GroupState.PREPARING_REBALANCE:
-            self.record_rebalance(cause)
-        self.record_group_state(target.value)
-
-    def record_rebalance(self, cause: str) -> None:
-        """A rebalance starts: a classic group entering PreparingRebalance, a consumer group's epoch bump."""
-        m = self.metrics
-        m.rebalances += 1
-        m.causes[cause] = m.causes.get(cause, 0) + 1
-        # A rebalance that follows the formation's previous one by less than the window is the formation's
-        # too, even once the group was Stable in between (a consumer group's first member alone): a later
-        # rebalance comes at least the window after it, so none is ever taken back.
-        straggler = (m.formation_rebalance_ts is not None
-                     and self.now - m.formation_rebalance_ts < self.config.group_initial_rebalance_delay_ms)
-        if m.formed_ts is None or straggler:
-            m.formed_ts = None
-            m.formation_rebalance_ts = self.now
-        else:
-            m.rebalances_after_formation += 1
-            m.unstable_since.append(self.now)
-
-    def record_group_state(self, state: str) -> None:
-        """The group is in `state` (either protocol's state, by name) after a write or a transition."""
-        m = self.metrics
-        if state == STABLE:
-            if m.formed_ts is None:
-                m.formed_ts = self.now
-            for since in m.unstable_since:
-                m.rebalance_ms[self.now - since] += 1
-            m.unstable_since.clear()
-        elif state in (EMPTY, DEAD):
-            m.unstable_since.clear()
-
-    def record_generation(self) -> None:
-        self.metrics.generations += 1
-
-    # -- consumption ---------------------------------------------------------------------------------------
-    def start_consuming(self, client_id: str, partitions, reset_earliest: bool) -> None:
-        m = self.metrics
-        m.synthetic = True
-        for tp in partitions:
-            tp = tuple(tp)
-            if m.owner.get(tp) == client_id:
-                continue
-            since = m.unconsumed_since.pop(tp, None)
-            if since is not None:
-                self._close_gap(since)
-            previous = m.last_owner.get(tp)
-            if previous is not None and previous != client_id:
-                m.moved += 1
-            processed = m.last_position.get(tp)
-            zombie = m.owner.get(tp)
-            if zombie is not None:
-                # The previous owner still consumes it, not knowing it lost it (e.g. paused, then evicted).
-                processed = self.position_of(zombie, tp)
-            committed = self.log.committed(*tp)  # what the partition holds, whoever has it loaded
-            if processed is not None:
-                if committed is not None:
-                    m.duplicates += max(0, processed - committed["offset"])
-                elif reset_earliest:
-                    m.duplicates += processed
-                else:
-                    m.skipped += max(0, self.log_end_offset(tp) - processed)
-            m.owner[tp] = client_id
-            m.last_owner[tp] = client_id
-
-    def stop_consuming(self, client_id: str, positions: dict) -> None:
-        """The client stopped consuming these partitions, having processed up to `positions`."""
-        m = self.metrics
-        for tp, position in positions.items():
-            tp = tuple(tp)
-            if m.owner.get(tp) != client_id:
-                continue
-            del m.owner[tp]
-            m.unconsumed_since[tp] = self.now
-            m.last_position[tp] = position
-
-    def consumption_ended(self) -> None:
-        """The group's last running consumer was closed on purpose: partitions nobody is meant to consume
-        any more stop counting as unconsumed (a crash, by contrast, leaves them waiting for a consumer)."""
-        m = self.metrics
-        for since in m.unconsumed_since.values():
-            self._close_gap(since)
-        m.unconsumed_since.clear()
-
-    def _close_gap(self, since: int) -> None:
-        # A handoff within the same millisecond left the partition unprocessed for no time: not a gap.
-        if self.now > since:
-            self.metrics.gaps_ms[self.now - since] += 1
-
-    def metrics_row(self) -> dict:
-        m = self.metrics
-        group = self.group if self.group is not None else self.consumer_group  # either has a state and members
-        client_side = m.synthetic
-        return {
-            "end_ts": self.now,
-            "end_state": group.state.value if group is not None else None,
-            "end_members": len(group.members) if group is not None else 0,
-            "generations": m.generations,
-            "rebalances": m.rebalances,
-            "rebalance_causes": [{"cause": c, "count": n} for c, n in sorted(m.causes.items())],
-            "rebalances_after_formation": m.rebalances_after_formation,
-            "time_to_stable_ms": (None if m.formed_ts is None or m.first_activity_ts is None
-                                  else m.formed_ts - m.first_activity_ts),
-            "rebalance_ms_p50": nearest_rank(m.rebalance_ms, 50),
-            "rebalance_ms_p99": nearest_rank(m.rebalance_ms, 99),
-            "rebalance_ms_max": nearest_rank(m.rebalance_ms, 100),
-            "rebalance_durations": distribution(m.rebalance_ms),
-            **(unconsumed_figures(m.gaps_ms, m.unconsumed_since.values(), self.now) if client_side
-               else dict.fromkeys(UNCONSUMED_COLUMNS)),
-            "partitions_moved": m.moved if client_side else None,
-            "duplicate_records": m.duplicates if client_side else None,
-            "skipped_records": m.skipped if client_side else None,
-            "failed_commits": m.failed_commits,
-            "unsent_commits": m.unsent_commits if client_side else None,
-        }

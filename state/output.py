@@ -52,7 +52,8 @@ class Output:
     """A group's rows since the last `take_output`. Rows that name the coordinator get the group's
     `__consumer_offsets` partition and the broker leading it (`coordinator_id`, None without a cluster or
     while the partition has no leader), as the runtime keeps them current here. Each `responses` row written
-    is counted into `figures` (the group's `metrics` row) as `failed_commit` says: the figure is the rows'."""
+    is counted into `figures` (the group's `metrics` row) as `failed_commit` says, and each `generations` row
+    as a generation: the figures are the rows'."""
 
     def __init__(self, group_id: str, next_seq: int = 0, coordinator_partition: int | None = None,
                  coordinator_id: int | None = None, figures: GroupMetrics | None = None) -> None:
@@ -166,6 +167,8 @@ class Output:
         })
 
     def generation(self, row: dict) -> None:
+        if self.figures is not None:
+            self.figures.generations += 1
         self._add("generations", dict(row, group_id=self.group_id, coordinator_partition=self.coordinator_partition,
                                       coordinator_id=self.coordinator_id))
 

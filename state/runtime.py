@@ -39,11 +39,12 @@ from state.java_compat import coordinator_partition
 from state.lookup import LookupLoops, lookup_node
 from state.member_ids import MemberIds
 from state.membership import ClassicGroupManager
-from state.metrics import GroupMetrics, MetricsHandlers
+from state.metrics import GroupMetrics
 from state.coordinator_result import (APPEND, ASSIGNMENT, CANCEL, CANCEL_ALL, CONSUMER_GROUP_WRITTEN,
                                      CREATE_SIMPLE_GROUP, DELETE_CONSUMER_GROUP, DELETE_GROUP, DISCONNECT, GENERATION,
-                                     LOG_CONSUMER_GROUP, MEMBER, REPLAY_CONSUMER_GROUP, RESOLVE_REGEXES, RESPOND,
-                                     SCHEDULE, SCHEDULE_IF_ABSENT, STATE, UNLOAD_CONSUMER_GROUP, CoordinatorResult)
+                                     IN_STATE, LOG_CONSUMER_GROUP, MEMBER, REBALANCE_STARTED, REPLAY_CONSUMER_GROUP,
+                                     RESOLVE_REGEXES, RESPOND, SCHEDULE, SCHEDULE_IF_ABSENT, STATE,
+                                     UNLOAD_CONSUMER_GROUP, CoordinatorResult)
 from state.offsets import OffsetMetadataManager
 from state.output import Output
 from state.periodic import PeriodicElision
@@ -61,7 +62,7 @@ NO_CONTEXT = {"log_end_offset": None, "generation_id": None, "member_id": None}
 SWEEP_TIMER = ("sweep",)
 
 
-class GroupRuntime(MetricsHandlers):
+class GroupRuntime:
     def __init__(self, group_id: str, config: CoordinatorConfig) -> None:
         self.group_id = group_id
         self.config = config
@@ -92,6 +93,8 @@ class GroupRuntime(MetricsHandlers):
         # synthetic client's FindCoordinator goes (state.lookup.lookup_node).
         self.live_brokers: tuple[int, ...] | None = None
         self.now = -1
+        # The group's figures (the `metrics` row): told what happened as the results are carried out, and by the
+        # client side as its consumers start and stop.
         self.metrics = GroupMetrics()
         self.out = self._new_output(0)
         self.write_failures: list[str] = []
@@ -217,8 +220,8 @@ class GroupRuntime(MetricsHandlers):
         self.lookups.fold(self, self.now + 1)
         self.quiet.close_all(self.out)
         self.execute(self.classic.finish(self.now))
-        self.consumer.flush_generation(self.out, self, stable_ts=None)
-        self.out.metrics(self.metrics_row())
+        self.consumer.flush_generation(self.out, stable_ts=None)
+        self.out.metrics(self.metrics.row(self.now, *self.end_of_group))
 
     def live_snapshot(self) -> bytes:
         """What finish() would write if the run ended at any time from now until the next wakeup, the runtime
@@ -241,6 +244,13 @@ class GroupRuntime(MetricsHandlers):
     def consumer_group(self) -> ConsumerGroup | None:
         """The consumer group the id names, if any (its manager's)."""
         return self.consumer.consumer_group
+
+    @property
+    def end_of_group(self) -> tuple[str | None, int]:
+        """The group's state and member count, classic or consumer group (None and 0: no group), as the
+        `metrics` row ends with them."""
+        group = self.group if self.group is not None else self.consumer_group
+        return (None, 0) if group is None else (group.state.value, len(group.members))
 
     # -- the cluster's topics as the coordinator knows them ------------------------------------------------
     def _note_topic_ids(self, event: TopicMetadata) -> None:
@@ -333,7 +343,7 @@ class GroupRuntime(MetricsHandlers):
         if isinstance(event, CoordinatorFault):
             self._handle_fault(event)
             return
-        self.note_activity()
+        self.metrics.activity(self.now)
         raw, sent_to = None, None
         if event.origin is not None:
             raw, sent_to = self.requests_in_flight.pop(event.request_id)
@@ -461,12 +471,6 @@ class GroupRuntime(MetricsHandlers):
     def reject(self, event: Event, reason: str) -> None:
         self.out.reject(event, reason)
 
-    def unsent_commit(self) -> None:
-        self.metrics.unsent_commits += 1
-
-    def position_of(self, client_id: str, tp) -> int | None:
-        return self.fleet.position_of(client_id, tp)
-
     def _update_production(self, event: TopicMetadata) -> None:
         for topic, _ in event.topics:
             rate = event.records_per_second.get(topic)
@@ -485,6 +489,12 @@ class GroupRuntime(MetricsHandlers):
         of a topic gets the topic's per-partition rate (TOPIC_METADATA records_per_second), from the moment it
         was declared."""
         return self._produced(tp[0], at)
+
+    def committed_offset(self, tp) -> int | None:
+        """The offset committed for a partition, as the group's log holds it whoever has it loaded (the run's
+        figures compare a new owner's start with it; a client learns it by OffsetFetch)."""
+        committed = self.log.committed(*tp)
+        return None if committed is None else committed["offset"]
 
     def reported_log_end_offset(self, tp, at: int | None = None) -> int | None:
         """The log-end offset a broker would report for the partition (now, or at `at` under the current
@@ -549,9 +559,9 @@ class GroupRuntime(MetricsHandlers):
             elif kind == DELETE_GROUP:
                 self._delete_group(effect[1])
             elif kind == DELETE_CONSUMER_GROUP:
-                self.consumer.delete_empty(self.now, effect[1], self.log, self.out, self)
+                self.execute(self.consumer.delete_empty(self.now, effect[1], self.log, self.out))
             elif kind == REPLAY_CONSUMER_GROUP:
-                self.consumer.replay(self.now, *effect[1:], self.log, self.out, self)
+                self.execute(self.consumer.replay(self.now, *effect[1:], self.log, self.out))
             elif kind == CONSUMER_GROUP_WRITTEN:
                 self.consumer.written(effect[1])
             elif kind == SCHEDULE_IF_ABSENT:
@@ -560,7 +570,7 @@ class GroupRuntime(MetricsHandlers):
             elif kind == LOG_CONSUMER_GROUP:
                 self.consumer.log_records(self.now, effect[1], self.log, self.out)
             elif kind == UNLOAD_CONSUMER_GROUP:
-                self.consumer.unload(self.now, self.out, self, effect[1])
+                self.execute(self.consumer.unload(self.now, self.out, effect[1]))
             elif kind == RESOLVE_REGEXES:
                 self.execute(self.consumer.resolve_regular_expressions(self.now, effect[1], self.write_failures))
             elif kind == DISCONNECT:
@@ -569,14 +579,19 @@ class GroupRuntime(MetricsHandlers):
                 _, previous, target, cause, generation_id, leader_id, member_count = effect
                 self.out.group_state(self.now, CLASSIC, None if previous is None else previous.value, target.value,
                                      generation_id, leader_id, member_count, cause)
-                self.observe_classic_state(target, cause)
+                if target is GroupState.PREPARING_REBALANCE:
+                    self.metrics.rebalance(self.now, cause, self.config.group_initial_rebalance_delay_ms)
+                self.metrics.group_state(self.now, target.value)
             elif kind == MEMBER:
                 self.out.member(self.now, *effect[1:])
             elif kind == GENERATION:
-                self.record_generation()
                 self.out.generation(effect[1])
             elif kind == ASSIGNMENT:
                 self.out.assignment(effect[1])
+            elif kind == REBALANCE_STARTED:
+                self.metrics.rebalance(self.now, effect[1], self.config.group_initial_rebalance_delay_ms)
+            elif kind == IN_STATE:
+                self.metrics.group_state(self.now, effect[1])
             else:  # pragma: no cover - an effect kind without an executor is a bug in this module
                 raise AssertionError(f"unknown effect {kind}")
 
@@ -596,7 +611,7 @@ class GroupRuntime(MetricsHandlers):
         if self.group is not None:
             self.execute(self.classic.delete(self.now, cause))
         else:
-            self.consumer.delete_empty(self.now, cause, self.log, self.out, self)
+            self.execute(self.consumer.delete_empty(self.now, cause, self.log, self.out))
 
     # -- coordinator faults --------------------------------------------------------------------------------
     def _handle_fault(self, fault: CoordinatorFault) -> None:
@@ -641,7 +656,7 @@ class GroupRuntime(MetricsHandlers):
         replays)."""
         self.timers.cancel_all()
         self.offset_manager.unload()
-        self.consumer.unload(self.now, self.out, self)
+        self.execute(self.consumer.unload(self.now, self.out))
         self.execute(self.classic.unload(self.now, crashed))
 
     def _load_group(self) -> None:
@@ -649,7 +664,7 @@ class GroupRuntime(MetricsHandlers):
         group or the classic group its records hold."""
         self.loading_until = None
         self.offset_manager.load(self.log)
-        loaded = self.consumer.load(self.now, self.log, self.out, self, self.write_failures)
+        loaded = self.consumer.load(self.now, self.log, self.out, self.write_failures)
         if loaded is not None:
             self.execute(loaded)
             return

@@ -37,10 +37,10 @@ def take(runtime) -> bytes:
     runs, openings = runtime.elision.open_runs(runtime)
     generations = [row for row in (runtime.classic.pending_generation_row(None), runtime.consumer.generation_row(None))
                    if row is not None]
-    metrics = runtime.metrics_row()
-    # Each generation finish() writes is one more (record_generation; without a stable time, no duration).
-    metrics["generations"] += len(generations)
     m = runtime.metrics
+    metrics = m.row(runtime.now, *runtime.end_of_group)
+    # Each generation finish() writes is one more (Output.generation; without a stable time, no duration).
+    metrics["generations"] += len(generations)
     gaps = (dict(m.gaps_ms), list(m.unconsumed_since.values())) if m.synthetic else None
     out = runtime.out
     body = (FORMAT, runtime.group_id, runtime.now, out.next_seq, out.coordinator_partition, out.coordinator_id,

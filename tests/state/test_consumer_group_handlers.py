@@ -4,12 +4,16 @@ members, and the log, whose records replayed give the same group."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from state.config import CoordinatorConfig
+from state.coordinator_result import IN_STATE
 from state.consumer_group.group import ConsumerGroup
 from state.consumer_group.topic_id import TopicId
 from state.events import parse_event
+from state.output import Output
 from state.record_bytes import batch_size
 from state.records import GroupMetadataRecord
 from state.runtime import GroupRuntime
@@ -332,3 +336,11 @@ def test_a_topic_created_again_with_fewer_partitions_has_a_new_id_and_is_assigne
     last = max(row["generation_id"] for row in output.tables["assignments"])
     assert [(row["topic"], row["partition"]) for row in output.tables["assignments"]
             if row["generation_id"] == last] == [("t", 0)]
+
+
+def test_an_unloaded_consumer_group_is_dead_for_the_figures_through_the_result(ctx):
+    # The manager never tells the group's figures itself: what they observe is in the result it returns.
+    join_two(ctx)
+    before = copy.deepcopy(ctx.runtime.metrics)
+    result = ctx.runtime.consumer.unload(ctx.time, Output(ctx.group_id))
+    assert result.effects == [(IN_STATE, "Dead")] and ctx.runtime.metrics == before

@@ -8,7 +8,9 @@ from collections import Counter
 
 import pytest
 
-from state.metrics import distribution, merged, nearest_rank
+from state.config import CoordinatorConfig
+from state.metrics import GroupMetrics, distribution, merged, nearest_rank
+from state.runtime import GroupRuntime
 from tests.state.harness import GroupContext
 from tests.state.test_consumer import SESSION, end_metrics, restarted_fleet, start
 
@@ -184,3 +186,42 @@ def test_groups_without_synthetic_clients_have_no_gaps():
     m = end_metrics(ctx)
     assert m["unconsumed_gaps"] is None and m["unconsumed_gap_ms_max"] is None
     assert m["unconsumed_gap_durations"] is None and m["rebalance_durations"] == []
+
+
+def test_the_figures_are_told_what_happened_in_plain_values():
+    # A classic group's formation (the initial delay, then Stable), and a later rebalance; no consumers.
+    m = GroupMetrics()
+    m.activity(0)
+    m.rebalance(0, "initial_join", window_ms=3_000)
+    m.group_state(6_000, "CompletingRebalance")
+    m.group_state(6_100, "Stable")
+    m.activity(20_000)
+    m.rebalance(20_000, "member_leave", window_ms=3_000)
+    m.group_state(21_000, "Stable")
+    row = m.row(30_000, "Stable", 2)
+    assert (row["end_ts"], row["end_state"], row["end_members"]) == (30_000, "Stable", 2)
+    assert (row["time_to_stable_ms"], row["rebalances"], row["rebalances_after_formation"]) == (6_100, 2, 1)
+    assert row["rebalance_durations"] == [{"ms": 1_000, "count": 1}]
+    assert row["unconsumed_partition_ms"] is None and row["partitions_moved"] is None
+
+
+def test_a_new_owner_starts_against_what_the_previous_one_processed():
+    # a consumes t-0 and t-1; it stops t-1 at 50 but goes on with t-0 unaware (paused, then evicted): b's start
+    # compares with a's position on t-0 (70, committed 40: 30 processed twice), and on t-1 with where a stopped
+    # (nothing committed, latest: the log end 80 skips 30).
+    m = GroupMetrics()
+    t0, t1 = ("t", 0), ("t", 1)
+    m.start_consuming(0, "a", [t0, t1], {}, {t0: None, t1: None}, {t0: 0, t1: 0}, reset_earliest=False)
+    m.stop_consuming(1_000, "a", {t1: 50})
+    assert m.consumers("b", [t0, t1]) == {t0: "a"} and m.consumers("a", [t0, t1]) == {}
+    m.start_consuming(2_000, "b", [t0, t1], {t0: 70}, {t0: 40, t1: None}, {t1: 80}, reset_earliest=False)
+    row = m.row(3_000, "Stable", 2)
+    assert (row["partitions_moved"], row["duplicate_records"], row["skipped_records"]) == (2, 30, 30)
+    assert (row["unconsumed_gaps"], row["unconsumed_partition_ms"]) == (1, 1_000)
+
+
+def test_the_runtime_holds_its_figures_and_none_of_their_methods():
+    # The figures were a mixin of the runtime sharing its `self`: they are an object it holds, told in values.
+    assert isinstance(GroupRuntime("g", CoordinatorConfig()).metrics, GroupMetrics)
+    assert not {"metrics_row", "note_activity", "observe_classic_state", "record_rebalance", "record_group_state",
+                "record_generation", "start_consuming", "stop_consuming", "consumption_ended"} & set(dir(GroupRuntime))

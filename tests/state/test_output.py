@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from state.events import parse_event
+from state.metrics import GroupMetrics
 from state.output import Output
 from state.tables import columns
 
@@ -28,3 +29,14 @@ def test_response_refuses_a_column_the_table_lacks() -> None:
     with pytest.raises(KeyError, match="responses has no column \\['bogus'\\]"):
         out.response(HEARTBEAT, 9, "NONE", bogus=1, results=[])
     assert len(out) == 0
+
+
+def test_the_generations_figure_counts_the_generations_rows() -> None:
+    # Both protocols' generations reach the table here, and so the figure (docs/tables.md: rows of
+    # `generations`); responses that are no failed commit leave failed_commits alone.
+    figures = GroupMetrics()
+    out = Output("g", figures=figures)
+    out.generation({"generation_id": 1})
+    out.generation({"generation_id": 2})
+    out.response(HEARTBEAT, 9, "NONE", results=[])
+    assert (figures.generations, figures.failed_commits, len(out.tables["generations"])) == (2, 0, 2)
