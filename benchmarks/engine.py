@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from state.config import CoordinatorConfig  # noqa: E402
-from state.runtime import GroupRuntime  # noqa: E402
+from state.runtime.group_runtime import GroupRuntime  # noqa: E402
 from benchmarks.recording import record  # noqa: E402
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z

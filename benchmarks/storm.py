@@ -22,7 +22,7 @@ machine may be shared).
 also has the run's micro-batches and its wall time per phase (`OUT/_run.json`). `visits` counts, in this
 process, what slicing adds per group: the visits (a group's runtime decoded, advanced, encoded) a run makes
 at each slice size, against an unsliced run's, and the encoding and decoding time of a storm group, and the
-time and size of its live snapshot (taken at every visit, state/snapshot.py):
+time and size of its live snapshot (taken at every visit, state/runtime/snapshot.py):
 
     .venv/bin/python benchmarks/storm.py --groups 5 --engines visits --runs storm
 
@@ -135,7 +135,7 @@ def runtime_work(scenario_file: Path) -> dict:
     from simulations import scenarios
     from tableio.coordinator_settings import load_config
     from state.events import parse_event
-    from state.runtime import GroupRuntime
+    from state.runtime.group_runtime import GroupRuntime
 
     loaded = scenarios.load_scenario(scenario_file)
     generated = scenarios.generate(loaded)
@@ -164,7 +164,7 @@ def slice_visits(scenario_file: Path, delay_ms: int = 30_000) -> dict:
     from simulations import scenarios
     from tableio.coordinator_settings import load_config
     from state.events import parse_event
-    from state.runtime import GroupRuntime
+    from state.runtime.group_runtime import GroupRuntime
 
     loaded = scenarios.load_scenario(scenario_file)
     generated = scenarios.generate(loaded)

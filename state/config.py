@@ -57,8 +57,8 @@ class CoordinatorConfig:
     # How often a group's regular expressions are resolved again at the latest (an internal Kafka setting,
     # default 10 minutes, at least 10 s), checked at each heartbeat (state.consumer_group.regex).
     group_consumer_regex_refresh_interval_ms: int = 600_000
-    # 1: a steady member's heartbeats and auto-commits (state/periodic.py) and the lookups of a client whose
-    # coordinator's broker is down or has no leader (state/lookup.py) are computed in closed form;
+    # 1: a steady member's heartbeats and auto-commits (state/clients/elision.py) and the lookups of a client whose
+    # coordinator's broker is down or has no leader (state/clients/lookup_loop.py) are computed in closed form;
     # 0: simulated one by one. The output is the same either way.
     coordsim_periodic_elision: int = 1
     # Which Kafka's consumer groups behave as: `trunk` (the default, state/consumer_group/) or `4.0` (Kafka

@@ -22,8 +22,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from state import consumer_protocol
-from state.client_config import ClientConfig
+from state.classic import consumer_protocol
+from state.clients.config import ClientConfig
 from state.config import ConfigError
 from state.consumer_group.regex import InvalidRegularExpression, compile_regex
 from state.quiet_run import grown, request_time
@@ -114,7 +114,7 @@ class CommitPartition:
 @dataclass(slots=True, unsafe_hash=True)
 class CapturedAnswer:
     """What a captured broker answered to a replayed request, as much as the runtime's id mapping needs
-    (state/captured_ids.py). Never read from an input row: the engines attach it from a captured-responses
+    (state/runtime/captured_ids.py). Never read from an input row: the engines attach it from a captured-responses
     file (docs/captures.md). `error` is None when the capture holds no response."""
 
     connection: str | None
@@ -142,7 +142,7 @@ class Event:
     # Set on replayed captured requests: the captured broker's answer, whose ids the runtime maps to its own.
     captured: CapturedAnswer | None = None
     # Set on periodic requests (a synthetic client's heartbeats and auto-commits, an input row's repeats):
-    # the chain whose quiet requests are written as one run (state/periodic.py).
+    # the chain whose quiet requests are written as one run (state/clients/elision.py).
     run: str | None = None
     # Set on the events of a sweep: the variant whose groups they belong to (state/variants.py).
     variant: str | None = None

@@ -29,7 +29,7 @@ processed beyond it is processed again (duplicates). With no committed offset it
 processed.
 
 Failed commits are what `responses` holds: the OffsetCommit requests answered with an error, a broker's or the
-client's failed connection (`failed_commit`, counted as each row is written: state/output.py); a
+client's failed connection (`failed_commit`, counted as each row is written: state/runtime/output.py); a
 commit the client failed before sending anything (CommitFailedException) is no request, and is counted apart
 (`unsent_commits`).
 """

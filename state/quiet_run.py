@@ -10,7 +10,7 @@ the input: the core (`expand_row`, `state.events.expand_repeats`), tableio (the 
   hi: a request on a window's edge belongs to the later window.
 - Commit k of an `offsets` run (and of an OffsetCommit run's `requests` row, per partition) commits the
   row's offset grown by what the run's offsets rule (`records_per_second` from `rate_origin_ts`, the
-  production model's `state.production.rule_offset`) produced between the first commit and commit k; its
+  production model's `state.offsets.production.rule_offset`) produced between the first commit and commit k; its
   log-end offset grows by the same rate from `log_end_origin_ts`. A missing or zero rate, or a missing
   origin: the value stays the same.
 - A synthetic client's periodic request is named by when it was sent (`<client>/heartbeat@<ts>`), so request
@@ -30,7 +30,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from state.production import rule_offset, rule_offsets
+from state.offsets.production import rule_offset, rule_offsets
 
 COUNT, INTERVAL = "repeat_count", "repeat_interval_ms"
 # What an `offsets` row needs besides its own values to be read commit by commit.

@@ -35,7 +35,7 @@ def tag(tables: Mapping[str, list[dict]], variant: str) -> None:
 
 
 def tag_output(output, variant: str) -> None:
-    """Add the `variant` column to every row a group's runtime produced (`state.output.Output`): its tables'
+    """Add the `variant` column to every row a group's runtime produced (`state.runtime.output.Output`): its tables'
     and its rejects'. Both engines call this, so their sweep rows agree."""
     tag({**output.tables, "rejects": output.rejects}, variant)
 

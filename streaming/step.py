@@ -21,7 +21,7 @@ row per ROWS_PER_ENVELOPE of them whose payload is those rows as Arrow record ba
 (`streaming.sink.encode_table`), built here, in the executors: the driver's compaction then only
 concatenates, sorts and writes. `engine_meta` rows are one per group touched (`rows` 1), whose payload is a
 `GroupFacts` tuple in `marshal` format for the driver; `live_snapshots` rows one per group advanced (outside
-sweeps), whose payload is its live snapshot (state/snapshot.py) for the readers of the run in progress.
+sweeps), whose payload is its live snapshot (state/runtime/snapshot.py) for the readers of the run in progress.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from typing import Iterator, Mapping, NamedTuple
 import pandas as pd
 
 from state.config import CoordinatorConfig
-from state.runtime import GroupRuntime
+from state.runtime.group_runtime import GroupRuntime
 from state.tables import TABLES
 from state.variants import split_key, tag_output
 from streaming import sink
@@ -43,7 +43,7 @@ from streaming.source import end_of_run_final, wake_at
 OUTPUT_SCHEMA = "table string, group_id string, rows long, payload binary"
 STATE_SCHEMA = "slots binary"
 META_TABLE = "engine_meta"  # not an output table: GroupFacts for the driver
-# Not an output table either: each visited group's live snapshot (state/snapshot.py) for the readers of a run
+# Not an output table either: each visited group's live snapshot (state/runtime/snapshot.py) for the readers of a run
 # in progress; an empty payload once the group's run has ended (its rows are all in the tables).
 LIVE_TABLE = "live_snapshots"
 

@@ -2,7 +2,7 @@
 runs through either engine like any other event (`run_local`, or `run_spark(..., captured=FILE)`, whose source
 attaches the answers as it reads the events).
 
-The group's runtime does the rest (state/captured_ids.py): right before it handles a request that carries a
+The group's runtime does the rest (state/runtime/captured_ids.py): right before it handles a request that carries a
 captured answer it translates the captured broker's member ids and generations into its own, it learns the
 translation from its answers to captured JoinGroups, and it sends the MEMBER_ID_REQUIRED round the captured
 broker skipped. The replay is open loop: every request is sent at its captured time, whatever the group

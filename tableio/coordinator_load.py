@@ -23,7 +23,7 @@ heartbeats (3 s apart, 1 s windows) cost three lattices of 1,200 points per brok
 Every figure is a sum over groups, so the written tables are read once, a range of groups at a time, in
 bounded memory (`read_inputs`); strings are read as categories and grouped by their codes.
 
-Bytes are `state.record_bytes`' sizes of the rows' records (`tableio.record_rows`), measured once per shape of
+Bytes are `state.records.record_bytes`' sizes of the rows' records (`tableio.record_rows`), measured once per shape of
 record (the byte lengths of its variable fields and which optional fields it has: all a size depends on). A
 batch is one operation's records, rebuilt from the rows: the `offsets` rows of one group written at one
 `write_ts` by one member (one OffsetCommit request; each commit of a quiet run of them); a GroupMetadata
@@ -46,7 +46,7 @@ from pandas.api.types import union_categoricals
 
 from state.errors import NETWORK_EXCEPTION
 from state.quiet_run import COUNT, INTERVAL, run_counts, run_intervals
-from state.record_bytes import RECORD_BATCH_OVERHEAD, record_size
+from state.records.record_bytes import RECORD_BATCH_OVERHEAD, record_size
 from state.variants import VARIANT
 from tableio.parquet import PART_FILE, PartFileWriter, arrow_schema, rows_to_arrow, sort_table, variant_rows
 from tableio.record_rows import group_metadata_record, offset_record

@@ -105,7 +105,7 @@ def coordinator_reject(row: Mapping[str, Any]) -> dict | None:
 
     A coordinator rejects a valid event it was handed but cannot apply (one that arrives after its group's
     clock has passed it, a directive for a client that is not running). Its reject's `raw` is the parsed
-    event as JSON (state.output.event_json), which names the row's own `source` and `line`; a reader's
+    event as JSON (state.runtime.output.event_json), which names the row's own `source` and `line`; a reader's
     reject keeps the input row's text. This is the one definition behind the run summaries' "events
     applied" (events handed to the coordinators, less these) and `coordsim validate`'s input accounting."""
     raw = row["raw"]

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
-from state.production import rule_offset
+from state.offsets.production import rule_offset
 from state.quiet_run import OFFSETS_RUN_COLUMNS, Run
 from tableio.commit_log import CommitLog, cell
 

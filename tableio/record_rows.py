@@ -1,6 +1,6 @@
 """The records of `__consumer_offsets` that the `offsets` and `group_metadata` rows were written from
-(state.records, the values as state.record_bytes reads them): what a record's bytes (tableio.coordinator_load)
-and its formatters' JSON (simulations.views.record_json) are computed from.
+(state.records.group_log, the values as state.records.record_bytes reads them): what a record's bytes
+(tableio.coordinator_load) and its formatters' JSON (simulations.views.record_json) are computed from.
 
 Rows come from pandas, where a null reads back as NaN or pd.NA (and the integer columns a tombstone leaves
 null as floats).
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from state.records import GroupMetadataRecord, OffsetCommitRecord
+from state.records.group_log import GroupMetadataRecord, OffsetCommitRecord
 
 
 def offset_record(row: dict) -> OffsetCommitRecord:

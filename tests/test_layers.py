@@ -30,7 +30,8 @@ def project_names() -> set[str]:
 
 
 def imported_modules(path: Path) -> Iterator[tuple[int, str]]:
-    """(line, absolute module name) of every import in the file at `path`."""
+    """(line, absolute module name) of every import in the file at `path` (a from-import's names each appended to
+    its module)."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     package = path.relative_to(ROOT).with_suffix("").parts[:-1]
     for node in ast.walk(tree):
@@ -40,9 +41,12 @@ def imported_modules(path: Path) -> Iterator[tuple[int, str]]:
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package[:len(package) - (node.level - 1)]
-                yield node.lineno, ".".join([*base, *([node.module] if node.module else [])])
+                module = ".".join([*base, *([node.module] if node.module else [])])
             else:
-                yield node.lineno, node.module
+                module = node.module
+            # each name is counted as module.name: `from state.classic import manager` imports the manager
+            for alias in node.names:
+                yield node.lineno, f"{module}.{alias.name}"
         elif (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
               and isinstance(node.args[0].value, str)
               and (getattr(node.func, "attr", None) == "import_module" or getattr(node.func, "id", None)
@@ -69,3 +73,35 @@ def test_a_layer_imports_only_the_layers_below_it(layer):
 
 def test_the_rule_sees_every_package_of_the_project():
     assert set(ALLOWED) | {"simulations", "tests", "benchmarks", "scripts"} <= project_names()
+
+
+# Inside the core, as in Kafka's group-coordinator: the coordinator side (the classic group, the consumer group,
+# the offsets, their records) never reaches the client side, and the client side reaches the coordinator only
+# through requests and answers (the messages a ConsumerGroupHeartbeat carries, topic ids) — only the runtime,
+# which interleaves them, imports both (docs/architecture.md).
+COORDINATOR = ("state.classic", "state.consumer_group", "state.offsets", "state.records")
+# What a client may read of the coordinator's packages: the wire's shapes, not the coordinator's state.
+WIRE = ("state.classic.consumer_protocol", "state.classic.group_state", "state.consumer_group.messages",
+        "state.consumer_group.topic_id", "state.offsets.production")
+# The closed form of a steady member's quiet period still spans both sides: it takes the member's session timer
+# out of the coordinator's queue and predicts the answers to the requests it elides (docs/architecture.md).
+SPANS_BOTH = {"state/clients/elision.py"}
+
+
+def _imports_of(folder: str) -> Iterator[tuple[str, int, str]]:
+    for path in sorted((ROOT / folder).rglob("*.py")):
+        for line, module in imported_modules(path):
+            yield str(path.relative_to(ROOT)), line, module
+
+
+def test_the_coordinator_side_never_imports_the_client_side():
+    found = [f"{path}:{line}: imports {module}" for folder in ("state/classic", "state/consumer_group",
+                                                               "state/offsets", "state/records")
+             for path, line, module in _imports_of(folder) if module.startswith("state.clients")]
+    assert not found, "\n".join(found)
+
+
+def test_the_client_side_reads_only_the_wire_of_the_coordinator_side():
+    found = [f"{path}:{line}: imports {module}" for path, line, module in _imports_of("state/clients")
+             if path not in SPANS_BOTH and module.startswith(COORDINATOR) and not module.startswith(WIRE)]
+    assert not found, "\n".join(found)

@@ -8,7 +8,7 @@
 - The replay itself is below both engines: `tableio.captured_answers.attach_captured(events,
   captured_answers(captured_responses))` gives the events with the captured broker's answers attached, for an
   open-loop replay on either engine; the group's runtime maps the captured member ids, generations and member
-  epochs to its own (state/captured_ids.py).
+  epochs to its own (state/runtime/captured_ids.py).
 - `compare.compare_captured(tables, captured_responses)`: the divergence report, per request.
 - `commands`: the `coordsim capture import` command and what `coordsim replay --compare-captured` calls.
 

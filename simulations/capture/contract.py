@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass
 
-from state import consumer_protocol
+from state.classic import consumer_protocol
 from state.errors import ERROR_CODES
 from state.events import NEWEST_API_VERSION
 

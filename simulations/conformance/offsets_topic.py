@@ -2,7 +2,7 @@
 key and value bytes as stored) against coordsim's `offsets`, `group_metadata` and `consumer_group_records`
 tables, record by record: each key's records in write order on both sides, paired in turn.
 
-A classic group's records are compared bytes and all: coordsim's own encoder (state/record_bytes.py) writes the
+A classic group's records are compared bytes and all: coordsim's own encoder (state/records/record_bytes.py) writes the
 simulated row's record, and the two values must be the same bytes, or the same size with the fields that differ
 named (a timestamp is the brokers' clocks, not a behaviour; member ids are mapped through the JoinGroup answers
 first, as the answer comparison maps them). A consumer group's records are compared by key (type, group, member
@@ -21,7 +21,7 @@ import pandas as pd
 
 from state.consumer_group import records as cg
 from state.quiet_run import expand_rows
-from state.record_bytes import GROUP_METADATA, OFFSET_COMMIT, key_bytes, value_bytes
+from state.records.record_bytes import GROUP_METADATA, OFFSET_COMMIT, key_bytes, value_bytes
 from tableio.record_rows import group_metadata_record, offset_record
 
 # The fields whose difference is the clocks of two brokers (the real one's, and coordsim's request times).

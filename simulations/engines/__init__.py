@@ -1,4 +1,4 @@
-"""Engines: what drives `state.runtime.GroupRuntime` over a whole input.
+"""Engines: what drives `state.runtime.group_runtime.GroupRuntime` over a whole input.
 
 An engine takes validated events (`state.events.Event`), a `CoordinatorConfig` and an optional inclusive end
 time, and returns the rows of every table in `state.tables.GROUP_TABLES` plus the rejects it made itself

@@ -29,8 +29,8 @@ from tableio.heap import long_lived_heap
 from tableio.parquet import PartFileWriter, WrittenTables, output_errors, to_arrow
 from state.config import CoordinatorConfig
 from state.events import Event
-from state.output import Output
-from state.runtime import GroupRuntime
+from state.runtime.output import Output
+from state.runtime.group_runtime import GroupRuntime
 from state.tables import GROUP_TABLES
 from state.variants import VARIANT, group_key, tag, tag_output
 from tableio.run_record import final_time, variant_settings, write_run_record

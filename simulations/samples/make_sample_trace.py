@@ -1,6 +1,6 @@
 """Writes `sample-trace.jsonl` next to this file: four minutes of Kafka consumer traffic to one coordinator.
 
-The trace is closed-loop: each group's coordinator (`state.runtime.GroupRuntime`) runs inside this script,
+The trace is closed-loop: each group's coordinator (`state.runtime.group_runtime.GroupRuntime`) runs inside this script,
 and every request is what a Java KafkaConsumer would send next given the responses it got (member ids handed
 out by the coordinator, the generation it announced, the leader's range assignment over the members the
 JoinGroup response listed, committed offsets fetched after each assignment). Replaying the trace therefore
@@ -31,12 +31,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from state import consumer_protocol
+from state.classic import consumer_protocol
 from state.assignors import range as range_assignor
 from state.assignors.model import GroupAssignmentInput, MemberSubscription
 from state.config import CoordinatorConfig
 from state.events import NEWEST_API_VERSION, group_partitions, parse_event
-from state.runtime import GroupRuntime
+from state.runtime.group_runtime import GroupRuntime
 
 START = int(dt.datetime(2026, 3, 2, 9, 0, tzinfo=dt.timezone.utc).timestamp() * 1000)
 END = START + 240_000

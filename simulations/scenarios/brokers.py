@@ -27,15 +27,15 @@ import heapq
 import math
 from dataclasses import dataclass, replace
 
-from state.client_config import ClientConfig
+from state.clients.config import ClientConfig
 from state.cluster import (NO_LEADER, BrokerHeartbeats, Cluster, ControllerSettings, ImbalanceCheck,
                            Leadership)
 from state.consumer_group.topic_id import derived_topic_id
-from state.consumer_protocol import (Assignment, Subscription, TopicPartition, encode_assignment,
+from state.classic.consumer_protocol import (Assignment, Subscription, TopicPartition, encode_assignment,
                                      encode_subscription)
 from state.java_compat import coordinator_partition
-from state.record_bytes import batch_size
-from state.records import GroupMetadataRecord, OffsetCommitRecord
+from state.records.record_bytes import batch_size
+from state.records.group_log import GroupMetadataRecord, OffsetCommitRecord
 
 # The member id a broker gives: client id, "-", a UUID (36 characters).
 UUID_LENGTH = 36

@@ -28,7 +28,7 @@ from simulations.scenarios.brokers import BrokerEvent, BrokerEventError, Cluster
 from simulations.scenarios.schema import (Action, BrokerAction, CoordinatorMove, Crash, Flap, GroupSet, Idle,
                                           PartitionIncrease, Pause, RollingRestart, ScaleIn, ScaleOut, Scenario,
                                           ScenarioError, merged_config)
-from state.client_config import ClientConfig
+from state.clients.config import ClientConfig
 from state.config import CoordinatorConfig
 
 # Members of one group start within this many milliseconds of each other (pods of one deployment starting).

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from simulations.scenarios.document import (Node, ScenarioError, Section, as_choice, as_duration_ms, as_int, as_list,
                                             as_mapping, as_number, as_str, as_time_ms, describe, parse_yaml)
-from state.client_config import ClientConfig
+from state.clients.config import ClientConfig
 from state.cluster import (AUTO_LEADER_REBALANCE, DEFAULT_NUM_PARTITIONS, DEFAULT_REPLICATION_FACTOR,
                            HEARTBEAT_INTERVAL, IMBALANCE_CHECK_INTERVAL, IMBALANCE_PERCENTAGE, LOAD_RATE,
                            NUM_PARTITIONS, REPLICATION_FACTOR, SEGMENT_BYTES, SESSION_TIMEOUT, Broker, Cluster,

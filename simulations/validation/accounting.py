@@ -23,7 +23,7 @@ none (no `requests` row): its `responses` row (NETWORK_EXCEPTION, the client's f
 nothing of the input, and is counted apart.
 A replay of captured traffic answers one request the input does not hold: the JoinGroup retry it sends
 itself when the coordinator asks a new member for the MEMBER_ID_REQUIRED round the captured broker skipped
-(`state.captured_ids`, request_id ending in RETRY_SUFFIX); it is accounted for by its input JoinGroup's
+(`state.runtime.captured_ids`, request_id ending in RETRY_SUFFIX); it is accounted for by its input JoinGroup's
 MEMBER_ID_REQUIRED answer.
 A response with no request behind it, a request neither answered nor explained, or an invalid row missing
 from `rejects` fails the check.
@@ -42,7 +42,7 @@ from tableio.inputs import InputError, coordinator_reject, read_events
 from simulations.group_ranges import WHOLE, GroupRange
 from simulations.validation.result import Check
 from simulations.views.quiet_runs import repeat_counts, repeat_times
-from state.captured_ids import is_retry
+from state.runtime.captured_ids import is_retry
 from state.errors import NETWORK_EXCEPTION
 from state.events import API_NAMES, expand_repeats
 

@@ -23,7 +23,7 @@ import pandas as pd
 from simulations.validation.group_rows import Finding
 from simulations.views.quiet_runs import repeat_counts
 from state.errors import NETWORK_EXCEPTION
-from state.group_state import GroupState
+from state.classic.group_state import GroupState
 
 LEADERSHIP = "a broker hosts only groups whose partition it leads"
 LOAD_TOTALS = "coordinator_load counts the rows it summarizes"

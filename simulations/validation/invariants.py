@@ -62,7 +62,7 @@ from simulations.views.quiet_runs import repeat_counts
 from state.consumer_group.group import ConsumerGroupState, initial_epoch
 from state.errors import ERROR_CODES
 from tableio.lag_status import group_status
-from state.group_state import VALID_PREVIOUS_STATES, GroupState
+from state.classic.group_state import VALID_PREVIOUS_STATES, GroupState
 
 COMMITTING_STATES = (GroupState.STABLE.value, GroupState.PREPARING_REBALANCE.value)
 # Per protocol: the states a group comes into existence in, by the cause of that row, and the states each

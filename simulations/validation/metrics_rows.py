@@ -26,7 +26,7 @@ from collections import Counter
 import pandas as pd
 
 from simulations.validation.group_rows import Finding
-from state.group_state import GroupState
+from state.classic.group_state import GroupState
 from simulations.views.quiet_runs import repeat_counts
 from state.metrics import OFFSET_COMMIT, failed_commit, nearest_rank
 

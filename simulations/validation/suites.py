@@ -29,7 +29,7 @@ from tableio.lag_status import GROUP_STATUSES, PARTITION_STATUSES
 from state.consumer_group.group import ConsumerGroupState
 from state.errors import ERROR_CODES
 from state.events import API_NAMES
-from state.group_state import GroupState
+from state.classic.group_state import GroupState
 from state.tables import COMPARISON, TABLES, parse_type
 from state.variants import VARIANT
 from simulations.views.comparison import TABLE as COMPARISON_TABLE

@@ -28,9 +28,9 @@ import pandas as pd
 from simulations.views.group_types import CONSUMER
 from simulations.views.quiet_runs import expand_runs
 from simulations.views.run_tables import RunTables
-from state import consumer_protocol
+from state.classic import consumer_protocol
 from state.java_compat import JavaHashMap
-from state.production import rule_offset
+from state.offsets.production import rule_offset
 
 EMPTY, PREPARING, COMPLETING, STABLE, DEAD = "Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"
 ASSIGNING, RECONCILING = "Assigning", "Reconciling"  # a consumer group's (KIP-848) other states

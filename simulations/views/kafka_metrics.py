@@ -40,7 +40,7 @@ from simulations.views.rebalances import CLASSIC, CONSUMER, rebalance_starts
 from simulations.views.run_tables import RunTables
 from state.errors import NETWORK_EXCEPTION
 from state.metrics import OFFSET_COMMIT, failed_commit
-from state.production import rule_offsets
+from state.offsets.production import rule_offsets
 from state.quiet_run import grown_array
 
 # Each group type coordsim simulates (Group.GroupType's names, the `protocol` tag of Kafka's group-count) and

@@ -3,7 +3,7 @@ micro-batches wrote, and what the groups' latest live snapshots say is still ope
 
 A micro-batch runs every group with something due to its horizon and commits the rows they wrote; what is
 still open is not in them: a quiet run is written when it closes, a generation once its outcome is known, a
-group's `metrics` row at the end of the run (state/snapshot.py). So each visit of a group also leaves its
+group's `metrics` row at the end of the run (state/runtime/snapshot.py). So each visit of a group also leaves its
 live snapshot with the batch (`streaming.step.LIVE_TABLE`), and the batch keeps its horizon
 (`streaming.sink.committed_horizon`). At the latest committed batch's horizon (the time reached), each group
 whose run has not ended reads its latest snapshot there: a group not visited since has nothing due before its
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from state import snapshot
+from state.runtime import snapshot
 from state.tables import GROUP_TABLES
 from streaming.sink import committed_batches, read_batch
 from streaming.step import LIVE_TABLE

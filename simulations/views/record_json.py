@@ -4,7 +4,7 @@ CoordinatorRecordMessageFormatter and its OffsetsMessageFormatter and GroupMetad
     {"key":{"type":TYPE,"data":KEY},"value":{"version":VERSION,"data":VALUE}}     "value":null for a tombstone
 
 The key's type is the record type (CoordinatorRecordType: OffsetCommit 1, GroupMetadata 2); the value's version
-is the one the record was written at (state.record_bytes decides it). `data` is the generated JsonConverter's
+is the one the record was written at (state.records.record_bytes decides it). `data` is the generated JsonConverter's
 output for the message at that version (OffsetCommitValue.json, GroupMetadataValue.json): the fields in the
 schema's order, only those of that version, a tagged field only when it is not its default (the topic id of
 an OffsetCommitValue v4), a null string as null, bytes in base64 with padding, a Uuid in Kafka's base64url
@@ -17,9 +17,9 @@ from __future__ import annotations
 import base64
 import numbers
 
-from state.record_bytes import (GROUP_METADATA, GROUP_METADATA_VALUE_VERSION, NO_PARTITION_LEADER_EPOCH,
+from state.records.record_bytes import (GROUP_METADATA, GROUP_METADATA_VALUE_VERSION, NO_PARTITION_LEADER_EPOCH,
                                 NO_TIMESTAMP, OFFSET_COMMIT, offset_commit_value_version)
-from state.records import GroupMetadataRecord, OffsetCommitRecord
+from state.records.group_log import GroupMetadataRecord, OffsetCommitRecord
 
 # (JSON name, the value's key, first version, last version or None) in the schema's order.
 OFFSET_COMMIT_VALUE = (("offset", "offset", 0, None), ("leaderEpoch", "leader_epoch", 3, None),

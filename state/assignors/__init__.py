@@ -27,7 +27,7 @@ import enum
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
-from state import consumer_protocol
+from state.classic import consumer_protocol
 from state.assignors import cooperative_sticky, range as range_assignor, roundrobin, sticky
 from state.assignors.model import AssignorError, GroupAssignmentInput, MemberSubscription, TopicPartition
 

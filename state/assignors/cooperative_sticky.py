@@ -9,7 +9,7 @@ A v1 subscription carries the generation in this assignor's userData instead.
 
 from __future__ import annotations
 
-from state import consumer_protocol
+from state.classic import consumer_protocol
 from state.assignors import sticky
 from state.assignors.model import GroupAssignmentInput, MemberSubscription, TopicPartition
 from state.assignors.sticky import NO_GENERATION, MemberData

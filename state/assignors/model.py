@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from state import consumer_protocol
-from state.consumer_protocol import TopicPartition
+from state.classic import consumer_protocol
+from state.classic.consumer_protocol import TopicPartition
 from state.java_compat import JavaHashMap, java_string_sort_key
 
 __all__ = ["AssignorError", "GroupAssignmentInput", "MemberSubscription", "TopicPartition"]

@@ -17,7 +17,7 @@ import heapq
 from itertools import islice, repeat
 
 from state.assignors.model import GroupAssignmentInput, TopicPartition
-from state.consumer_protocol import new_topic_partition
+from state.classic.consumer_protocol import new_topic_partition
 
 
 def assign(inp: GroupAssignmentInput) -> dict[str, list[TopicPartition]]:

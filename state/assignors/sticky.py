@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import Callable, Iterable
 
-from state import consumer_protocol
+from state.classic import consumer_protocol
 from state.assignors.model import AssignorError, GroupAssignmentInput, MemberSubscription, TopicPartition
-from state.consumer_protocol import new_topic_partition
+from state.classic.consumer_protocol import new_topic_partition
 from state.java_compat import JavaHashSet, java_string_sort_key, to_int32, topic_partition_hash_code
 
 NO_GENERATION = -1  # AbstractStickyAssignor.DEFAULT_GENERATION

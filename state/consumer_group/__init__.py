@@ -1,6 +1,6 @@
 """KIP-848 consumer groups (`group.protocol=consumer`): the broker side in this package, the client side in
-`client`; pure and deterministic, no I/O, modelled on Kafka's group coordinator at trunk commit d79bd502ec7f (2026-08-23,
-4.5.0-SNAPSHOT); docs name where Kafka 4.0.0 behaved differently.
+`state.clients.consumer_group`; pure and deterministic, no I/O, modelled on Kafka's group coordinator at trunk
+commit d79bd502ec7f (2026-08-23, 4.5.0-SNAPSHOT); docs name where Kafka 4.0.0 behaved differently.
 
 * `topic_id`: topic ids (Kafka's Uuid) with their Java hash and order.
 * `group_spec`: the assignors' input and output, the group's subscription type, and the Java iteration
@@ -17,7 +17,9 @@
 * `heartbeat`: the broker side of ConsumerGroupHeartbeat and the session / rebalance timeouts: records,
   response and timer changes.
 * `offset_commit`: the member epoch checks of an OffsetCommit to a consumer group.
-* `client`: the Java client's new consumer (membership, heartbeats, reconciliation), subpackage.
+* `manager`: `ConsumerGroupManager`, which answers ConsumerGroupHeartbeat, a consumer group's classic
+  requests and its timers with results the runtime carries out (Kafka's GroupMetadataManager for consumer
+  groups); `migration`, `downgrade`, `classic_members`: the online upgrade and downgrade with classic members.
 """
 
 from __future__ import annotations

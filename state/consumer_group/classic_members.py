@@ -28,7 +28,7 @@ import dataclasses
 from collections import Counter
 from dataclasses import dataclass
 
-from state import consumer_protocol
+from state.classic import consumer_protocol
 from state.consumer_group.downgrade import Downgrade, downgrade_allowed_with_replaced_member
 from state.consumer_group.group import ConsumerGroup, ConsumerGroupMember, topic_partitions
 from state.consumer_group.heartbeat import (
@@ -44,7 +44,7 @@ from state.consumer_group.heartbeat import (
 from state.consumer_group.messages import JOIN_EPOCH, HeartbeatRequest, TopicPartitions
 from state.consumer_group.reconciliation import MemberState
 from state.consumer_group.records import ClassicMemberMetadata, ClassicProtocol
-from state.group import CONSUMER_PROTOCOL_TYPE
+from state.classic.group import CONSUMER_PROTOCOL_TYPE
 
 # JoinGroup v4+ (KIP-394): a dynamic member with no member id is given one and must join again with it.
 REQUIRES_KNOWN_MEMBER_ID_VERSION = 4

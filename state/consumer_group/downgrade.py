@@ -8,7 +8,7 @@ leave only members using the classic protocol, at least one and at most group.ma
 classic JoinGroup whose static member takes the place of the group's only member using the consumer protocol,
 in a group of at most group.max.size members. The fencing then writes no member tombstones and no epoch bump:
 the downgrade's records replace them. An Empty consumer group is never downgraded (a JoinGroup replaces it
-with a new classic group instead: state/consumer_group_handlers.py).
+with a new classic group instead: state/consumer_group/manager.py).
 
 What. In one append: the consumer group's tombstones (every member's current assignment, every member's target,
 the target assignment metadata, every member's metadata, every resolved regular expression, the partition
@@ -22,7 +22,7 @@ of its subscription metadata. Its members' sessions restart (their classic sessi
 a rebalance unless a joining member replaced one without the group needing a new target assignment.
 
 Pure: `convert_to_classic_group` returns the tombstones and the classic group; the runtime writes them with the
-GroupMetadata record, answers and arms the classic group's timers (state/consumer_group_handlers.py).
+GroupMetadata record, answers and arms the classic group's timers (state/consumer_group/manager.py).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Collection, Iterable
 
-from state import consumer_protocol
+from state.classic import consumer_protocol
 from state.config import CoordinatorConfig
 from state.consumer_group.group import ConsumerGroup, ConsumerGroupMember
 from state.consumer_group.group_spec import in_java_hash_map_order, java_hash_set_order
@@ -47,9 +47,9 @@ from state.consumer_group.records import (
 from state.consumer_group.topic_id import TopicId
 from state.consumer_group.topics import TopicsImage
 from state.events import Protocol
-from state.group import (CONSUMER_PROTOCOL_TYPE, ClassicGroup, ClassicGroupMember, decode_assignment_partitions,
+from state.classic.group import (CONSUMER_PROTOCOL_TYPE, ClassicGroup, ClassicGroupMember, decode_assignment_partitions,
                          subscription_topics)
-from state.group_state import GroupState
+from state.classic.group_state import GroupState
 from state.java_compat import string_hash_code
 
 # ConsumerGroupMigrationPolicy.isDowngradeEnabled.
@@ -93,7 +93,7 @@ def downgrade_allowed_with_replaced_member(group: ConsumerGroup, replaced: Consu
 def convert_to_classic_group(group: ConsumerGroup, downgrade: Downgrade, topics: TopicsImage,
                              now: int) -> tuple[list[ConsumerGroupRecord], ClassicGroup]:
     """convertToClassicGroup: the consumer group's tombstones and the classic group taking its place (its
-    GroupMetadata record is `state.records.group_metadata_value(classic, its members' assignments)`)."""
+    GroupMetadata record is `state.records.group_log.group_metadata_value(classic, its members' assignments)`)."""
     joining = downgrade.joining
     replaced = None if joining is None else group.static_member(joining.instance_id)
     if joining is not None and replaced is None:

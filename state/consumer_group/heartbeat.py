@@ -94,7 +94,7 @@ class TimerChange:
     The timer, when it fires, runs `kind` with `args`: `on_rebalance_timeout(group, member_id, member_epoch)`,
     or `on_member_timeout(group, member_id)` for the others (`kind` names the timeout: on_session_timeout,
     on_join_timeout, on_sync_timeout). `if_absent`: only if no timer `key` is pending (Kafka's
-    scheduleIfAbsent). Keys are per group, as state.timers' are."""
+    scheduleIfAbsent). Keys are per group, as state.runtime.timers' are."""
 
     key: tuple
     deadline: int | None

@@ -1,7 +1,7 @@
 """ConsumerGroupHeartbeat (API key 68) as the coordinator and the client exchange it: the request and
 response fields of Kafka's `ConsumerGroupHeartbeatRequest.json` / `ConsumerGroupHeartbeatResponse.json`
 (v0-v1, flexible) and the member epochs with a meaning of their own. The broker side
-(`state.consumer_group.heartbeat`) answers these requests; the client side (`state.consumer_group.client.member`)
+(`state.consumer_group.heartbeat`) answers these requests; the client side (`state.clients.consumer_group.member`)
 builds them and reads the responses: neither reaches into the other.
 
 `None` in a request field means what Kafka's null means there: "unchanged since my last heartbeat" (a full

@@ -17,7 +17,7 @@ runtime writes) and session timers; replaying the records gives the converted gr
 
 from __future__ import annotations
 
-from state import consumer_protocol
+from state.classic import consumer_protocol
 from state.config import CoordinatorConfig
 from state.consumer_group.group import ConsumerGroup, ConsumerGroupMember, topic_partitions
 from state.consumer_group.group_spec import in_java_hash_map_order
@@ -36,7 +36,7 @@ from state.consumer_group.records import (
     GroupEpoch,
 )
 from state.consumer_group.topics import TopicsImage
-from state.group import CONSUMER_PROTOCOL_TYPE, ClassicGroup, ClassicGroupMember
+from state.classic.group import CONSUMER_PROTOCOL_TYPE, ClassicGroup, ClassicGroupMember
 
 # ConsumerGroupMigrationPolicy.isUpgradeEnabled (the downgrade's: state.consumer_group.downgrade).
 UPGRADE_POLICIES = ("upgrade", "bidirectional")

@@ -16,7 +16,7 @@ A topic matches when the whole name does (RE2J's `matches()`: Python's `fullmatc
 
 Kafka resolves on a background executor and writes the result in a later write. Here the resolution is
 computed when asked and written as its own append right after the heartbeat's, at the same simulated ms
-(state/consumer_group_handlers.py): there is never a resolution in flight (Kafka's `executor.isScheduled`).
+(state/consumer_group/manager.py): there is never a resolution in flight (Kafka's `executor.isScheduled`).
 Every topic of the coordinator's metadata image counts, internal ones included, as TopicRegexResolver does
 (no authorizer: nothing is filtered out).
 """

@@ -7,11 +7,11 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
-from state import snapshot
+from state.runtime import snapshot
 from state.config import CoordinatorConfig
 from state.events import parse_event
 from state.quiet_run import expand_rows
-from state.runtime import GroupRuntime
+from state.runtime.group_runtime import GroupRuntime
 
 DEFAULT_TOPICS = ("foo",)
 

@@ -9,10 +9,10 @@ import json
 
 from hypothesis import given, settings, strategies as st
 
-from state.captured_ids import RETRY_SUFFIX, IdMap
+from state.runtime.captured_ids import RETRY_SUFFIX, IdMap
 from state.config import CoordinatorConfig
 from state.events import CapturedAnswer, parse_event
-from state.runtime import GroupRuntime
+from state.runtime.group_runtime import GroupRuntime
 
 CONFIG = CoordinatorConfig(group_initial_rebalance_delay_ms=1000)
 

@@ -6,8 +6,8 @@ broker crashing, the partition going to another broker or to none), and failed `
 After every step:
 
 * every running client has something ahead of it: a timer of its own, a request or answer on the wire, or
-  its periodic requests or its coordinator lookup loop computed in closed form (state/periodic.py,
-  state/lookup.py); the coordinator's unload never takes that away (clients learn of a move only from error
+  its periodic requests or its coordinator lookup loop computed in closed form (state/clients/elision.py,
+  state/clients/lookup_loop.py); the coordinator's unload never takes that away (clients learn of a move only from error
   codes);
 * once the history is left alone for a while with a live coordinator, every running, unpaused client has had
   a successful answer recently: it found the coordinator again and carries on.

@@ -9,7 +9,7 @@ import pytest
 
 from state.events import EventError, parse_event
 from state.quiet_run import expand_rows
-from state.runtime import GroupRuntime
+from state.runtime.group_runtime import GroupRuntime
 from tests.state.harness import GroupContext, check_requests_rows
 
 SESSION = {"session.timeout.ms": 10_000}

@@ -1,5 +1,5 @@
 """GroupRuntime hosting a KIP-848 consumer group, driven by CONSUMER_GROUP_HEARTBEAT input rows
-(state/consumer_group_handlers.py): the responses, the rows of generations / assignments / group_states /
+(state/consumer_group/manager.py): the responses, the rows of generations / assignments / group_states /
 members, and the log, whose records replayed give the same group."""
 
 from __future__ import annotations
@@ -9,14 +9,14 @@ import copy
 import pytest
 
 from state.config import CoordinatorConfig
-from state.coordinator_result import IN_STATE
+from state.runtime.result import IN_STATE
 from state.consumer_group.group import ConsumerGroup
 from state.consumer_group.topic_id import TopicId
 from state.events import parse_event
-from state.output import Output
-from state.record_bytes import batch_size
-from state.records import GroupMetadataRecord
-from state.runtime import GroupRuntime
+from state.runtime.output import Output
+from state.records.record_bytes import batch_size
+from state.records.group_log import GroupMetadataRecord
+from state.runtime.group_runtime import GroupRuntime
 from tests.state.harness import GroupContext
 
 FOO_ID = "Xq6LK8SnRkGxz7Da8ZvqLA"

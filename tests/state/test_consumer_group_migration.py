@@ -1,5 +1,5 @@
 """Online migration (state/consumer_group/migration.py and downgrade.py, run by
-state/consumer_group_handlers.py) under group.consumer.migration.policy: a ConsumerGroupHeartbeat joining a
+state/consumer_group/manager.py) under group.consumer.migration.policy: a ConsumerGroupHeartbeat joining a
 non-empty classic group converts it, as Kafka's GroupMetadataManagerTest's
 testConsumerGroupHeartbeatWith*ClassicGroup cases do; the last member using the consumer protocol leaving, or
 replaced by a classic static member, converts it back, as its testLastConsumerProtocolMember* and
@@ -16,10 +16,10 @@ import pytest
 from state.consumer_group.downgrade import in_timeline_hash_map_order
 from state.consumer_group.heartbeat import JOIN_TIMEOUT, SESSION_TIMEOUT, SYNC_TIMEOUT
 from state.consumer_group.records import ClassicMemberMetadata, ClassicProtocol
-from state.consumer_group_handlers import CONSUMER_GROUP_TIMER
+from state.consumer_group.manager import CONSUMER_GROUP_TIMER
 from state.events import PartitionList
-from state.records import group_from_value
-from state.runtime import GroupRuntime
+from state.records.group_log import group_from_value
+from state.runtime.group_runtime import GroupRuntime
 from tests.state.harness import GroupContext, protocols
 from tests.state.test_consumer_group_handlers import (FOO_ID, SESSION_MS, assert_log_replays_to_group, heartbeat, owned,
                                                       rows)

@@ -6,7 +6,7 @@ ConsumerGroupTest's cases (trunk)."""
 
 from __future__ import annotations
 
-from state.runtime import GroupRuntime
+from state.runtime.group_runtime import GroupRuntime
 from tests.state.harness import GroupContext
 from tests.state.test_consumer_group_handlers import FOO_ID, heartbeat, join_two
 

@@ -100,10 +100,10 @@ def test_a_consumer_switches_from_topics_to_a_pattern_with_subscribe():
 
 
 def test_a_run_with_regexes_writes_the_same_rows_through_encode_and_decode():
-    # state/encoding.py: the runtime is stored between micro-batches; the group's regexes, the metadata image
+    # state/runtime/encoding.py: the runtime is stored between micro-batches; the group's regexes, the metadata image
     # versions and the client's pattern must come back (tests/state/test_encoding.py's check).
     from state.config import CoordinatorConfig
-    from state.runtime import GroupRuntime
+    from state.runtime.group_runtime import GroupRuntime
     config = CoordinatorConfig(group_consumer_assignment_interval_ms=0)
     rows = [directive("TOPIC_METADATA", ts=0, client_id="", topics=[{"topic": "orders-eu", "partitions": 2}]),
             directive("CLIENT_START", ts=1, client_id="c0", topic_pattern="orders-.*", config=CONSUMER),
@@ -174,7 +174,7 @@ def test_a_captured_heartbeat_with_an_invalid_regex_is_answered_invalid_regular_
 
 
 def test_elided_and_explicit_runs_of_a_group_with_regexes_write_the_same_rows():
-    # state/periodic.py folds steady heartbeats; any heartbeat of a group with regexes may resolve them again
+    # state/clients/elision.py folds steady heartbeats; any heartbeat of a group with regexes may resolve them again
     # (refresh interval, new topics), so such a group stays explicit and both modes agree, a member
     # subscribing by name included.
     from state.config import CoordinatorConfig

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from state.client_config import ClientConfig
+from state.clients.config import ClientConfig
 from state.events import EventError, parse_event
 from tests.state.harness import GroupContext
 from tests.state.test_consumer import rebalances, start

@@ -9,13 +9,13 @@ import pickle
 import pytest
 
 from state.config import CoordinatorConfig
-from state.consumer_group.client.member_state import ClientMemberState
+from state.clients.consumer_group.member_state import ClientMemberState
 from state.events import parse_event
 from state.pickling import ValuesPickler, dumps
-from state import encoding
-from state.group_state import GroupState
-from state.runtime import GroupRuntime
-from state.timers import Timer
+from state.runtime import encoding
+from state.classic.group_state import GroupState
+from state.runtime.group_runtime import GroupRuntime
+from state.runtime.timers import Timer
 
 CONFIG = CoordinatorConfig()
 SUBSCRIPTION = [{"name": "range", "topics": ["t"]}]
@@ -91,12 +91,13 @@ def test_decode_refuses_other_formats_and_schemas() -> None:
 def test_the_schema_id_follows_the_stored_fields(monkeypatch) -> None:
     # A field added to a stored class, to the input contract, or an enum value changes the id.
     base = encoding.SCHEMA_ID
-    monkeypatch.setitem(encoding.STORED, "state.timers.TimerQueue", encoding.STORED["state.timers.TimerQueue"] + ("x",))
+    timer_queue = "state.runtime.timers.TimerQueue"
+    monkeypatch.setitem(encoding.STORED, timer_queue, encoding.STORED[timer_queue] + ("x",))
     assert _schema_id(encoding._schema()) != base
     monkeypatch.undo()
     assert _schema_id(encoding._schema()) == base
     assert encoding.SCHEMA["state.events.JoinGroup"][:3] == ("ts", "group_id", "type")
-    assert encoding.SCHEMA["state.group_state.GroupState"] == tuple(s.value for s in GroupState)
+    assert encoding.SCHEMA["state.classic.group_state.GroupState"] == tuple(s.value for s in GroupState)
 
 
 def _schema_id(schema) -> bytes:

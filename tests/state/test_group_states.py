@@ -8,8 +8,8 @@ import itertools
 
 import pytest
 
-from state.group import ClassicGroup
-from state.group_state import VALID_PREVIOUS_STATES, GroupState, IllegalStateTransition, check_transition
+from state.classic.group import ClassicGroup
+from state.classic.group_state import VALID_PREVIOUS_STATES, GroupState, IllegalStateTransition, check_transition
 from tests.state.conftest import java_hash, make_ctx
 
 E, P, C, S, D = (GroupState.EMPTY, GroupState.PREPARING_REBALANCE, GroupState.COMPLETING_REBALANCE,

@@ -28,7 +28,7 @@ from simulations.validation.invariants import FLEET_INVARIANTS, INVARIANTS, Inva
 from simulations.validation.raw_tables import rows_frame
 from state.events import INJECTABLE_WRITE_ERRORS
 from tableio.coordinator_load import TABLE as LOAD_TABLE, coordinator_load_rows
-from state.group_state import GroupState
+from state.classic.group_state import GroupState
 from state.java_compat import JavaHashMap
 from tests.state.conftest import make_ctx
 

@@ -1,7 +1,7 @@
 """The lookup loop while a group's coordinator is a down broker that FindCoordinator still names: the same rows
 (the lookups at the brokers they went to, the failed connections to the down broker) whether each lookup,
-failed connection and timer is simulated one by one or the loop runs in closed form (state/lookup.py), and a
-fraction of the steps."""
+failed connection and timer is simulated one by one or the loop runs in closed form (state/clients/lookup_loop.py),
+and a fraction of the steps."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from state.lookup import LookupLoops
-from state.runtime import GroupRuntime
+from state.clients.lookup_loop import LookupLoops
+from state.runtime.group_runtime import GroupRuntime
 from tests.state.test_periodic import ELIDED, EXPLICIT, directive, simulate
 
 CRASH = 60_000

@@ -10,7 +10,7 @@ import pytest
 
 from state.config import CoordinatorConfig
 from state.metrics import GroupMetrics, distribution, merged, nearest_rank
-from state.runtime import GroupRuntime
+from state.runtime.group_runtime import GroupRuntime
 from tests.state.harness import GroupContext
 from tests.state.test_consumer import SESSION, end_metrics, restarted_fleet, start
 

@@ -1,4 +1,4 @@
-"""Rows as `state.output.Output` shapes them."""
+"""Rows as `state.runtime.output.Output` shapes them."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from state.events import parse_event
 from state.metrics import GroupMetrics
-from state.output import Output
+from state.runtime.output import Output
 from state.tables import columns
 
 HEARTBEAT = parse_event({"ts": 5, "group_id": "g", "type": "HEARTBEAT", "request_id": "r1", "client_id": "c",

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from state.config import ConfigError, CoordinatorConfig
 from state.events import EventError, parse_event
 from state.quiet_run import expand_row, expand_rows
-from state.quiet_runs import QuietRuns
-from state.runtime import GroupRuntime
+from state.runtime.quiet_runs import QuietRuns
+from state.runtime.group_runtime import GroupRuntime
 
 HOUR = 3_600_000
 EXPLICIT = CoordinatorConfig(coordsim_periodic_elision=0)

@@ -1,4 +1,4 @@
-"""state.production: the production model's arithmetic over numpy columns (`rule_offsets`) is the one-value
+"""state.offsets.production: the production model's arithmetic over numpy columns (`rule_offsets`) is the one-value
 form's (`rule_offset`) to the record, truncation toward zero before an origin included."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import random
 
 import numpy as np
 
-from state.production import rule_offset, rule_offsets
+from state.offsets.production import rule_offset, rule_offsets
 
 
 def test_rule_offsets_are_rule_offset_element_by_element():

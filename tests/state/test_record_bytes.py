@@ -1,5 +1,5 @@
 """The bytes of a classic group's `__consumer_offsets` records as a Kafka 4.x coordinator writes them
-(state.record_bytes): keys, values at the versions written (trunk's and 4.0's OffsetCommitValue), the v2
+(state.records.record_bytes): keys, values at the versions written (trunk's and 4.0's OffsetCommitValue), the v2
 record around them and the batch around one operation's records. Expected bytes are written out field by
 field so they can be checked by hand."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from state.record_bytes import (RECORD_BATCH_OVERHEAD, batch_size, key_bytes, record_bytes, record_size,
+from state.records.record_bytes import (RECORD_BATCH_OVERHEAD, batch_size, key_bytes, record_bytes, record_size,
                                 value_bytes, varint, varlong)
-from state.records import GroupMetadataRecord, OffsetCommitRecord
+from state.records.group_log import GroupMetadataRecord, OffsetCommitRecord
 
 GROUP = "orders-000"
 COMMIT_TS = 1_700_000_000_000  # 0x0000018BCFE56800

@@ -1,11 +1,12 @@
 """The written records are the group's durable state (GroupCoordinatorRecordHelpers' records): replaying the `offsets`
-rows gives the committed offsets, and the last `group_metadata` row rebuilds (state.records.group_from_value, what a
+rows gives the committed offsets, and the last `group_metadata` row rebuilds
+(state.records.group_log.group_from_value, what a
 coordinator does on load; Kafka's replay(GroupMetadataKey, GroupMetadataValue)) the generation, members,
 assignments and leader the group had when the row was written."""
 
 from __future__ import annotations
 
-from state.records import group_from_value
+from state.records.group_log import group_from_value
 from tests.state.conftest import make_ctx
 
 

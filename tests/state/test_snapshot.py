@@ -1,4 +1,4 @@
-"""A group's live snapshot (state/snapshot.py): taken without changing the runtime, it reads at any time until
+"""A group's live snapshot (state/runtime/snapshot.py): taken without changing the runtime, it reads at any time until
 the group's next wakeup as the rows finish() would write then (open quiet runs grown by their elided chains,
 pending generations, the metrics row with its open gaps)."""
 
@@ -8,9 +8,9 @@ import dataclasses
 
 import pytest
 
-from state import snapshot
+from state.runtime import snapshot
 from state.events import parse_event
-from state.runtime import GroupRuntime
+from state.runtime.group_runtime import GroupRuntime
 
 STOP_MS = 20_000
 

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from state.events import parse_event
-from state.runtime import GroupRuntime
-from state.timers import FIRING, TimerQueue, request_item
+from state.runtime.group_runtime import GroupRuntime
+from state.runtime.timers import FIRING, TimerQueue, request_item
 from tests.state.harness import GroupContext
 
 

@@ -120,7 +120,7 @@ def test_a_wake_row_brings_a_group_with_nothing_due_to_its_time():
     # Its elided clients' sessions move on with the clock: the deadline it reports is the one at the wake
     # row's time, as the local engine's group reports it there, not the one of its last visit.
     from state.events import parse_event
-    from state.runtime import GroupRuntime
+    from state.runtime.group_runtime import GroupRuntime
 
     events = [parse_event({"ts": 0, "group_id": "g", "type": "TOPIC_METADATA",
                            "topics": [{"topic": "t", "partitions": 4, "records_per_second": 10}]}, "test", 1)]

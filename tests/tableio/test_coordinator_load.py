@@ -8,8 +8,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from state.record_bytes import RECORD_BATCH_OVERHEAD, batch_size
-from state.records import GroupMetadataRecord, OffsetCommitRecord
+from state.records.record_bytes import RECORD_BATCH_OVERHEAD, batch_size
+from state.records.group_log import GroupMetadataRecord, OffsetCommitRecord
 from tableio.coordinator_load import INPUT_COLUMNS as TABLES_READ
 from tableio.coordinator_load import LoadError, coordinator_load, input_frames, run_window_ms
 from tableio.parquet import arrow_schema

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tableio.inputs import InputError, read_events
-from state.consumer_protocol import Subscription, encode_subscription
+from state.classic.consumer_protocol import Subscription, encode_subscription
 
 HEARTBEAT = {"ts": 1_000, "group_id": "g", "type": "HEARTBEAT", "member_id": "m", "generation_id": 1}
 

@@ -10,7 +10,7 @@ from collections import Counter, defaultdict
 
 from simulations.capture.importer import import_capture, write_import
 from tableio.inputs import read_events
-from state import consumer_protocol
+from state.classic import consumer_protocol
 
 from .conftest import CAPTURES, needs_tshark
 

@@ -16,7 +16,7 @@ from simulations.capture.compare import KINDS, print_divergence_summary, write_d
 from tableio.captured_answers import attach_captured
 from tableio.inputs import read_events
 from tableio.parquet import write_tables
-from state.captured_ids import RETRY_SUFFIX
+from state.runtime.captured_ids import RETRY_SUFFIX
 from state.events import CapturedAnswer
 from state.tables import GROUP_TABLES
 

@@ -12,10 +12,10 @@ from simulations.scenarios import ScenarioError, parse_scenario
 from simulations.scenarios.brokers import (BrokerEvent, BrokerEventError, Change, ClusterTimeline, PartitionLog,
                                           formation_ms)
 from simulations.scenarios.generator import AUTOMATIC_ELECTION, generate
-from state.client_config import ClientConfig
+from state.clients.config import ClientConfig
 from state.cluster import NO_LEADER, Broker, BrokerHeartbeats, Cluster, ControllerSettings
 from state.java_compat import coordinator_partition
-from state.record_bytes import RECORD_BATCH_OVERHEAD
+from state.records.record_bytes import RECORD_BATCH_OVERHEAD
 from tableio.coordinator_load import coordinator_load_rows
 from tests.simulations.scenarios.helpers import MINIMAL, run, shipped_small
 

@@ -30,7 +30,7 @@ from simulations.validation.accounting import InputAccounting
 from simulations.validation.invariants import Invariants
 from simulations.validation.raw_tables import read_range, rows_frame
 from simulations.validation.suites import SUITE_TABLES, SUITES_DIR, VALUE_SETS, expectations_for
-from state.captured_ids import RETRY_SUFFIX
+from state.runtime.captured_ids import RETRY_SUFFIX
 from state.events import CapturedAnswer
 from state.tables import TABLES
 

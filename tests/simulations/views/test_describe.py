@@ -10,7 +10,7 @@ import pytest
 
 from simulations.views import UnknownGroup, describe, load_run
 from simulations.views.describe import tool_order
-from state.member_ids import MemberIds
+from state.runtime.member_ids import MemberIds
 
 from .runs import T0, TINY, live_run, replay
 

@@ -11,7 +11,7 @@ import re
 import pytest
 
 from simulations.views.record_json import group_metadata_json, offset_commit_json
-from state.records import GroupMetadataRecord, OffsetCommitRecord
+from state.records.group_log import GroupMetadataRecord, OffsetCommitRecord
 
 OFFSET_COMMIT_VALUE = {"offset": 100, "leader_epoch": 10, "metadata": "metadata", "commit_ts": 1234,
                        "expire_ts": 5678, "topic_id": "MKXx1fIkQy2J9jXHhK8m1w"}
@@ -50,7 +50,7 @@ def test_offset_message_formatter_prints_a_tombstone_with_a_null_value():
 
 
 def test_offset_commit_value_at_the_version_written():
-    # Trunk writes v4 with the topic id, v1 with an expire timestamp; 4.0 wrote v3 (state.record_bytes).
+    # Trunk writes v4 with the topic id, v1 with an expire timestamp; 4.0 wrote v3 (state.records.record_bytes).
     trunk = dict(OFFSET_COMMIT_VALUE, expire_ts=None)
     assert offset_commit_json(OffsetCommitRecord("foo", 1, trunk), "group-id") == offset_commit_json(
         OffsetCommitRecord("foo", 1, trunk), "group-id", 4)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping, Sequence
 
-from state import consumer_protocol
+from state.classic import consumer_protocol
 from state.assignors import MemberSubscription, TopicPartition, assign
 
 ALL = ("range", "roundrobin", "sticky", "cooperative-sticky")

@@ -1,4 +1,4 @@
-"""state.consumer_protocol: Kafka's ConsumerProtocol bytes exactly, round trips of every version, the
+"""state.classic.consumer_protocol: Kafka's ConsumerProtocol bytes exactly, round trips of every version, the
 sticky userData layouts, and damaged input (cases after Kafka's ConsumerProtocolTest)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from state.consumer_protocol import (
+from state.classic.consumer_protocol import (
     HIGHEST_VERSION,
     Assignment,
     ConsumerProtocolError,

@@ -3,7 +3,7 @@ from Kafka's CooperativeStickyAssignorTest."""
 
 from __future__ import annotations
 
-from state import consumer_protocol
+from state.classic import consumer_protocol
 from state.assignors import MemberSubscription, assign
 from state.assignors.cooperative_sticky import cooperative_member_data
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from state import consumer_protocol
+from state.classic import consumer_protocol
 from state.assignors import (
     ASSIGNORS,
     AssignorError,

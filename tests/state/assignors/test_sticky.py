@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from state import consumer_protocol
+from state.classic import consumer_protocol
 from state.assignors import AssignorError, MemberSubscription, assign
 from state.assignors.sticky import sticky_member_data
 

@@ -10,7 +10,7 @@ import dataclasses
 
 import pytest
 
-from state import consumer_protocol
+from state.classic import consumer_protocol
 from state.consumer_group.classic_members import classic_group_heartbeat, classic_group_join, classic_group_sync
 from state.consumer_group.heartbeat import JOIN_TIMEOUT, SYNC_TIMEOUT, CoordinatorResult
 from state.consumer_group.offset_commit import validate_offset_commit

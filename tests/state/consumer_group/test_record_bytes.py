@@ -1,5 +1,5 @@
 """The bytes of a consumer group's records as a Kafka 4.x (trunk) coordinator writes them
-(state.record_bytes): keys with their type id, values at version 0 (flexible: compact strings and arrays,
+(state.records.record_bytes): keys with their type id, values at version 0 (flexible: compact strings and arrays,
 tagged fields). Expected bytes are written out field by field so they can be checked by hand against the
 schemas in group-coordinator/src/main/resources/common/message/."""
 
@@ -19,7 +19,7 @@ from state.consumer_group.records import (
     MemberSubscription,
 )
 from state.consumer_group.topic_id import TopicId
-from state.record_bytes import key_bytes, record_size, value_bytes
+from state.records.record_bytes import key_bytes, record_size, value_bytes
 
 GROUP = "g1"
 TOPIC = TopicId(1, 2)
