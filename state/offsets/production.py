@@ -3,7 +3,7 @@ on top of `base` records holds `base + int(rate * (t - origin) / 1000)` at time 
 Log-end offsets, a consuming client's positions, the offsets rules of quiet runs and the views that read them
 all use it, so a closed form and a step-by-step simulation agree to the record. `rule_offsets` is the same
 arithmetic over numpy columns (float64 products truncated toward zero, as `int` does), for the views;
-tests/state/test_production.py checks the two against each other."""
+tests/state/offsets/test_production.py checks the two against each other."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from state.config import CoordinatorConfig
 from state.metrics import GroupMetrics, distribution, merged, nearest_rank
 from state.runtime.group_runtime import GroupRuntime
 from tests.state.harness import GroupContext
-from tests.state.test_consumer import SESSION, end_metrics, restarted_fleet, start
+from tests.state.clients.test_fleet import SESSION, end_metrics, restarted_fleet, start
 
 # Each protocol's clients, with their defaults otherwise (the consumer protocol refuses session.timeout.ms).
 PROTOCOLS = {"classic": SESSION, "consumer": {"group.protocol": "consumer"}}

@@ -17,7 +17,7 @@ from simulations.validation.raw_tables import read_range, rows_frame
 from simulations.validation.suites import Suites
 from tableio.parquet import write_tables
 
-from tests.state.test_consumer_group_migration import upgraded_fleet
+from tests.state.consumer_group.test_migration import upgraded_fleet
 
 from tableio.coordinator_load import coordinator_load_rows
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from state.runtime.group_runtime import GroupRuntime
 from tests.state.harness import GroupContext
-from tests.state.test_consumer_group_handlers import FOO_ID, heartbeat, join_two
+from tests.state.consumer_group.test_manager import FOO_ID, heartbeat, join_two
 
 BAR_ID = "ZGVmZ2hpamtsbW5vcHFycw"
 FOO0, BAR0 = ("foo", 0), ("bar", 0)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from state.clients.lookup_loop import LookupLoops
 from state.runtime.group_runtime import GroupRuntime
-from tests.state.test_periodic import ELIDED, EXPLICIT, directive, simulate
+from tests.state.clients.test_elision import ELIDED, EXPLICIT, directive, simulate
 
 CRASH = 60_000
 FENCED = CRASH + 9_000  # broker.session.timeout.ms

@@ -101,7 +101,7 @@ def test_a_consumer_switches_from_topics_to_a_pattern_with_subscribe():
 
 def test_a_run_with_regexes_writes_the_same_rows_through_encode_and_decode():
     # state/runtime/encoding.py: the runtime is stored between micro-batches; the group's regexes, the metadata image
-    # versions and the client's pattern must come back (tests/state/test_encoding.py's check).
+    # versions and the client's pattern must come back (tests/state/runtime/test_encoding.py's check).
     from state.config import CoordinatorConfig
     from state.runtime.group_runtime import GroupRuntime
     config = CoordinatorConfig(group_consumer_assignment_interval_ms=0)
@@ -178,7 +178,7 @@ def test_elided_and_explicit_runs_of_a_group_with_regexes_write_the_same_rows():
     # (refresh interval, new topics), so such a group stays explicit and both modes agree, a member
     # subscribing by name included.
     from state.config import CoordinatorConfig
-    from tests.state.test_periodic import directive as at, simulate
+    from tests.state.clients.test_elision import directive as at, simulate
     events = [at(0, "TOPIC_METADATA", 0, topics=[{"topic": "orders-eu", "partitions": 2, "records_per_second": 5},
                                                  {"topic": "payments", "partitions": 2, "records_per_second": 5}]),
               at(0, "CLIENT_START", 1, client_id="c0", topic_pattern="orders-.*", config=CONSUMER),

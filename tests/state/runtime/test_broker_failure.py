@@ -9,8 +9,8 @@ import pytest
 
 from state.events import EventError, parse_event
 from tests.state.harness import GroupContext
-from tests.state.test_consumer import start
-from tests.state.test_coordinator_discovery import requests_after, stable_fleet
+from tests.state.clients.test_fleet import start
+from tests.state.clients.test_coordinator_discovery import requests_after, stable_fleet
 
 
 def led_by(broker: int, n: int = 3, live: list[int] | None = None) -> GroupContext:

@@ -4,7 +4,7 @@ refreshCommittedOffsetsIfNeeded does for partitions that have no position yet.""
 from __future__ import annotations
 
 from tests.state.harness import GroupContext
-from tests.state.test_consumer import start
+from tests.state.clients.test_fleet import start
 
 
 def fetches(ctx: GroupContext) -> list[dict]:

@@ -9,7 +9,7 @@ import pytest
 from state.clients.config import ClientConfig
 from state.events import EventError, parse_event
 from tests.state.harness import GroupContext
-from tests.state.test_consumer import rebalances, start
+from tests.state.clients.test_fleet import rebalances, start
 
 
 def stable_fleet(n: int = 3, **config) -> GroupContext:

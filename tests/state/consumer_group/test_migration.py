@@ -21,7 +21,7 @@ from state.events import PartitionList
 from state.records.group_log import group_from_value
 from state.runtime.group_runtime import GroupRuntime
 from tests.state.harness import GroupContext, protocols
-from tests.state.test_consumer_group_handlers import (FOO_ID, SESSION_MS, assert_log_replays_to_group, heartbeat, owned,
+from tests.state.consumer_group.test_manager import (FOO_ID, SESSION_MS, assert_log_replays_to_group, heartbeat, owned,
                                                       rows)
 
 CLASSIC_SESSION_MS = 10_000  # the harness's JoinGroup session timeout

@@ -4,8 +4,8 @@ included, which no other table lists)."""
 
 from __future__ import annotations
 
-from tests.state.test_faults import fail_next_write, move
-from tests.state.test_static_membership import FOLLOWER, SUPERSET
+from tests.state.runtime.test_faults import fail_next_write, move
+from tests.state.classic.test_static_membership import FOLLOWER, SUPERSET
 
 
 def changes(ctx, since: int = 0) -> list[tuple[str, str, str, int]]:
