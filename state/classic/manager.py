@@ -18,7 +18,7 @@ match a broker.
 from __future__ import annotations
 
 from state.config import NEW_MEMBER_JOIN_TIMEOUT_MS, CoordinatorConfig
-from state.runtime.result import CoordinatorResult
+from state.runtime.result import CoordinatorResult, Operations
 from state.errors import append_error_to_response_error
 from state.events import Heartbeat, JoinGroup, LeaveGroup, SyncGroup
 from state.classic.group import ClassicGroup, ClassicGroupMember, decode_assignment_partitions
@@ -64,7 +64,7 @@ def validate_member(group: ClassicGroup, member_id: str, group_instance_id: str 
         raise MemberError("UNKNOWN_MEMBER_ID")
 
 
-class ClassicGroupManager:
+class ClassicGroupManager(Operations):
     """One group id's classic group and the operations on it (see the module's docstring)."""
 
     def __init__(self, group_id: str, config: CoordinatorConfig, ids: MemberIds) -> None:
@@ -78,15 +78,6 @@ class ClassicGroupManager:
         # The operation being decided: its time and its result (transient: only during an operation).
         self.now = -1
         self.op: CoordinatorResult | None = None
-
-    def _begin(self, now: int, outcomes: list[str]) -> CoordinatorResult:
-        self.now = now
-        self.op = CoordinatorResult(outcomes)
-        return self.op
-
-    def _end(self) -> CoordinatorResult:
-        result, self.op = self.op, None
-        return result
 
     # ======================================================================================================
     # JoinGroup

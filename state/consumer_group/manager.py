@@ -90,7 +90,7 @@ from state.consumer_group.records import (
 from state.consumer_group.topic_id import TopicId, derived_topic_id
 from state.consumer_group.topics import TopicsImage
 from state.config import CoordinatorConfig
-from state.runtime.result import CoordinatorResult
+from state.runtime.result import CoordinatorResult, Operations
 from state.errors import append_error_to_response_error
 from state.events import (ConsumerGroupHeartbeat, Event, Heartbeat, JoinGroup, LeaveGroup, OffsetCommit, PartitionList,
                           SyncGroup, TopicMetadata)
@@ -108,7 +108,7 @@ _TIMER_CAUSES = {"on_session_timeout": "session_timeout", "on_rebalance_timeout"
 CLASSIC_MEMBERSHIP_REQUESTS = ("JOIN_GROUP", "SYNC_GROUP", "HEARTBEAT", "LEAVE_GROUP")
 
 
-class ConsumerGroupManager:
+class ConsumerGroupManager(Operations):
     """One group id's consumer group and the operations on it (see the module's docstring). The topics'
     metadata (ids, the image a heartbeat reads) is the runtime's, read through `image`."""
 
@@ -124,15 +124,6 @@ class ConsumerGroupManager:
         # The operation being decided: its time and its result (transient: only during an operation).
         self.now = -1
         self.op: CoordinatorResult | None = None
-
-    def _begin(self, now: int, outcomes: list[str]) -> CoordinatorResult:
-        self.now = now
-        self.op = CoordinatorResult(outcomes)
-        return self.op
-
-    def _end(self) -> CoordinatorResult:
-        result, self.op = self.op, None
-        return result
 
     # -- topics ---------------------------------------------------------------------------------------------
     def topics_changed(self, topics) -> None:

@@ -154,3 +154,20 @@ class CoordinatorResult:
 
     def in_state(self, state: str) -> None:
         self.effects.append((IN_STATE, state))
+
+
+class Operations:
+    """What a manager shares with the other managers (a classic group's, a consumer group's): the operation
+    being decided, its time and its result, which its handlers fill in and `_end` hands to the runtime."""
+
+    now: int
+    op: CoordinatorResult | None
+
+    def _begin(self, now: int, outcomes: list[str]) -> CoordinatorResult:
+        self.now = now
+        self.op = CoordinatorResult(outcomes)
+        return self.op
+
+    def _end(self) -> CoordinatorResult:
+        result, self.op = self.op, None
+        return result
