@@ -13,6 +13,7 @@ estimate of uncontended time).
 
     python benchmarks/assignors.py --quick
     python benchmarks/assignors.py --assignors range,roundrobin --members 10000 --ratios 10
+    python benchmarks/assignors.py --quick --core native    # the native engine's assignors (docs/native.md)
 """
 
 from __future__ import annotations
@@ -82,14 +83,23 @@ def build_input(cell: Cell) -> tuple[list[MemberSubscription], dict[str, int]]:
     return members, counts
 
 
-def time_cell(cell: Cell, repeat: int) -> tuple[float, float]:
+def core_assign(core: str):
+    """The assign() of the Python reference or of the native engine, which must be built (bash scripts/setup)."""
+    if core == "python":
+        return assign
+    import coordsim_native.assignors
+
+    return coordsim_native.assignors.assign
+
+
+def time_cell(cell: Cell, repeat: int, assign_fn=assign) -> tuple[float, float]:
     """(median, best) seconds of `repeat` timed assign() calls."""
     members, counts = build_input(cell)
     runs = []
     for _ in range(repeat):
         gc.collect()  # so that no run pays for the garbage of the one before
         start = time.perf_counter()
-        assign(cell.assignor, members, counts)
+        assign_fn(cell.assignor, members, counts)
         runs.append(time.perf_counter() - start)
     return statistics.median(runs), min(runs)
 
@@ -107,6 +117,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--kinds", type=strs, default=["full", "incremental"])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    parser.add_argument("--core", choices=("python", "native"), default="python",
+                        help="time the Python reference's assignors (default) or the native engine's")
     args = parser.parse_args(argv)
     grid = QUICK_GRID if args.quick else FULL_GRID
     members = args.members or grid["members"]
@@ -125,7 +137,7 @@ def main(argv: list[str] | None = None) -> None:
         cell = Cell(name, kind, sub, m, r, t)
         if cell.partitions_per_topic == 0 or (sub == "unequal" and t < BUCKETS):
             continue
-        median, best = time_cell(cell, args.repeat)
+        median, best = time_cell(cell, args.repeat, core_assign(args.core))
         row = (name, kind, sub, m, r, t, cell.partitions_per_topic * t, f"{median * 1000:.1f}", f"{best * 1000:.1f}")
         if args.markdown:
             print("| " + " | ".join(str(x) for x in row) + " |", flush=True)

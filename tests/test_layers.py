@@ -105,3 +105,17 @@ def test_the_client_side_reads_only_the_wire_of_the_coordinator_side():
     found = [f"{path}:{line}: imports {module}" for path, line, module in _imports_of("state/clients")
              if path not in SPANS_BOTH and module.startswith(COORDINATOR) and not module.startswith(WIRE)]
     assert not found, "\n".join(found)
+
+
+def test_only_the_tests_and_benchmarks_import_the_native_engine():
+    # coordsim_native (native/, docs/native.md) is driven only by the parity tests and measured by the
+    # benchmarks until the runtime is ported and a core setting chooses it.
+    found = [f"{path.relative_to(ROOT)}:{line}: imports {module}"
+             for name in sorted(project_names() - {"tests", "benchmarks"}) for path in sorted(_python_files(name))
+             for line, module in imported_modules(path) if module.split(".")[0] == "coordsim_native"]
+    assert not found, "only tests/ and benchmarks/ may import coordsim_native:\n" + "\n".join(found)
+
+
+def _python_files(name: str) -> list[Path]:
+    path = ROOT / name
+    return list(path.rglob("*.py")) if path.is_dir() else [ROOT / f"{name}.py"]

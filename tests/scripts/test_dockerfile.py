@@ -34,7 +34,21 @@ def copied() -> dict[str, Path]:
 
 
 def test_the_base_names_a_debian_release_that_has_a_java_17_plus_runtime():
-    assert instructions("FROM") in (["python:3.11-slim-bookworm"], ["python:3.11-slim-trixie"])
+    assert instructions("FROM")[-1] in ("python:3.11-slim-bookworm", "python:3.11-slim-trixie")
+
+
+def test_the_native_engine_is_built_in_a_stage_of_the_same_release_and_its_wheel_installed():
+    builder, final = instructions("FROM")
+    image, _, stage = builder.partition(" AS ")
+    # The same Debian release, so the wheel links against the glibc the image has.
+    assert image.startswith("rust:") and image.split("-")[-1] == final.split("-")[-1]
+    runs = instructions("RUN")
+    assert any("pip wheel --no-deps /build/native" in run for run in runs)
+    assert f"--from={stage} /build/wheels /tmp/wheels" in instructions("COPY")
+    assert "native /build/native" in instructions("COPY") and (REPO / "native" / "Cargo.toml").is_file()
+    assert any("bash scripts/setup" in run and "pip install --no-deps /tmp/wheels/coordsim_native-" in run
+               for run in runs)
+    assert "native/target" in (REPO / ".dockerignore").read_text().split()
 
 
 def test_the_image_is_built_by_scripts_setup_with_everything_it_installs():

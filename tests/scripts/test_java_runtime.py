@@ -200,6 +200,10 @@ def setup_copy(tmp_path):
     return repo, bin_dir
 
 
+# What setup says where there is no cargo, as on these tests' PATH (the native step: test_setup_native.py).
+NO_RUST = "setup: no Rust toolchain (cargo): the Python core runs\n"
+
+
 def run_setup(repo: Path, bin_dir: Path) -> subprocess.CompletedProcess:
     return subprocess.run(["/bin/bash", str(repo / "scripts" / "setup")], capture_output=True, text=True,
                           env={"PATH": str(bin_dir), "PYTHON": sys.executable})
@@ -220,7 +224,7 @@ def test_setup_installs_the_runtime_the_release_offers_and_says_which(setup_copy
     fake_apt(bin_dir, policy_17, show_default)
     done = run_setup(repo, bin_dir)
     assert done.returncode == 0, done.stderr
-    assert done.stdout == f"setup: java not found, installing {package} (Java {major}, Debian package)\n"
+    assert done.stdout == f"setup: java not found, installing {package} (Java {major}, Debian package)\n" + NO_RUST
     assert apt_log(bin_dir) == ["apt-get update -qq", f"apt-get install -y -qq --no-install-recommends {package}"]
 
 
@@ -238,7 +242,7 @@ def test_setup_installs_nothing_when_java_17_is_there(setup_copy):
     fake_apt(bin_dir, BOOKWORM_POLICY_17, BOOKWORM_DEFAULT)
     fake_java(bin_dir, JAVA_17)
     done = run_setup(repo, bin_dir)
-    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    assert (done.returncode, done.stdout, done.stderr) == (0, NO_RUST, "")
     assert apt_log(bin_dir) == []
 
 

@@ -4,13 +4,15 @@
 delay 3000 ms, session timeouts accepted from 10 ms to 10 minutes) so ported Kafka cases keep their
 numbers. The Java helpers below are an *independent* re-implementation of String.hashCode and HashMap
 iteration order (they deliberately do not import state.java_compat), used to predict the leader and vote
-outcomes Kafka pins by HashMap order.
+outcomes Kafka pins by HashMap order. `core` runs a module's tests on both cores, Python and native.
 """
 
 from __future__ import annotations
 
 import pytest
 
+from tests.native import cores
+from tests.state.assignors import helpers as assignor_helpers
 from tests.state.harness import GroupContext
 
 KAFKA_TEST_CONFIG = dict(group_min_session_timeout_ms=10, group_max_session_timeout_ms=600_000,
@@ -24,6 +26,15 @@ def make_ctx(group_id: str = "group-id", **config) -> GroupContext:
 @pytest.fixture
 def ctx() -> GroupContext:
     return make_ctx()
+
+
+@pytest.fixture(params=cores.CORES)
+def core(request, monkeypatch) -> str:
+    """Runs a test once on the Python reference and once on the native engine (docs/native.md): a module
+    opts in with `pytestmark = pytest.mark.usefixtures("core")`, and the ported functions it (and the
+    assignor tests' helpers) call stand for that core's (tests/native/cores.py)."""
+    cores.use(request.param, [request.module, assignor_helpers], monkeypatch)
+    return request.param
 
 
 # -- independent Java semantics ---------------------------------------------------------------------------

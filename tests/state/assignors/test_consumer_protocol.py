@@ -26,6 +26,9 @@ from state.classic.consumer_protocol import (
 
 from .helpers import tp, tps
 
+# Each case runs on the Python reference and on the native engine (tests/state/conftest.py).
+pytestmark = pytest.mark.usefixtures("core")
+
 
 def h(spaced_hex: str) -> bytes:
     return bytes.fromhex(spaced_hex.replace(" ", ""))

@@ -3,11 +3,16 @@ from Kafka's CooperativeStickyAssignorTest."""
 
 from __future__ import annotations
 
+import pytest
+
 from state.classic import consumer_protocol
 from state.assignors import MemberSubscription, assign
 from state.assignors.cooperative_sticky import cooperative_member_data
 
 from .helpers import fresh, owning, rebalance_until_stable, tp, tps
+
+# Each case runs on the Python reference and on the native engine (tests/state/conftest.py).
+pytestmark = pytest.mark.usefixtures("core")
 
 NAME = "cooperative-sticky"
 T, T1, T2 = "topic", "topic1", "topic2"

@@ -3,9 +3,14 @@ with the exact lists Kafka expects."""
 
 from __future__ import annotations
 
+import pytest
+
 from state.assignors import assign
 
 from .helpers import fresh, tps
+
+# Each case runs on the Python reference and on the native engine (tests/state/conftest.py).
+pytestmark = pytest.mark.usefixtures("core")
 
 T1, T2 = "topic1", "topic2"
 

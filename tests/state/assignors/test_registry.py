@@ -20,6 +20,9 @@ from state.java_compat import JavaHashSet, string_hash_code, topic_partition_has
 
 from .helpers import ALL, fresh, tp, tps
 
+# Each case runs on the Python reference and on the native engine (tests/state/conftest.py).
+pytestmark = pytest.mark.usefixtures("core")
+
 
 def test_registry_has_kafkas_four_names() -> None:
     assert tuple(ASSIGNORS) == ALL

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
+
 from state.assignors import assign
 from state.java_compat import string_hash_code
 
 from .helpers import fresh, tps
+
+# Each case runs on the Python reference and on the native engine (tests/state/conftest.py).
+pytestmark = pytest.mark.usefixtures("core")
 
 T1, T2 = "topic1", "topic2"
 

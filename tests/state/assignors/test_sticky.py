@@ -16,6 +16,9 @@ from state.assignors.sticky import sticky_member_data
 
 from .helpers import STICKY_FAMILY, check_kafka_balance, check_valid, fresh, owning, rebalance_until_stable, tp, tps
 
+# Each case runs on the Python reference and on the native engine (tests/state/conftest.py).
+pytestmark = pytest.mark.usefixtures("core")
+
 family = pytest.mark.parametrize("name", STICKY_FAMILY)
 T, T1, T2, T3 = "topic", "topic1", "topic2", "topic3"
 GEN = 1  # AbstractStickyAssignorTest.generationId

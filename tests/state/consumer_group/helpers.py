@@ -3,7 +3,9 @@ tests' fixtures), so that ported cases read like their originals."""
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping, Sequence
+
+from hypothesis import strategies as st
 
 from state.consumer_group.group_spec import (
     GroupAssignment,
@@ -66,3 +68,16 @@ def assert_valid_and_balanced(spec: GroupSpec, computed: GroupAssignment) -> Non
                 seen.add((topic_id, p))
     sizes = [sum(map(len, topics.values())) for topics in computed.values()]
     assert not sizes or max(sizes) - min(sizes) <= 1, sizes
+
+
+def draw_current_targets(draw: Callable, counts: Mapping[TopicId, int],
+                         member_ids: Sequence[str]) -> dict[str, dict[TopicId, list[int]]]:
+    """For Hypothesis strategies: a valid current target assignment, each partition with at most one owner,
+    not necessarily a subscriber (a member may have stopped subscribing since)."""
+    current: dict[str, dict[TopicId, list[int]]] = {m: {} for m in member_ids}
+    for topic_id, count in counts.items():
+        for partition in range(count):
+            owner = draw(st.sampled_from([None, *member_ids]))
+            if owner is not None:
+                current[owner].setdefault(topic_id, []).append(partition)
+    return current

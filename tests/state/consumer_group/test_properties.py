@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from state.consumer_group import SERVER_ASSIGNORS
 from state.consumer_group.group_spec import GroupSpec, MemberSpec, SubscriptionType, subscription_type
 from state.consumer_group.topic_id import TopicId
+from tests.state.consumer_group.helpers import draw_current_targets
 
 TOPIC_POOL = [TopicId(msb, lsb) for msb, lsb in ((1, 2), (-7, 3), (2**40, -5), (17, 17), (-2**62, 2**33))]
 
@@ -23,13 +24,7 @@ def groups(draw):
     shared = draw(st.lists(st.sampled_from(list(counts)), unique=True))
     subscriptions = {m: shared if homogeneous else draw(st.lists(st.sampled_from(list(counts)), unique=True))
                      for m in member_ids}
-    # A valid current target: each partition with at most one owner, not necessarily a subscriber.
-    current: dict[str, dict[TopicId, list[int]]] = {m: {} for m in member_ids}
-    for topic_id, count in counts.items():
-        for partition in range(count):
-            owner = draw(st.sampled_from([None, *member_ids]))
-            if owner is not None:
-                current[owner].setdefault(topic_id, []).append(partition)
+    current = draw_current_targets(draw, counts, member_ids)
     # Some members static, with instance ids unique in the group and ordered unlike the member ids.
     places = draw(st.permutations(range(len(member_ids))))
     static = draw(st.lists(st.booleans(), min_size=len(member_ids), max_size=len(member_ids)))

@@ -19,6 +19,9 @@ from tests.state.consumer_group.helpers import (
     mk_assignment,
 )
 
+# Each case runs on the Python reference and on the native engine (tests/state/conftest.py).
+pytestmark = pytest.mark.usefixtures("core")
+
 
 def check(members, subscription_type, partition_counts, want):
     assert range_assignor.assign(group(members, subscription_type), partition_counts) == expected(want)

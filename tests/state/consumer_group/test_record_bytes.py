@@ -5,6 +5,8 @@ schemas in group-coordinator/src/main/resources/common/message/."""
 
 from __future__ import annotations
 
+import pytest
+
 from state.consumer_group.reconciliation import CurrentAssignment, MemberState
 from state.consumer_group.records import (
     AssignmentMetadata,
@@ -20,6 +22,9 @@ from state.consumer_group.records import (
 )
 from state.consumer_group.topic_id import TopicId
 from state.records.record_bytes import key_bytes, record_size, value_bytes
+
+# Each case runs on the Python reference and on the native engine (tests/state/conftest.py).
+pytestmark = pytest.mark.usefixtures("core")
 
 GROUP = "g1"
 TOPIC = TopicId(1, 2)

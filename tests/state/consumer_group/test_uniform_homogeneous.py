@@ -23,6 +23,9 @@ from tests.state.consumer_group.helpers import (
     mk_ordered_assignment,
 )
 
+# Each case runs on the Python reference and on the native engine (tests/state/conftest.py).
+pytestmark = pytest.mark.usefixtures("core")
+
 
 def check(members, partition_counts, want):
     spec = group(members, HOMOGENEOUS)

@@ -11,6 +11,9 @@ from state.records.record_bytes import (RECORD_BATCH_OVERHEAD, batch_size, key_b
                                 value_bytes, varint, varlong)
 from state.records.group_log import GroupMetadataRecord, OffsetCommitRecord
 
+# Each case runs on the Python reference and on the native engine (tests/state/conftest.py).
+pytestmark = pytest.mark.usefixtures("core")
+
 GROUP = "orders-000"
 COMMIT_TS = 1_700_000_000_000  # 0x0000018BCFE56800
 # OffsetMessageFormatterTest's topic id; its 16 bytes, base64url-decoded by hand.

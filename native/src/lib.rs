@@ -1,0 +1,14 @@
+//! coordsim's native engine: the protocol core of `state/` in Rust, module for module, byte-identical to
+//! the Python reference (docs/native.md). The modules below mirror `state/` and are pure Rust; `py` holds
+//! the PyO3 bindings (the `python` feature), the only code that knows of Python.
+
+#![forbid(unsafe_code)]
+
+pub mod assignors;
+pub mod classic;
+pub mod consumer_group;
+pub mod java_compat;
+pub mod records;
+
+#[cfg(feature = "python")]
+mod py;
