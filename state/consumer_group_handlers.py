@@ -492,7 +492,8 @@ class ConsumerGroupHandlers:
             "write_ts": self.now, "record_type": type(record).__name__,
             "member_id": getattr(record, "member_id", None), "tombstone": record.value is None,
             "value": None if record.value is None else json.dumps(_json_value(record.value), sort_keys=True),
-            "batch_bytes": header + record_size(record, self.group_id, offset_delta=delta)})
+            "batch_bytes": header + record_size(record, self.group_id, offset_delta=delta,
+                                                kafka_4_0=self.config.kafka_4_0)})
 
     def _member_rows(self, changes, count: int, group: ConsumerGroup, cause: str) -> None:
         for change, member in changes:

@@ -67,6 +67,26 @@ def test_current_member_assignment_value_carries_the_assignment_epochs():
         "00")
 
 
+def test_kafka_4_0_values_have_no_metadata_hash_assignment_timestamp_or_assignment_epochs():
+    """Kafka 4.0.0's schemas (kafka-group-coordinator 4.0.0: ConsumerGroupMetadataValue has Epoch only,
+    ConsumerGroupTargetAssignmentMetadataValue AssignmentEpoch only, CurrentMemberAssignmentValue's
+    TopicPartitions TopicId and Partitions only): the tagged fields 4.1+ added are not written, each
+    structure ends with an empty tagged-field section."""
+    assert value_bytes(ConsumerGroupMetadata(GroupEpoch(5, -1)), kafka_4_0=True) == h("0000", "00000005", "00")
+    assert value_bytes(ConsumerGroupTargetAssignmentMetadata(AssignmentMetadata(3, 1000)), kafka_4_0=True) == h(
+        "0000", "00000003", "00")
+    value = CurrentAssignment(MemberState.UNREVOKED_PARTITIONS, 11, 10, {TOPIC: {0: 7}}, {TOPIC: {1: 6}})
+    record = ConsumerGroupCurrentMemberAssignment("m", value)
+    assert value_bytes(record, kafka_4_0=True) == h(
+        "0000", "0000000b", "0000000a", "01",
+        "02", TOPIC_BYTES, "02", "00000000", "00",  # assigned: one topic, partition 0, no tagged fields
+        "02", TOPIC_BYTES, "02", "00000001", "00",  # pending revocation: one topic, partition 1
+        "00")
+    # Each AssignmentEpochs section (tag count, tag, size, a compact array of one int32: 8 bytes) is 7 more
+    # than an empty one.
+    assert len(value_bytes(record, kafka_4_0=True)) == len(value_bytes(record)) - 2 * 7
+
+
 def test_member_metadata_value():
     value = MemberSubscription(None, "r", "c", "h", ("bar", "foo"), "", "range", 5000)
     assert value_bytes(ConsumerGroupMemberMetadata("m", value)) == h(
