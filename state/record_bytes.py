@@ -233,15 +233,20 @@ def _consumer_group_value(record, kafka_4_0: bool) -> bytes:
     return (_compact_string(v.instance_id) + _compact_string(v.rack_id) + _compact_string(v.client_id)
             + _compact_string(v.client_host) + names + _compact_string(v.subscribed_topic_regex)
             + _int32(v.rebalance_timeout_ms) + _compact_string(v.server_assignor)
-            + _tagged({} if v.classic_member_metadata is None else {0: _classic_member_metadata(v.classic_member_metadata)}))
+            + _tagged({0: _classic_member_metadata(v.classic_member_metadata)}))
 
 
 def _classic_member_metadata(v) -> bytes:
-    """ClassicMemberMetadata, the member metadata's tagged field 0: SessionTimeoutMs, then SupportedProtocols
-    (each a name and compact bytes)."""
+    """ClassicMemberMetadata, the member metadata's tagged field 0: a nullable struct, so a presence byte (0
+    null, 1 present), then SessionTimeoutMs and SupportedProtocols (each a name and compact bytes). Kafka's
+    generated ConsumerGroupMemberMetadataValue.write writes the field when it is null too (its default, null,
+    is compared with an empty struct), and GroupCoordinatorRecordHelpers sets null for a member using the
+    consumer protocol: every member's value has it."""
+    if v is None:
+        return b"\x00"
     protocols = [_compact_string(p.name) + _uvarint_len(len(p.metadata)) + p.metadata + _tagged({})
                  for p in v.supported_protocols]
-    return _int32(v.session_timeout_ms) + _uvarint_len(len(protocols)) + b"".join(protocols) + _tagged({})
+    return b"\x01" + _int32(v.session_timeout_ms) + _uvarint_len(len(protocols)) + b"".join(protocols) + _tagged({})
 
 
 def record_bytes(record: Record | cg.ConsumerGroupRecord, group_id: str, offset_delta: int = 0,
