@@ -4,8 +4,8 @@ difference counted under its cause. A difference no rule explains is `unexplaine
 
 Answer differences (the `divergence` kinds of simulations/capture/compare.py) have no rule yet: the scenarios
 measured so far answer every request as the real broker did. Record differences are the kinds of
-offsets_topic.RECORD_KINDS; those below are causes, the others (`value`, `real_only`, `simulated_only`) are
-unexplained.
+offsets_topic.RECORD_KINDS; those below are causes, the others (`value`, `size`, `real_only`, `simulated_only`)
+are unexplained.
 """
 
 from __future__ import annotations
@@ -23,8 +23,6 @@ EXPLAINED_RECORDS = {
     "timing": "timing: the real broker's clock, not the captured request's time",
     "own_hash": "not modelled: coordsim's metadata hash is not Kafka's XXH3 (docs/consumer-protocol.md)",
     "topic_id": "not modelled: a classic group's replay has no TOPIC_METADATA, coordsim derives the id from the name",
-    "assignment_epochs": "coordsim defect (open): with coordsim.kafka.version 4.0 it writes the assignment epochs "
-                         "Kafka 4.1 added to ConsumerGroupCurrentMemberAssignmentValue",
     "partition_metadata": "not modelled: Kafka 4.0's ConsumerGroupPartitionMetadata record (Kafka 4.1 stopped "
                           "writing it, KIP-1101)",
 }

@@ -81,7 +81,7 @@ def compare(scenario: Scenario, version: str, pcap: Path, ports: list[int], dump
     divergences = compare_captured(result.tables, captured_file)
     divergences.to_json(work / "divergences.ndjson", orient="records", lines=True)
     offsets = final_offsets(result.tables, captured_file)
-    records = compare_records(dump, result.tables, divergences)
+    records = compare_records(dump, result.tables, divergences, kafka_4_0=config.kafka_4_0)
     records.to_json(work / "records.ndjson", orient="records", lines=True)
     return Outcome(scenario, version, divergences, offsets, records, list(imported.rejects), work)
 
