@@ -44,7 +44,7 @@ class ClientConfig:
     internal_leave_group_on_close: bool = True
     auto_offset_reset: str = "latest"
     # classic: JoinGroup/SyncGroup/Heartbeat (state/consumer.py); consumer: KIP-848's ConsumerGroupHeartbeat
-    # (state/consumer_group_client.py), the assignment made by the coordinator's group.remote.assignor
+    # (state/consumer_group/client/fleet.py), the assignment made by the coordinator's group.remote.assignor
     # ("": the coordinator's first configured one).
     group_protocol: str = "classic"
     group_remote_assignor: str = ""

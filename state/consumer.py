@@ -26,7 +26,7 @@ max.poll.interval.ms proactive leave, restarts with the same group.instance.id, 
 leader noticing partition-count changes at its metadata refresh.
 
 A client started with group.protocol=consumer shares the fleet's timers, requests, consumption and
-directives, but its membership is KIP-848's: `ConsumerGroupClients` (state/consumer_group_client.py) runs it.
+directives, but its membership is KIP-848's: `ConsumerGroupClients` (state/consumer_group/client/fleet.py) runs it.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from state import assignors, consumer_protocol
 from state.assignors import AssignorError, MemberSubscription, RebalanceProtocol, TopicPartition
 from state.client_config import CLOSE_TIMEOUT_MS, ClientConfig
 from state.consumer_group.client.member import Membership
-from state.consumer_group_client import ConsumerGroupClients
+from state.consumer_group.client.fleet import ConsumerGroupClients
 from state.events import (EVENT_CLASSES, NEWEST_API_VERSION, ClientCrash, ClientPause, ClientStart, ClientStop,
                           CommitPartition, Event, LeaveIdentity, PartitionList, Subscribe, group_partitions,
                           member_assignment, subscription_protocol)
@@ -110,7 +110,7 @@ class SyntheticConsumer:
     # group.protocol=consumer: the broker-side pattern subscribed to instead of `topics` (then empty).
     topic_pattern: str | None = None
     # group.protocol=consumer: the membership the client runs instead of the classic join loop
-    # (state/consumer_group_client.py), and its requests in flight that the membership waits for (request id
+    # (state/consumer_group/client/fleet.py), and its requests in flight that the membership waits for (request id
     # -> the heartbeat, or the commit action).
     membership: Membership | None = None
     member_requests: dict = field(default_factory=dict)
@@ -474,7 +474,7 @@ class ConsumerFleet(ConsumerGroupClients):
         if chain == "commit":
             fields, typed = self._commit_fields(client, self.positions(client, sent))
             return self._request(client, chain, request_id, sent, "OFFSET_COMMIT", fields, typed, seq)
-        if client.membership is not None:  # a steady member's ConsumerGroupHeartbeat (consumer_group_client.py)
+        if client.membership is not None:  # a steady member's ConsumerGroupHeartbeat (consumer_group/client/fleet.py)
             fields, typed = self.heartbeat_fields(client.membership.steady_request())
             return self._request(client, chain, request_id, sent, "CONSUMER_GROUP_HEARTBEAT", fields, typed, seq)
         fields = dict(member_id=client.member_id, generation_id=client.generation)

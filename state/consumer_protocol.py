@@ -1,5 +1,5 @@
-"""The classic consumer protocol's byte blobs (spec §13.7): what a consumer puts in its JoinGroup metadata
-(Subscription), what the leader hands back through SyncGroup (Assignment), and the userData layouts of
+"""The classic consumer protocol's byte blobs (Kafka's ConsumerProtocol.java): what a consumer puts in its JoinGroup
+metadata (Subscription), what the leader hands back through SyncGroup (Assignment), and the userData layouts of
 the two sticky assignors.
 
 Every blob is an int16 version followed by non-flexible fields: strings are an int16 length plus UTF-8,

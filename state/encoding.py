@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 from state import events as events_module
 from state.consumer import Phase
-from state.consumer_group.client.member_state import MemberState as ClientMemberState
+from state.consumer_group.client.member_state import ClientMemberState
 from state.consumer_group.client.membership_manager import GroupMembershipOperation, Step
 from state.consumer_group.reconciliation import MemberState
 from state.consumer_group.topic_id import TopicId

@@ -26,6 +26,7 @@ from state import consumer_protocol
 from state.client_config import ClientConfig
 from state.config import ConfigError
 from state.consumer_group.regex import InvalidRegularExpression, compile_regex
+from state.quiet_run import grown, request_time
 
 # The newest request versions the simulator models (Kafka 4.x's classic group APIs).
 NEWEST_API_VERSION = {
@@ -104,8 +105,8 @@ class CommitPartition:
     leader_epoch: int
     metadata: str | None
     commit_timestamp: int  # v1 only; -1 = use the coordinator's clock
-    # A repeated commit's offsets rule: repeat i commits offset + int(rate * (ts_i - origin) / 1000)
-    # - int(rate * (ts_0 - origin) / 1000). None: the same offset every time.
+    # A repeated commit's offsets rule: repeat k commits the offset grown by what `rate` records/s from
+    # `origin` produced since the first (state.quiet_run.grown). None: the same offset every time.
     records_per_second: float | None = None
     rate_origin_ts: int | None = None
 
@@ -642,21 +643,20 @@ def _repeat(raw: Mapping) -> dict:
 
 
 def expand_repeats(event: Event) -> list[Event]:
-    """The requests a row with `repeat_count` stands for, all in the row's run (`source:line`); offsets
-    follow each partition's rule."""
+    """The requests a row with `repeat_count` stands for, all in the row's run (`source:line`), at the times
+    and (offsets) with the offsets `state.quiet_run`'s rules give."""
     count = getattr(event, "repeat_count", 1)
     if count == 1:
         return [event]
     run, first, interval = f"{event.source}:{event.line}", event.ts, event.repeat_interval_ms
     expanded = []
-    for i in range(count):
-        ts = first + i * interval
+    for k in range(count):
+        ts = request_time(first, interval, k)
         fields = dict(ts=ts, repeat_count=1, repeat_interval_ms=0, run=run)
         if isinstance(event, OffsetCommit):
             fields["offsets"] = tuple(
                 p if not p.records_per_second else dataclasses.replace(
-                    p, offset=p.offset + int(p.records_per_second * (ts - p.rate_origin_ts) / 1000)
-                    - int(p.records_per_second * (first - p.rate_origin_ts) / 1000))
+                    p, offset=grown(p.offset, p.records_per_second, p.rate_origin_ts, first, ts))
                 for p in event.offsets)
         expanded.append(dataclasses.replace(event, **fields))
     return expanded

@@ -2,7 +2,7 @@
 iteration order of java.util.HashMap / HashSet, and java.util.Random.
 
 Kafka picks leaders, breaks protocol-vote ties and resolves sticky-assignor claims in HashMap iteration
-order, so reproducing a real broker's answers needs that order exactly (spec §13.6). Treeified buckets
+order, so reproducing a real broker's answers needs that order exactly (java.util.HashMap's table). Treeified buckets
 (8+ collisions in one bucket at capacity >= 64) are not modelled.
 """
 

@@ -7,7 +7,8 @@ accepted with offsets that follow the consumption model. The run is written once
 `repeat_count` and `repeat_interval_ms`; commit runs carry the offsets rule (`records_per_second`,
 `rate_origin_ts`). A run closes when the next request of its chain does not fit, when the client sends
 anything else (JoinGroup, SyncGroup, LeaveGroup, a commit before a rejoin or a close), when the client stops,
-and at the end of the run. An input row with `repeat_count` replays as the run it describes.
+and at the end of the run. An input row with `repeat_count` replays as the run it describes. How a run's rows
+read back (its requests' times, offsets and ids) is `state.quiet_run`'s.
 
 Runs are written the same way whether the requests were simulated one by one (explicit mode,
 `coordsim.periodic.elision=0`) or not at all (the default): with elision, a client in the steady state has
@@ -29,8 +30,6 @@ alone, and putting it back also puts its membership where those heartbeats and p
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass, field
 
 from state.consumer import Phase, SyntheticConsumer
@@ -50,9 +49,6 @@ HEARTBEATS = ("HEARTBEAT", "CONSUMER_GROUP_HEARTBEAT")
 # Response fields that differ from one request of a run to the next; everything else must be equal.
 VARYING_RESPONSE = ("request_ts", "response_ts", "request_id", "request_seq", "out_seq")
 VARYING_OFFSET = ("offset", "log_end_offset", "commit_ts", "write_ts", "out_seq")
-# What an `offsets` row needs besides its own values to be expanded into one row per commit.
-OFFSETS_RUN_COLUMNS = ("repeat_count", "repeat_interval_ms", "records_per_second", "rate_origin_ts",
-                       "log_end_origin_ts")
 
 
 @dataclass
@@ -334,7 +330,7 @@ class PeriodicHandlers:
             if p < client.next_auto_commit or not cfg.commits_periodically:
                 return None
             return client.next_poll(p + cfg.commit_interval_ms) - p
-        # consumer_group_client._member_poll: the next poll when a commit is due, at least every half
+        # consumer_group.client.fleet._member_poll: the next poll when a commit is due, at least every half
         # max.poll.interval.ms (a member owning nothing polls on, its next auto-commit long due).
         half = cfg.max_poll_interval_ms // 2
         if not cfg.commits_periodically:
@@ -682,72 +678,6 @@ def _run_rows(run: QuietRun) -> list[tuple[str, dict]]:
                                      log_end_origin_ts=log_end[1] if log_end_rated else None)))
     rows.append(("responses", dict(run.response, **repeat)))
     return rows
-
-
-# -- reading runs back -------------------------------------------------------------------------------------
-_PERIODIC_ID = re.compile(r"^(.*/(?:heartbeat|commit))@(-?\d+)$")
-
-
-def repeated_request_id(request_id: str | None, shift: int) -> str | None:
-    """The id of the request `shift` ms after `request_id` in its run: a synthetic client's periodic
-    requests are named by when they were sent; an input row's repeats share its id."""
-    match = _PERIODIC_ID.match(request_id or "")
-    return request_id if match is None else f"{match.group(1)}@{int(match.group(2)) + shift}"
-
-
-def expand_row(table: str, row: dict) -> list[dict]:
-    """A `responses`, `offsets` or `requests` row as the one row per request it stands for (a row that is not a
-    run comes back as it is)."""
-    count = row.get("repeat_count") or 1
-    if count == 1:
-        return [row]
-    interval, single = row["repeat_interval_ms"], {"repeat_count": 1, "repeat_interval_ms": None}
-    expanded = []
-    for i in range(count):
-        shift = i * interval
-        if table == "responses":
-            expanded.append(dict(row, **single, request_ts=row["request_ts"] + shift,
-                                 response_ts=row["response_ts"] + shift,
-                                 request_id=repeated_request_id(row["request_id"], shift)))
-        elif table == "offsets":
-            offset = row["offset"]
-            if _rated(row["records_per_second"]):
-                rule = (row["records_per_second"], row["rate_origin_ts"], 0)
-                offset += rule_offset(rule, row["commit_ts"] + shift) - rule_offset(rule, row["commit_ts"])
-            log_end = row["log_end_offset"]
-            if log_end is not None and _known(row["log_end_origin_ts"]):
-                rule = (row["records_per_second"], row["log_end_origin_ts"], 0)
-                log_end += rule_offset(rule, row["commit_ts"] + shift) - rule_offset(rule, row["commit_ts"])
-            expanded.append(dict(row, **single, records_per_second=None, rate_origin_ts=None, log_end_offset=log_end,
-                                 log_end_origin_ts=None, offset=offset,
-                                 commit_ts=row["commit_ts"] + shift, write_ts=row["write_ts"] + shift))
-        else:
-            raw = json.loads(row["raw"])
-            raw.pop("repeat_count")
-            raw.pop("repeat_interval_ms")
-            raw.update(ts=raw["ts"] + shift, request_id=repeated_request_id(raw["request_id"], shift))
-            for p in raw.get("offsets", ()):
-                rate, origin = p.pop("records_per_second", None), p.pop("rate_origin_ts", None)
-                if rate:
-                    rule = (rate, origin, 0)
-                    p["offset"] += rule_offset(rule, raw["ts"]) - rule_offset(rule, raw["ts"] - shift)
-            expanded.append(dict(row, **single, ts=raw["ts"], request_id=raw["request_id"],
-                                 raw=json.dumps(raw, sort_keys=True)))
-    return expanded
-
-
-def expand_rows(table: str, rows) -> list[dict]:
-    if table not in ("requests", "responses", "offsets"):
-        return list(rows)
-    return [r for row in rows for r in expand_row(table, row)]
-
-
-def _known(value) -> bool:
-    return value is not None and value == value  # NaN: a missing value read back by pandas
-
-
-def _rated(rate) -> bool:
-    return rate is not None and rate == rate and rate != 0  # NaN: a missing rate read back by pandas
 
 
 def _equal_except(row: dict, first: dict, keys: tuple) -> bool:

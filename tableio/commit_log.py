@@ -10,7 +10,7 @@ from __future__ import annotations
 import bisect
 from typing import Mapping
 
-from tableio.quiet_run import Run
+from state.quiet_run import Run
 
 
 def cell(row: Mapping, name: str):

@@ -13,7 +13,8 @@ window is [window_start_ts, window_start_ts + window_ms), its start a multiple o
 - Levels at the window's end e (after everything at e): `groups` hosted, in each state and rebalancing,
   `members` of the hosted groups, JoinGroups `parked` (request_ts <= e < response_ts).
 
-A quiet run (docs/tables.md, "Quiet runs") is counted exactly without expanding it: its requests lie on the
+A quiet run (docs/tables.md, "Quiet runs"; its count and interval read by `state.quiet_run`'s rules) is counted
+exactly without expanding it: its requests lie on the
 lattice `phase + k * interval`; runs whose phases differ by less than gcd(interval, window) put their k-th
 requests in the same window, so they share a lattice, the runs of a lattice are summed with a difference
 array over lattice indices, and only the lattice's points are binned into windows. A storm hour's 10^8
@@ -44,10 +45,10 @@ import pyarrow.parquet as pq
 from pandas.api.types import union_categoricals
 
 from state.errors import NETWORK_EXCEPTION
+from state.quiet_run import COUNT, INTERVAL, run_counts, run_intervals
 from state.record_bytes import RECORD_BATCH_OVERHEAD, record_size
 from state.variants import VARIANT
 from tableio.parquet import PART_FILE, PartFileWriter, arrow_schema, rows_to_arrow, sort_table, variant_rows
-from tableio.quiet_run import COUNT, INTERVAL
 from tableio.record_rows import group_metadata_record, offset_record
 
 TABLE = "coordinator_load"
@@ -294,9 +295,9 @@ def _nodes(responses: pd.DataFrame) -> np.ndarray:
     return np.where(node == NO_BROKER, fallback, node)
 
 def _runs(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's request count and interval, as `simulations.views.quiet_runs` reads them."""
-    count = np.maximum(_ints(frame[COUNT], 1), 1)
-    return count, np.where(count > 1, _ints(frame[INTERVAL], 0), 0)
+    """Each row's request count and interval (`state.quiet_run`'s rules)."""
+    count = run_counts(frame[COUNT].to_numpy("float64", na_value=np.nan))
+    return count, run_intervals(count, frame[INTERVAL].to_numpy("float64", na_value=np.nan))
 
 
 def _records(load: "_Load", offsets: pd.DataFrame, metadata: pd.DataFrame, members: pa.ListArray) -> None:

@@ -44,10 +44,9 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
-from state.periodic import OFFSETS_RUN_COLUMNS
 from state.production import rule_offset
+from state.quiet_run import OFFSETS_RUN_COLUMNS, Run
 from tableio.commit_log import CommitLog, cell
-from tableio.quiet_run import Run
 
 if TYPE_CHECKING:
     import pandas as pd

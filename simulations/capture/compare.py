@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from tableio.captured import CapturedInput, captured_records
 from tableio.parquet import PART_FILE, output_errors
 from state.captured_ids import RETRY_SUFFIX
-from state.periodic import expand_rows
+from state.quiet_run import expand_rows
 
 # First matching kind wins; the order puts what a client would notice first.
 KINDS = (

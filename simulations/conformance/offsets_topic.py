@@ -31,7 +31,7 @@ from collections import defaultdict
 import pandas as pd
 
 from state.consumer_group import records as cg
-from state.periodic import expand_rows
+from state.quiet_run import expand_rows
 from state.record_bytes import GROUP_METADATA, OFFSET_COMMIT, RECORD_BATCH_OVERHEAD, key_bytes, value_bytes, varint
 from tableio.record_rows import group_metadata_record, offset_record
 

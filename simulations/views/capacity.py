@@ -31,10 +31,10 @@ from simulations.views.coordinators import (STATE_COLUMNS, coordinating, coordin
                                             windows_touched)
 from simulations.views.run_tables import TIME_COLUMNS, load_run
 from state.metrics import nearest_rank
+from state.quiet_run import COUNT, INTERVAL
 from state.tables import columns
 from tableio.coordinator_load import (TABLE, WINDOW_MS, LoadError, coordinator_load, first_time, read_inputs,
                                      run_window_ms)
-from tableio.quiet_run import COUNT, INTERVAL
 
 # Beside the run's scenario and events in RUN_DIR/scenario/ (written by `coordsim run`; a sweep's: per variant).
 ACTIONS_FILE = "actions.json"

@@ -35,11 +35,13 @@ import numpy as np
 import pandas as pd
 
 from simulations.views.history import ASSIGNING, COMPLETING, DEAD, EMPTY, PREPARING, RECONCILING, STABLE
-from simulations.views.quiet_runs import last_repeat, repeat_counts, repeats_until
+from simulations.views.quiet_runs import last_repeat, repeats_until
 from simulations.views.rebalances import CLASSIC, CONSUMER, rebalance_starts
 from simulations.views.run_tables import RunTables
 from state.errors import NETWORK_EXCEPTION
 from state.metrics import OFFSET_COMMIT, failed_commit
+from state.production import rule_offsets
+from state.quiet_run import grown_array
 
 # Each group type coordsim simulates (Group.GroupType's names, the `protocol` tag of Kafka's group-count) and
 # its states (ClassicGroupState's and ConsumerGroupState's names, the `state` tag of classic-group-count and
@@ -194,24 +196,19 @@ def _partition_offsets(run: RunTables, at: int) -> list[PartitionOffset]:
 
 
 def _run_offsets(rows: pd.DataFrame, at: int) -> np.ndarray:
-    """The offset of each row's last commit at or before `at`, by the row's offsets rule (tableio.quiet_run.Run,
-    over whole columns): commit k adds what the rule's rate produced between the first commit and it."""
-    offset = rows["offset"].astype("int64").to_numpy()
-    interval = rows["repeat_interval_ms"].astype("Int64").fillna(0).astype("int64").to_numpy()
-    k = np.where(interval > 0, (rows["last_ts"].to_numpy() - rows["write_ts"].astype("int64").to_numpy())
-                 // np.maximum(interval, 1), 0)
-    rate = rows["records_per_second"].astype("float64").fillna(0).to_numpy()
-    origin = rows["rate_origin_ts"].astype("Int64").fillna(0).astype("int64").to_numpy()
-    first = rows["commit_ts"].astype("int64").to_numpy()
-    grown = np.trunc(rate * (first + k * interval - origin) / 1000) - np.trunc(rate * (first - origin) / 1000)
-    ruled = (k > 0) & (rate != 0) & rows["rate_origin_ts"].notna().to_numpy() & (repeat_counts(rows).to_numpy() > 1)
-    return offset + np.where(ruled, grown, 0).astype("int64")
+    """The offset of each row's last commit at or before `at`, by the row's offsets rule
+    (`state.quiet_run.grown`, over whole columns)."""
+    floats = {c: rows[c].to_numpy("float64", na_value=np.nan) for c in ("records_per_second", "rate_origin_ts")}
+    first = rows["commit_ts"].to_numpy("int64")
+    commit_ts = first + (rows["last_ts"] - rows["write_ts"]).to_numpy("int64")
+    return grown_array(rows["offset"].to_numpy("int64"), floats["records_per_second"], floats["rate_origin_ts"],
+                       first, commit_ts)
 
 
 def _log_end_offsets(run: RunTables, at: int) -> dict[tuple[str, str], int]:
     """Each (group, topic)'s partition log-end offset at `at` under the run's production model."""
     rows = run["log_end_offsets"]
     rows = rows[rows["ts"] <= at].groupby(["group_id", "topic"], sort=False).tail(1)
-    ends = rows["base_offset"].astype("int64") + np.trunc(
-        rows["records_per_second"].astype("float64") * (at - rows["ts"].astype("int64")) / 1000).astype("int64")
-    return dict(zip(zip(rows["group_id"], rows["topic"]), ends.astype(int)))
+    ends = rule_offsets(rows["records_per_second"].to_numpy("float64"), rows["ts"].to_numpy("int64"),
+                        rows["base_offset"].to_numpy("int64"), at)
+    return dict(zip(zip(rows["group_id"], rows["topic"]), ends.tolist()))

@@ -1,4 +1,5 @@
-"""Kafka's four built-in classic-consumer assignors, as pure deterministic functions (spec §13).
+"""Kafka's four built-in classic-consumer assignors, as pure deterministic functions (clients/.../consumer/
+*Assignor.java).
 
     assign(protocol_name, members, partitions_per_topic) -> {member_id: [TopicPartition, ...]}
 
@@ -45,7 +46,8 @@ __all__ = [
 
 
 class RebalanceProtocol(enum.IntEnum):
-    """ConsumerPartitionAssignor.RebalanceProtocol; the higher value wins when clients pick one (§12.3)."""
+    """ConsumerPartitionAssignor.RebalanceProtocol; the higher value wins when clients pick one
+    (ConsumerCoordinator)."""
 
     EAGER = 0
     COOPERATIVE = 1

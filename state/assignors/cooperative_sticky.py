@@ -1,4 +1,4 @@
-"""CooperativeStickyAssignor ("cooperative-sticky", spec §13.4 and §12.3): the sticky engine, then one
+"""CooperativeStickyAssignor ("cooperative-sticky", CooperativeStickyAssignor.java): the sticky engine, then one
 post-step that keeps the incremental protocol safe. A partition that would pass from its current owner to
 another member in this round is withheld from everyone; its owner sees it revoked, rejoins, and the next
 round hands it out while nobody owns it.

@@ -1,5 +1,5 @@
 """Inputs and outputs shared by every assignor, and the input preparation all of Kafka's built-in assignors
-go through (AbstractPartitionAssignor.assign, spec §13.1).
+go through (AbstractPartitionAssignor.assign).
 
 The leader decodes each JoinGroup member's metadata into a Subscription and puts it in a java.util.HashMap
 keyed by member id, inserting in the order of the JoinGroup response's member list. The collected topics

@@ -1,4 +1,4 @@
-"""RangeAssignor ("range", spec §13.2): each topic on its own, its partitions cut into consecutive ranges
+"""RangeAssignor ("range", RangeAssignor.java): each topic on its own, its partitions cut into consecutive ranges
 over the topic's subscribers in MemberInfo order; the first `P % N` subscribers get one extra partition.
 
 Because every topic starts again from the first-sorted subscriber, the extras of all topics pile up on the

@@ -1,4 +1,4 @@
-"""RoundRobinAssignor ("roundrobin", spec §13.3): members in MemberInfo order on a circular iterator;
+"""RoundRobinAssignor ("roundrobin", RoundRobinAssignor.java): members in MemberInfo order on a circular iterator;
 partitions by topic name (String order) then index; each partition goes to the next member, from the
 iterator's position, that subscribes to its topic, and the iterator moves past it. The iterator is not
 reset between topics.

@@ -1,4 +1,4 @@
-"""The sticky family's shared engine (Kafka's AbstractStickyAssignor, spec §13.4) and StickyAssignor
+"""The sticky family's shared engine (Kafka's AbstractStickyAssignor) and StickyAssignor
 ("sticky") itself.
 
 Three stages, each reproducing Kafka's order of operations exactly:
@@ -392,7 +392,7 @@ class _GeneralBuilder:
         self.compute_balanced = self._compute_balanced
         self.balanced_cache: bool | None = None
 
-    # -- bookkeeping --------------------------------------------------------------------------------
+    # -- bookkeeping -----------------------------------------------------------------------------------
 
     def _count_changed(self, member_id: str) -> None:
         heapq.heappush(self.heaps[self.group_of[member_id]], (len(self.cur[member_id]), self.key[member_id], member_id))
@@ -425,7 +425,7 @@ class _GeneralBuilder:
         count, _, member_id = min(self._group_least_loaded(g) for g in self.groups_of_topic[topic])
         return count, member_id
 
-    # -- the algorithm -------------------------------------------------------------------------------
+    # -- the algorithm ---------------------------------------------------------------------------------
 
     def build(self) -> dict[str, list[TopicPartition]]:
         prev = self._previous_owners()

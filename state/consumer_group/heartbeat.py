@@ -20,8 +20,8 @@ Not modelled, with the answer given instead:
 * per-group configs (GroupConfig): the broker's group.consumer.* settings apply to every group;
 * authorization and coordinator availability (pre-checks 1-4).
 
-`kafka_4_0` selects Kafka 4.0.0's behaviour where it differs (spec §11): the first member epoch is 1, not 2
-(`group.initial_epoch`), even for a first member subscribing to nothing (trunk: no bump); an existing member's epoch 0 must equal its previous epoch; a returning static
+`kafka_4_0` selects Kafka 4.0.0's behaviour where it differs (docs/consumer-protocol.md): the first member epoch is 1,
+not 2 (`group.initial_epoch`), even for a first member subscribing to nothing (trunk: no bump); an existing member's epoch 0 must equal its previous epoch; a returning static
 member counts against group.consumer.max.size; a change of the group's preferred assignor does not bump the
 group epoch; fencing the last member leaves the assignment epoch behind; the target assignment is computed
 on every epoch bump (no assignment interval); and reconciliation follows 4.0 (see `reconciliation`).

@@ -9,7 +9,7 @@ to the target epoch and receives the partitions that are free now; the ones anot
 member holds carries the assignment epoch at which it was granted (KIP-1251); a partition kept keeps its
 epoch.
 
-Trunk against Kafka 4.0.0 (spec §11), selected by `reconcile(..., kafka_4_0=True)`:
+Trunk against Kafka 4.0.0 (docs/consumer-protocol.md), selected by `reconcile(..., kafka_4_0=True)`:
 * leaving UNREVOKED_PARTITIONS, 4.0 reconciles from member epoch + 1 (trunk keeps the epoch, so a member
   still revoking after the target moved on stays at its old epoch; KAFKA-19974);
 * 4.0 treats a partition the member itself has pending revocation as unreleased (KAFKA-19449);
@@ -31,7 +31,8 @@ PartitionEpochs = dict[TopicId, dict[int, int]]
 
 
 class MemberState(enum.IntEnum):
-    """`MemberState`, with the byte Kafka writes in the CurrentMemberAssignment record."""
+    """The group coordinator's `MemberState` (group-coordinator's `modern/MemberState.java`), with the byte Kafka
+    writes in the CurrentMemberAssignment record; the client's own is `client.member_state.ClientMemberState`."""
 
     STABLE = 0  # holds exactly what its epoch allows; nothing to revoke or wait for
     UNREVOKED_PARTITIONS = 1  # must revoke `partitions_pending_revocation` before its epoch can advance

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from state import snapshot
 from state.config import CoordinatorConfig
 from state.events import parse_event
-from state.periodic import expand_rows
+from state.quiet_run import expand_rows
 from state.runtime import GroupRuntime
 
 DEFAULT_TOPICS = ("foo",)

@@ -8,7 +8,7 @@ from operator import itemgetter
 import pytest
 
 from state.events import EventError, parse_event
-from state.periodic import expand_rows
+from state.quiet_run import expand_rows
 from state.runtime import GroupRuntime
 from tests.state.harness import GroupContext, check_requests_rows
 

@@ -9,7 +9,7 @@ import pickle
 import pytest
 
 from state.config import CoordinatorConfig
-from state.consumer_group.client.member_state import MemberState as ClientMemberState
+from state.consumer_group.client.member_state import ClientMemberState
 from state.events import parse_event
 from state.pickling import ValuesPickler, dumps
 from state import encoding

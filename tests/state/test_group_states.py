@@ -1,5 +1,5 @@
-"""Group states and their legal transitions (spec §4), the `group_states` rows, and the coordinator
-partition (spec §2). Ported from ClassicGroupTest's transition cases (`test*Transition`,
+"""Group states and their legal transitions (ClassicGroupState), the `group_states` rows, and the coordinator
+partition (GroupCoordinatorService.partitionFor). Ported from ClassicGroupTest's transition cases (`test*Transition`,
 `testCanRebalanceWhen*`) and checked against ClassicGroupState's valid-previous-states table."""
 
 from __future__ import annotations

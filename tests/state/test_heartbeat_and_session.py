@@ -1,4 +1,4 @@
-"""Heartbeat and session expiry (spec §7), ported from Kafka's `testHeartbeat*`, `testClassicGroupMember*`,
+"""Heartbeat and session expiry, ported from Kafka's `testHeartbeat*`, `testClassicGroupMember*`,
 `testRebalanceCompletesBeforeMemberJoins` and `testSecondMemberPartiallyJoinAndTimeout` cases and checked
 against GroupMetadataManager.classicGroupHeartbeatToClassicGroup / expireClassicGroupMemberHeartbeat.
 

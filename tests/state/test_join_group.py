@@ -1,4 +1,4 @@
-"""JoinGroup (spec §5), ported from Kafka's GroupMetadataManagerTest `testJoinGroup*` / `testClassicGroup*`
+"""JoinGroup, ported from Kafka's GroupMetadataManagerTest `testJoinGroup*` / `testClassicGroup*`
 cases and checked against GroupMetadataManager.classicGroupJoin*.
 
 Kafka's test context sends JoinGroup v3 unless a case needs KIP-394 (v4) or KIP-814 (v9); the same
@@ -15,7 +15,7 @@ from state.events import EventError, parse_event
 from tests.state.conftest import java_hashmap_order, make_ctx
 
 
-# -- request-level checks (§5.1, §5.2) ---------------------------------------------------------------------
+# -- request-level checks (GroupMetadataManager.classicGroupJoin) --------------------------------------------
 
 def test_empty_group_id_is_invalid():
     ctx = make_ctx(group_id="")
@@ -61,7 +61,7 @@ def test_new_group_writes_an_empty_group_metadata_record(ctx):
     assert record["members"] == [] and ctx.state == "Empty"
 
 
-# -- new members (§5.4) ------------------------------------------------------------------------------------
+# -- new members (classicGroupJoinNewDynamicMember, classicGroupJoinNewStaticMember) -------------------------
 
 def test_v4_dynamic_member_gets_member_id_required_and_stays_pending(ctx):
     join = ctx.join(client_id="my-client", version=4)
@@ -156,7 +156,7 @@ def test_v0_join_uses_the_session_timeout_as_rebalance_timeout(ctx):
     assert not join.done
 
 
-# -- existing members (§5.5) -------------------------------------------------------------------------------
+# -- existing members (classicGroupJoinExistingMember) -------------------------------------------------------
 
 def test_unknown_member_id_in_existing_group(ctx):
     # testJoinGroupUnknownConsumerExistingGroup
@@ -262,7 +262,7 @@ def test_not_rejoined_dynamic_members_are_removed_at_join_completion(ctx):
     assert not ctx.group.has_member(leader.member_id)
 
 
-# -- responses (§5.11) and leader election (§5.9) ------------------------------------------------------------
+# -- responses and leader election (completeClassicGroupJoin) ------------------------------------------------
 
 def test_only_the_leader_gets_the_member_list_with_selected_metadata(ctx):
     a = ctx.join(version=3, topics=("foo",), rebalance_ms=500)
@@ -314,7 +314,7 @@ def test_leader_that_did_not_rejoin_is_replaced_by_first_joined_member_in_hashma
     assert ctx.group.leader_id == expected_leader
 
 
-# -- protocol selection (§5.10) ------------------------------------------------------------------------------
+# -- protocol selection (ClassicGroup.selectProtocol, supportsProtocols) -------------------------------------
 
 @pytest.mark.parametrize("first,second", [
     (("range", "roundrobin"), ("roundrobin", "range")),
@@ -351,7 +351,7 @@ def test_members_vote_only_for_protocols_every_member_supports(ctx):
     assert ctx.group.protocol_name == "range"
 
 
-# -- group.max.size (§5.3) -----------------------------------------------------------------------------------
+# -- group.max.size (acceptJoiningMember) --------------------------------------------------------------------
 
 def test_joins_beyond_max_size_are_rejected():
     # testJoinGroupShouldReceiveErrorIfGroupOverMaxSize

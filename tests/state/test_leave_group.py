@@ -1,4 +1,4 @@
-"""LeaveGroup (spec §9), ported from Kafka's `testLeaveGroup*`, `testStaticMembers*BatchLeaveGroup`,
+"""LeaveGroup, ported from Kafka's `testLeaveGroup*`, `testStaticMembers*BatchLeaveGroup`,
 `testPendingMember*` cases and checked against GroupMetadataManager.classicGroupLeaveToClassicGroup."""
 
 from __future__ import annotations

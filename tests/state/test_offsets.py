@@ -1,4 +1,4 @@
-"""OffsetCommit / OffsetFetch and offset expiry (spec §10), ported from Kafka's OffsetMetadataManagerTest
+"""OffsetCommit / OffsetFetch and offset expiry, ported from Kafka's OffsetMetadataManagerTest
 (`testGenericGroupOffsetCommit*`, `testSimpleGroupOffsetCommit*`, `testOffsetCommitWithUnknownGroup`,
 `testFetchOffsets*`, `testCleanupExpiredOffsets*`), ClassicGroupTest (`testValidateOffsetCommit`,
 `testOffsetExpirationCondition`, `testIsSubscribedToTopic`) and GroupCoordinatorTest
@@ -30,7 +30,7 @@ def fetched(handle) -> dict:
             for r in handle.results}
 
 
-# -- validation order (§10.1) --------------------------------------------------------------------------------
+# -- validation order (OffsetMetadataManager.validateOffsetCommit) -------------------------------------------
 
 @pytest.mark.parametrize("version", range(1, 10))
 def test_commit_with_a_generation_to_an_unknown_group(ctx, version):
@@ -161,7 +161,7 @@ def test_commit_maintains_the_session(ctx):
     assert ctx.member_ids == []
 
 
-# -- per-partition handling and stored values (§10.2) --------------------------------------------------------
+# -- per-partition handling and stored values (OffsetMetadataManager.commitOffset) ---------------------------
 
 @pytest.mark.parametrize("metadata,error", [
     ("a" * 4096, "NONE"),
@@ -277,7 +277,7 @@ def test_v0_commit_has_no_generation(ctx):
     assert commit.error == "NONE" and ctx.committed() == {FOO0: 1}
 
 
-# -- OffsetFetch (§10.4) -------------------------------------------------------------------------------------
+# -- OffsetFetch (OffsetMetadataManager.fetchOffsets, fetchAllOffsets) ---------------------------------------
 
 def test_fetch_of_uncommitted_partitions_returns_minus_one(ctx):
     # testFetchOffsetForUnknownPartition
@@ -313,7 +313,7 @@ def test_fetch_is_allowed_while_rebalancing(ctx):
     assert fetched(ctx.fetch({"foo": [0]})) == {FOO0: (4, -1, "", "NONE")}
 
 
-# -- expiry (§10.5) ------------------------------------------------------------------------------------------
+# -- expiry (OffsetMetadataManager.cleanupExpiredOffsets) ----------------------------------------------------
 
 def test_simple_group_offsets_expire_retention_after_their_commit():
     ctx = expiry_ctx()

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from state.config import ConfigError, CoordinatorConfig
 from state.events import EventError, parse_event
-from state.periodic import expand_row, expand_rows
+from state.quiet_run import expand_row, expand_rows
 from state.runtime import GroupRuntime
 
 HOUR = 3_600_000

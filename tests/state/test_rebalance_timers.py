@@ -1,4 +1,4 @@
-"""Rebalance timers (spec §5.7-§5.8, §7, §8): the initial rebalance delay and its extension arithmetic,
+"""Rebalance timers (Kafka's GroupMetadataManager): the initial rebalance delay and its extension arithmetic,
 the rebalance (join) timeout, pending-sync expiry, the 5-minute new-member join timeout, the
 MEMBER_ID_REQUIRED pending-member timeout, and static members that keep a group in PreparingRebalance.
 Ported from Kafka's `testDelay*`, `testResetRebalanceDelay*`, `testNewMember*`, `testRebalanceTimesOut*`,
@@ -22,7 +22,7 @@ def completion_time(ctx, joins) -> int | None:
     return None
 
 
-# -- the initial rebalance delay (§5.7 step 3) ---------------------------------------------------------------
+# -- the initial rebalance delay (tryCompleteInitialRebalanceElseSchedule) -----------------------------------
 
 def test_initial_rebalance_waits_the_full_delay(ctx):
     # testDelayInitialRebalanceByGroupInitialRebalanceDelayOnEmptyGroup
@@ -118,7 +118,7 @@ def test_initial_delay_can_be_zero():
     assert join.error == "NONE" and ctx.time == 0
 
 
-# -- the rebalance timeout (§5.7 step 4, §5.8) ---------------------------------------------------------------
+# -- the rebalance timeout (prepareRebalance, completeClassicGroupJoin) --------------------------------------
 
 def test_rebalance_timeout_is_the_max_over_members_when_the_rebalance_starts(ctx):
     leader = ctx.dynamic_leader_stable(rebalance_ms=4000, session_ms=30_000)
@@ -137,7 +137,7 @@ def test_rebalance_completes_at_once_when_everyone_already_joined(ctx):
     assert rejoin.error == "NONE" and ctx.timer_deadline("join") is None
 
 
-# -- pending-sync expiry (§8) --------------------------------------------------------------------------------
+# -- pending-sync expiry (schedulePendingSync, expirePendingSync) --------------------------------------------
 
 def three_members(ctx):
     joins = ctx.join_with_n_members(3, rebalance_ms=5000, session_ms=5000)
@@ -199,7 +199,7 @@ def test_pending_sync_timer_is_cancelled_by_a_new_rebalance(ctx):
     assert ctx.state == "PreparingRebalance" and ctx.timer_deadline("sync") is None
 
 
-# -- new members: the 5-minute join timeout (§5.5.1 step 4, §7) ----------------------------------------------
+# -- new members: the 5-minute join timeout (addMemberThenRebalanceOrCompleteJoin) ---
 
 def test_new_member_join_expiration(ctx):
     # testNewMemberJoinExpiration: a new member's parked join times out after 5 minutes even though its
@@ -255,7 +255,7 @@ def test_new_member_failure_after_join_group_completion(ctx):
     assert ctx.member_ids == [] and ctx.state == "Empty"
 
 
-# -- MEMBER_ID_REQUIRED members (§5.4 step 5) ----------------------------------------------------------------
+# -- MEMBER_ID_REQUIRED members (classicGroupJoinNewDynamicMember) -------------------------------------------
 
 def test_pending_member_expires_after_its_requested_session_timeout(ctx):
     # testHeartbeatExpirationShouldRemovePendingMember
@@ -294,7 +294,7 @@ def test_pending_member_expiry_completes_the_initial_rebalance_early(ctx):
     assert join.error == "NONE" and ctx.time == 1000 and ctx.state == "CompletingRebalance"
 
 
-# -- static members that do not rejoin (§5.8 step 4) ---------------------------------------------------------
+# -- static members that do not rejoin (completeClassicGroupJoin, maybeElectNewJoinedLeader) -----------------
 
 def test_no_member_rejoined_extends_the_join_phase(ctx):
     # testCompleteJoinPhaseNoMembersRejoinedExtendsJoinPhase: with only non-rejoined static members left,

@@ -1,5 +1,5 @@
-"""The written records are the group's durable state (spec §10.3, §11): replaying the `offsets` rows gives
-the committed offsets, and the last `group_metadata` row rebuilds (state.records.group_from_value, what a
+"""The written records are the group's durable state (GroupCoordinatorRecordHelpers' records): replaying the `offsets`
+rows gives the committed offsets, and the last `group_metadata` row rebuilds (state.records.group_from_value, what a
 coordinator does on load; Kafka's replay(GroupMetadataKey, GroupMetadataValue)) the generation, members,
 assignments and leader the group had when the row was written."""
 

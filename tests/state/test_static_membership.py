@@ -1,4 +1,4 @@
-"""Static membership (KIP-345; spec §5.5-§5.6, §5.8), ported from Kafka's `testStaticMember*` and
+"""Static membership (KIP-345), ported from Kafka's `testStaticMember*` and
 `testReplaceStaticMember*` cases (GroupMetadataManagerTest) and checked against
 GroupMetadataManager.updateStaticMemberThenRebalanceOrCompleteJoin / ClassicGroup.replaceStaticMember.
 
@@ -75,7 +75,7 @@ def test_follower_rejoin_with_known_member_id_and_same_protocols(ctx):
     assert ctx.state == "Stable"
 
 
-# -- replacement (§5.6) --------------------------------------------------------------------------------------
+# -- replacement (ClassicGroup.replaceStaticMember) ----------------------------------------------------------
 
 def test_replacement_while_preparing_fences_the_parked_join(ctx):
     # testJoinGroupReplaceStaticMember
@@ -307,7 +307,7 @@ def test_old_follower_rejoining_after_its_id_changed_is_fenced(ctx):
     assert ctx.state == "CompletingRebalance"
 
 
-# -- static members across rebalances (§5.8 step 2) ----------------------------------------------------------
+# -- static members across rebalances (completeClassicGroupJoin keeps them) ----------------------------------
 
 def test_static_follower_that_does_not_rejoin_is_kept(ctx):
     # testStaticMemberFollowerFailToRejoinBeforeRebalanceTimeout

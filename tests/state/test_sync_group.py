@@ -1,4 +1,4 @@
-"""SyncGroup (spec §6), ported from Kafka's `testSyncGroup*` / `testLeaderFailureInSyncGroup` cases and
+"""SyncGroup, ported from Kafka's `testSyncGroup*` / `testLeaderFailureInSyncGroup` cases and
 checked against GroupMetadataManager.classicGroupSyncToClassicGroup / validateSyncGroup /
 propagateAssignment."""
 
@@ -20,7 +20,7 @@ def two_member_completing(ctx):
     return leader.member_id, follower.member_id
 
 
-# -- validation (§6 checks 1-7) ------------------------------------------------------------------------------
+# -- validation (validateSyncGroup, in its order) ------------------------------------------------------------
 
 def test_empty_group_id_is_invalid():
     ctx = make_ctx(group_id="")

@@ -13,4 +13,5 @@ rebalance callbacks) as actions.
 * `member_actions`: the application-side steps the runtime runs and reports done.
 * `seeded_random`: the member id's and the jitter's random draws, with a stored form.
 * `member_config`: the client settings of the consumer protocol and the ones the Java client refuses with it.
+* `fleet`: `ConsumerGroupClients`, the synthetic fleet's glue between its clients and their memberships.
 """

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from state.consumer_group.client.heartbeat_timing import HeartbeatRequestState
-from state.consumer_group.client.member_state import InvalidTransition, MemberState
+from state.consumer_group.client.member_state import InvalidTransition, ClientMemberState
 from state.consumer_group.client.membership_manager import GroupMembershipOperation, LocalAssignment, MembershipManager
 from state.consumer_group.messages import UNCHANGED_REBALANCE_TIMEOUT, HeartbeatRequest, HeartbeatResponse
 
@@ -53,7 +53,7 @@ class HeartbeatState:
         """Whether the next heartbeat carries no field but who the member is (`build_request` unchanged)."""
         mm = self._membership
         config = mm.config
-        return (mm.state is not MemberState.JOINING and self.sent.rebalance_timeout_ms == config.max_poll_interval_ms
+        return (mm.state is not ClientMemberState.JOINING and self.sent.rebalance_timeout_ms == config.max_poll_interval_ms
                 and mm.subscription == self.sent.subscribed_topic_names and mm.pattern == self.sent.pattern
                 and (config.group_remote_assignor is None or config.group_remote_assignor == self.sent.server_assignor)
                 and mm.current_assignment == self.sent.local_assignment)
@@ -61,7 +61,7 @@ class HeartbeatState:
     def build_request(self) -> HeartbeatRequest:
         mm = self._membership
         config = mm.config
-        send_all = mm.state is MemberState.JOINING
+        send_all = mm.state is ClientMemberState.JOINING
         rebalance_timeout_ms = UNCHANGED_REBALANCE_TIMEOUT
         if send_all or self.sent.rebalance_timeout_ms != config.max_poll_interval_ms:
             rebalance_timeout_ms = self.sent.rebalance_timeout_ms = config.max_poll_interval_ms
@@ -150,7 +150,7 @@ class HeartbeatRequestManager:
         nor for a dynamic member closing with REMAIN_IN_GROUP once LEAVING, which is not "leaving the group"
         for Kafka, whose move to PREPARE_LEAVING then throws IllegalStateException on every pass of the
         network thread: nothing at all is sent."""
-        return not self.membership.is_leaving_group() and self.membership.state is not MemberState.LEAVING
+        return not self.membership.is_leaving_group() and self.membership.state is not ClientMemberState.LEAVING
 
     def poll_timer_expired(self, now: int) -> bool:
         return now >= self.poll_deadline_ms
@@ -165,7 +165,7 @@ class HeartbeatRequestManager:
         mm = self.membership
         if not mm.is_static() and mm.leave_group_operation is GroupMembershipOperation.REMAIN_IN_GROUP:
             return False
-        return mm.state is MemberState.LEAVING
+        return mm.state is ClientMemberState.LEAVING
 
     def _make_request(self, now: int, handle_response: bool) -> HeartbeatRequest:
         request = self.heartbeat_state.build_request()
@@ -235,7 +235,7 @@ class HeartbeatRequestManager:
             mm.transition_to_fenced(now)
             # No backoff: the rejoin goes as soon as the partitions are released.
             self.request_state.reset()
-        elif error == "GROUP_ID_NOT_FOUND" and mm.state is MemberState.UNSUBSCRIBED:
+        elif error == "GROUP_ID_NOT_FOUND" and mm.state is ClientMemberState.UNSUBSCRIBED:
             pass  # the answer to the leave of a group that never came to exist
         elif error == "UNSUPPORTED_VERSION":
             self._fatal(now, error, CONSUMER_PROTOCOL_NOT_SUPPORTED_MSG)

@@ -28,7 +28,7 @@ from state.consumer_group.client.heartbeat_timing import (
 )
 from state.consumer_group.client.member_actions import Partition
 from state.consumer_group.client.member_config import MemberConfig
-from state.consumer_group.client.member_state import MemberState
+from state.consumer_group.client.member_state import ClientMemberState
 from state.consumer_group.client.membership_manager import GroupMembershipOperation, MembershipManager
 from state.consumer_group.client.seeded_random import SeededRandom
 from state.consumer_group.messages import HeartbeatRequest, HeartbeatResponse
@@ -59,7 +59,7 @@ class Membership:
     # -- read-only view --------------------------------------------------------------------------------
 
     @property
-    def state(self) -> MemberState:
+    def state(self) -> ClientMemberState:
         return self._manager.state
 
     @property
@@ -154,7 +154,7 @@ class Membership:
         interval = state.heartbeat_interval_ms
         backoff = state._backoff
         longest_backoff = min(backoff.max_ms, int(backoff.initial_ms * (1 + backoff.jitter)) + 1)
-        if (mm.state is not MemberState.STABLE or mm.member_epoch <= 0 or not hb.coordinator_known or hb.in_flight
+        if (mm.state is not ClientMemberState.STABLE or mm.member_epoch <= 0 or not hb.coordinator_known or hb.in_flight
                 or state.request_in_flight or state.num_attempts or mm.leave_in_progress or mm.actions.pending()
                 or interval <= 0 or round_trip_ms + longest_backoff >= interval
                 or not hb.heartbeat_state.unchanged() or hb.poll_timer_expired(now)

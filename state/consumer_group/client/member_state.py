@@ -1,7 +1,9 @@
-"""The client's view of its own membership: Kafka's `clients/.../consumer/internals/MemberState.java`, the
-states a KIP-848 consumer (AsyncKafkaConsumer) moves through and the table of states each one may be entered
-from. Not to be confused with the coordinator's per-member state (`reconciliation.MemberState`: STABLE,
-UNREVOKED_PARTITIONS, ...), which the client never sees.
+"""The client's view of its own membership, `ClientMemberState`: Kafka's `MemberState` of the consumer
+(`clients/.../consumer/internals/MemberState.java`), the states a KIP-848 consumer (AsyncKafkaConsumer) moves
+through and the table of states each one may be entered from. Kafka has a second `MemberState`, the group
+coordinator's per-member state (`state.consumer_group.reconciliation.MemberState`: STABLE,
+UNREVOKED_PARTITIONS, ...), which the client never sees; the client's takes its side's name here so that the
+two cannot be confused.
 
 * UNSUBSCRIBED: not subscribed (never, or after leaving); no heartbeats.
 * JOINING: heartbeats at epoch 0 right away until a response gives it an epoch > 0.
@@ -20,7 +22,7 @@ from __future__ import annotations
 import enum
 
 
-class MemberState(enum.Enum):
+class ClientMemberState(enum.Enum):
     UNSUBSCRIBED = "UNSUBSCRIBED"
     JOINING = "JOINING"
     RECONCILING = "RECONCILING"
@@ -34,13 +36,13 @@ class MemberState(enum.Enum):
 
     def can_handle_new_assignment(self) -> bool:
         """A member takes a new target only where it could start reconciling it (not while leaving)."""
-        return self in PREVIOUS_VALID_STATES[MemberState.RECONCILING]
+        return self in PREVIOUS_VALID_STATES[ClientMemberState.RECONCILING]
 
 
-_S = MemberState
-# For each state, the states it may be entered from (MemberState.previousValidStates). Staying in the same
+_S = ClientMemberState
+# For each state, the states it may be entered from (Kafka's MemberState.previousValidStates). Staying in the same
 # state is always allowed.
-PREVIOUS_VALID_STATES: dict[MemberState, frozenset[MemberState]] = {
+PREVIOUS_VALID_STATES: dict[ClientMemberState, frozenset[ClientMemberState]] = {
     _S.STABLE: frozenset({_S.JOINING, _S.ACKNOWLEDGING, _S.RECONCILING}),
     _S.RECONCILING: frozenset({_S.STABLE, _S.JOINING, _S.ACKNOWLEDGING, _S.RECONCILING}),
     _S.ACKNOWLEDGING: frozenset({_S.RECONCILING}),
@@ -60,6 +62,6 @@ class InvalidTransition(RuntimeError):
     """A move the table forbids: a bug in the state machine, as Kafka's IllegalStateException is."""
 
 
-def check_transition(current: MemberState, next_state: MemberState) -> None:
+def check_transition(current: ClientMemberState, next_state: ClientMemberState) -> None:
     if current is not next_state and current not in PREVIOUS_VALID_STATES[next_state]:
         raise InvalidTransition(f"Invalid state transition from {current.name} to {next_state.name}")

@@ -20,7 +20,7 @@ from state.consumer_group.client import member_actions as actions
 from state.consumer_group.client.local_assignment import NONE, LocalAssignment, partitions_of
 from state.consumer_group.client.member_actions import Partition, PendingActions, Then
 from state.consumer_group.client.member_config import MemberConfig
-from state.consumer_group.client.member_state import MemberState, check_transition
+from state.consumer_group.client.member_state import ClientMemberState, check_transition
 from state.consumer_group.messages import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
@@ -59,7 +59,7 @@ class MembershipManager:
         self.config = config
         self.member_id = member_id  # generated once by the client (KIP-1082), kept across rejoins
         self.member_epoch = JOIN_EPOCH
-        self.state = MemberState.UNSUBSCRIBED
+        self.state = ClientMemberState.UNSUBSCRIBED
         self.subscription: frozenset[str] = frozenset()
         # SubscriptionState.subscriptionPattern: the RE2J pattern (SubscriptionPattern) subscribed to, if any;
         # the topic names are then empty (AUTO_PATTERN_RE2J).
@@ -94,7 +94,7 @@ class MembershipManager:
 
     # -- state -----------------------------------------------------------------------------------------
 
-    def transition_to(self, next_state: MemberState) -> None:
+    def transition_to(self, next_state: ClientMemberState) -> None:
         check_transition(self.state, next_state)
         self.state = next_state
 
@@ -102,19 +102,19 @@ class MembershipManager:
         return self.config.group_instance_id is not None
 
     def is_not_in_group(self) -> bool:
-        return self.state in (MemberState.UNSUBSCRIBED, MemberState.FENCED, MemberState.FATAL, MemberState.STALE)
+        return self.state in (ClientMemberState.UNSUBSCRIBED, ClientMemberState.FENCED, ClientMemberState.FATAL, ClientMemberState.STALE)
 
     def should_skip_heartbeat(self) -> bool:
         return self.is_not_in_group()
 
     def should_heartbeat_now(self) -> bool:
-        return self.state in (MemberState.ACKNOWLEDGING, MemberState.LEAVING, MemberState.JOINING)
+        return self.state in (ClientMemberState.ACKNOWLEDGING, ClientMemberState.LEAVING, ClientMemberState.JOINING)
 
     def is_leaving_group(self) -> bool:
         # A dynamic member closing with REMAIN_IN_GROUP leaves by session timeout, not by heartbeat.
         if self.leave_group_operation is GroupMembershipOperation.REMAIN_IN_GROUP and not self.is_static():
             return False
-        return self.state in (MemberState.PREPARE_LEAVING, MemberState.LEAVING)
+        return self.state in (ClientMemberState.PREPARE_LEAVING, ClientMemberState.LEAVING)
 
     def leave_group_epoch(self) -> int:
         if self.leave_group_operation is GroupMembershipOperation.LEAVE_GROUP:
@@ -153,16 +153,16 @@ class MembershipManager:
 
     def on_consumer_poll(self) -> None:
         updated, self._subscription_updated = self._subscription_updated, False
-        if updated and self.state is MemberState.UNSUBSCRIBED:
+        if updated and self.state is ClientMemberState.UNSUBSCRIBED:
             self.transition_to_joining()
 
     def transition_to_joining(self) -> None:
-        if self.state is MemberState.FATAL:
+        if self.state is ClientMemberState.FATAL:
             return
         if self._reconciliation_in_progress:
             self._rejoined_while_reconciliation_in_progress = True
         self.member_epoch = JOIN_EPOCH
-        self.transition_to(MemberState.JOINING)
+        self.transition_to(ClientMemberState.JOINING)
         self.target_assignment = NONE
 
     # -- heartbeat outcomes ------------------------------------------------------------------------------
@@ -170,9 +170,9 @@ class MembershipManager:
     def on_heartbeat_success(self, response: HeartbeatResponse) -> None:
         if response.error != "NONE":
             raise ValueError(f"Unexpected error in Heartbeat response: {response.error}")
-        if self.state is MemberState.LEAVING:
+        if self.state is ClientMemberState.LEAVING:
             return
-        if (self.state is MemberState.UNSUBSCRIBED and response.member_epoch < 0
+        if (self.state is ClientMemberState.UNSUBSCRIBED and response.member_epoch < 0
                 and self._maybe_complete_leave_in_progress()):
             return
         if self.is_not_in_group():
@@ -187,59 +187,59 @@ class MembershipManager:
             return
         self.target_assignment = self.target_assignment.update_with(partitions_of(response.assignment))
         if not self._target_reconciled():
-            self.transition_to(MemberState.RECONCILING)
-        elif self.state in (MemberState.RECONCILING, MemberState.JOINING):
-            self.transition_to(MemberState.STABLE)
+            self.transition_to(ClientMemberState.RECONCILING)
+        elif self.state in (ClientMemberState.RECONCILING, ClientMemberState.JOINING):
+            self.transition_to(ClientMemberState.STABLE)
 
     def on_heartbeat_failure(self) -> None:
         # The leave heartbeat is sent once and not retried: whatever its outcome, the leave is over.
-        if self.state is MemberState.UNSUBSCRIBED:
+        if self.state is ClientMemberState.UNSUBSCRIBED:
             self._maybe_complete_leave_in_progress()
 
     def on_heartbeat_request_generated(self, now: int) -> None:
-        if self.state is MemberState.ACKNOWLEDGING:
-            self.transition_to(MemberState.STABLE if self._target_reconciled() else MemberState.RECONCILING)
-        elif self.state is MemberState.LEAVING:
+        if self.state is ClientMemberState.ACKNOWLEDGING:
+            self.transition_to(ClientMemberState.STABLE if self._target_reconciled() else ClientMemberState.RECONCILING)
+        elif self.state is ClientMemberState.LEAVING:
             if self._is_poll_timer_expired:
                 self.transition_to_stale(now)
             else:
-                self.transition_to(MemberState.UNSUBSCRIBED)
+                self.transition_to(ClientMemberState.UNSUBSCRIBED)
 
     def on_heartbeat_request_skipped(self) -> None:
         """No coordinator (or a state that skips heartbeats): a pending leave heartbeat is given up."""
-        if self.state is MemberState.LEAVING:
-            self.transition_to(MemberState.UNSUBSCRIBED)
+        if self.state is ClientMemberState.LEAVING:
+            self.transition_to(ClientMemberState.UNSUBSCRIBED)
             self._maybe_complete_leave_in_progress()
 
     def transition_to_fenced(self, now: int) -> None:
-        if self.state is MemberState.PREPARE_LEAVING:
+        if self.state is ClientMemberState.PREPARE_LEAVING:
             # Already out of the group for the coordinator: stop at once, with no leave heartbeat.
             self.transition_to_sending_leave_group(due_to_expired_poll_timer=False)
-            self.transition_to(MemberState.UNSUBSCRIBED)
+            self.transition_to(ClientMemberState.UNSUBSCRIBED)
             self._maybe_complete_leave_in_progress()
             return
-        if self.state is MemberState.LEAVING:
-            self.transition_to(MemberState.UNSUBSCRIBED)
+        if self.state is ClientMemberState.LEAVING:
+            self.transition_to(ClientMemberState.UNSUBSCRIBED)
             self._maybe_complete_leave_in_progress()
             return
-        if self.state is MemberState.UNSUBSCRIBED:
+        if self.state is ClientMemberState.UNSUBSCRIBED:
             return
-        self.transition_to(MemberState.FENCED)
+        self.transition_to(ClientMemberState.FENCED)
         self.member_epoch = JOIN_EPOCH
         self._invoke_callback(actions.OnPartitionsLost, self.owned, Then(Step.REJOIN_WHEN_FENCED), now)
 
     def _lost_on_fenced(self, _now: int, _error: str | None) -> None:
         # A failed onPartitionsLost does not stop the rejoin.
         self._clear_assignment()
-        if self.state is MemberState.FENCED:
+        if self.state is ClientMemberState.FENCED:
             self.transition_to_joining()
 
     def transition_to_fatal(self, now: int) -> None:
         previous = self.state
-        self.transition_to(MemberState.FATAL)
-        if previous is MemberState.UNSUBSCRIBED and self._maybe_complete_leave_in_progress():
+        self.transition_to(ClientMemberState.FATAL)
+        if previous is ClientMemberState.UNSUBSCRIBED and self._maybe_complete_leave_in_progress():
             return
-        if previous in (MemberState.LEAVING, MemberState.PREPARE_LEAVING):
+        if previous in (ClientMemberState.LEAVING, ClientMemberState.PREPARE_LEAVING):
             self._maybe_complete_leave_in_progress()
             return
         self._invoke_callback(actions.OnPartitionsLost, self.owned, Then(Step.CLEAR_ASSIGNMENT), now)
@@ -252,14 +252,14 @@ class MembershipManager:
     def leave_group(self, now: int, run_callbacks: bool = True) -> None:
         """unsubscribe() (with callbacks) or the leave of close() (its callbacks already run)."""
         if self.is_not_in_group():
-            if self.state is MemberState.FENCED:
+            if self.state is ClientMemberState.FENCED:
                 self._clear_assignment()
-                self.transition_to(MemberState.UNSUBSCRIBED)
+                self.transition_to(ClientMemberState.UNSUBSCRIBED)
             self._unsubscribe()
             return
-        if self.state in (MemberState.PREPARE_LEAVING, MemberState.LEAVING):
+        if self.state in (ClientMemberState.PREPARE_LEAVING, ClientMemberState.LEAVING):
             return
-        self.transition_to(MemberState.PREPARE_LEAVING)
+        self.transition_to(ClientMemberState.PREPARE_LEAVING)
         self.leave_in_progress = True
         if run_callbacks:
             self._release_assignment(now, Then(Step.LEAVE))
@@ -310,18 +310,18 @@ class MembershipManager:
         self.transition_to_sending_leave_group(due_to_expired_poll_timer=False)
 
     def transition_to_sending_leave_group(self, due_to_expired_poll_timer: bool) -> None:
-        if self.state in (MemberState.FATAL, MemberState.UNSUBSCRIBED):
+        if self.state in (ClientMemberState.FATAL, ClientMemberState.UNSUBSCRIBED):
             return
         if due_to_expired_poll_timer:
             self._is_poll_timer_expired = True
             # No callbacks before this leave: the partitions are given up as lost once STALE.
-            self.transition_to(MemberState.PREPARE_LEAVING)
+            self.transition_to(ClientMemberState.PREPARE_LEAVING)
         self.member_epoch = self.leave_group_epoch()
         self.current_assignment = NONE
-        self.transition_to(MemberState.LEAVING)
+        self.transition_to(ClientMemberState.LEAVING)
 
     def transition_to_stale(self, now: int) -> None:
-        self.transition_to(MemberState.STALE)
+        self.transition_to(ClientMemberState.STALE)
         self._stale_assignment_released = False
         self._rejoin_when_stale_assignment_released = False
         self._invoke_callback(actions.OnPartitionsLost, self.owned, Then(Step.REJOIN_WHEN_STALE), now)
@@ -335,7 +335,7 @@ class MembershipManager:
     def maybe_rejoin_stale_member(self) -> None:
         """The poll timer was found expired at a poll: a stale member rejoins once its partitions are lost."""
         self._is_poll_timer_expired = False
-        if self.state is not MemberState.STALE:
+        if self.state is not ClientMemberState.STALE:
             return
         if self._stale_assignment_released:
             self.transition_to_joining()
@@ -347,14 +347,14 @@ class MembershipManager:
     def maybe_reconcile(self, now: int, can_commit: bool) -> None:
         """can_commit: called from the application's poll (AsyncPollEvent). From the background thread
         only a reconciliation that revokes nothing and needs no auto-commit may start."""
-        if (self.state is not MemberState.RECONCILING or self._target_reconciled()
+        if (self.state is not ClientMemberState.RECONCILING or self._target_reconciled()
                 or self._reconciliation_in_progress):
             return
         resolved = self.target_assignment
         if not self.current_assignment.is_none() and resolved.partitions == self.current_assignment.partitions:
             # Same partitions under a newer local epoch: nothing to run, only to acknowledge again.
             self.current_assignment = resolved
-            self.transition_to(MemberState.ACKNOWLEDGING)
+            self.transition_to(ClientMemberState.ACKNOWLEDGING)
             return
         added = resolved.partitions - self.owned
         revoked = self.owned - resolved.partitions
@@ -397,7 +397,7 @@ class MembershipManager:
             self._mark_reconciliation_completed()
         elif self._reconciliation_in_progress and not self._maybe_abort_reconciliation():
             self.current_assignment = resolved
-            self.transition_to(MemberState.ACKNOWLEDGING)
+            self.transition_to(ClientMemberState.ACKNOWLEDGING)
             self._mark_reconciliation_completed()
 
     def _revoke_partitions(self, now: int, partitions: frozenset[Partition], then: Then) -> None:
@@ -405,7 +405,7 @@ class MembershipManager:
 
     def _maybe_abort_reconciliation(self) -> bool:
         """A reconciliation that outlived its purpose (the member left RECONCILING or rejoined) stops."""
-        abort = self.state is not MemberState.RECONCILING or self._rejoined_while_reconciliation_in_progress
+        abort = self.state is not ClientMemberState.RECONCILING or self._rejoined_while_reconciliation_in_progress
         if abort:
             self._mark_reconciliation_completed()
         return abort

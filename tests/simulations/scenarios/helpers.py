@@ -11,7 +11,7 @@ from simulations.engines import run_local
 from simulations.scenarios import Generated, Scenario
 from tableio.coordinator_settings import load_config
 from state.events import parse_event
-from state.periodic import expand_rows
+from state.quiet_run import expand_rows
 from tableio.run_result import RunResult
 
 # The smallest valid scenario: one group set, no timeline.

@@ -1,5 +1,5 @@
-"""Readers of quiet runs: `simulations.views.quiet_runs` (whole columns) and `tableio.quiet_run.Run` (one row,
-request by request) read a run's row as `state.periodic.expand_row` expands it, and a run whose periodic
+"""Readers of quiet runs: `simulations.views.quiet_runs` (whole columns) and `state.quiet_run.Run` (one row,
+request by request) read a run's row as `state.quiet_run.expand_row` expands it, and a run whose periodic
 requests are written as runs reads the same, through every view and report figure, as the same run written
 one row per request."""
 
@@ -16,9 +16,8 @@ from simulations.views.offsets_log import offsets_log
 from simulations.views.quiet_runs import (count_requests, counts_per_window, expand_runs, last_repeat,
                                           repeat_counts, repeat_times)
 from simulations.views.run_tables import load_run
-from state.periodic import expand_row, expand_rows
+from state.quiet_run import Run, expand_row, expand_rows
 from tableio.lag_status import LagHistory
-from tableio.quiet_run import Run
 
 from ..scenarios.helpers import run, shipped_small
 
@@ -94,6 +93,12 @@ def test_a_table_without_the_columns_reads_as_lone_requests():
     assert count_requests(frame) == 2
     assert counts_per_window(frame, "request_ts", [6]) == [1, 1]
     assert expand_runs("responses", frame) is frame
+
+
+def test_counting_needs_no_interval_column():
+    frame = pd.DataFrame({"repeat_count": pd.array([3, None], dtype="Int32"), "error": ["NONE", "X"]})
+    assert count_requests(frame) == 4
+    assert count_requests(frame, by="error").to_dict() == {"NONE": 3, "X": 1}
 
 
 def test_count_one_is_a_lone_request_whatever_its_interval():

@@ -1,4 +1,4 @@
-"""state.consumer_protocol: the byte examples of spec §13.7 exactly, round trips of every version, the
+"""state.consumer_protocol: Kafka's ConsumerProtocol bytes exactly, round trips of every version, the
 sticky userData layouts, and damaged input (cases after Kafka's ConsumerProtocolTest)."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def h(spaced_hex: str) -> bytes:
     return bytes.fromhex(spaced_hex.replace(" ", ""))
 
 
-# ---- spec §13.7, bytes produced by Kafka's serializer ------------------------------------------------------
+# ---- bytes produced by Kafka's ConsumerProtocol serializer ------------------------------------------------------
 
 
 def test_subscription_v3_topic_only() -> None:
@@ -53,7 +53,7 @@ def test_assignment_v0_empty() -> None:
     assert encode_assignment(Assignment(()), version=0) == h("0000 00000000 ffffffff")
 
 
-# ---- round trips -------------------------------------------------------------------------------------------
+# ---- round trips ------------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("version", range(HIGHEST_VERSION + 1))
@@ -123,7 +123,7 @@ def test_writing_a_version_above_the_highest_writes_the_highest() -> None:
     assert encode_subscription(Subscription(("a",)), 7) == encode_subscription(Subscription(("a",)), HIGHEST_VERSION)
 
 
-# ---- assignor userData ----------------------------------------------------------------------------------------
+# ---- assignor userData ------------------------------------------------------------------------------------------
 
 
 def test_sticky_user_data_v1_groups_topics_in_java_hash_map_order() -> None:

@@ -10,7 +10,7 @@ from typing import Iterable
 from state.consumer_group.client import member_actions as actions
 from state.consumer_group.client.member import Membership
 from state.consumer_group.client.member_config import MemberConfig
-from state.consumer_group.client.member_state import MemberState
+from state.consumer_group.client.member_state import ClientMemberState
 from state.consumer_group.client.membership_manager import MembershipManager
 from state.consumer_group.messages import HeartbeatResponse, TopicPartitions
 from state.consumer_group.topic_id import TopicId
@@ -54,7 +54,7 @@ def joining_manager(instance_id: str | None = None, auto_commit: bool = False, l
     mm = manager(instance_id, auto_commit, **config)
     mm.has_rebalance_listener = listener
     mm.on_consumer_poll()
-    assert mm.state is MemberState.JOINING
+    assert mm.state is ClientMemberState.JOINING
     return mm
 
 
@@ -89,7 +89,7 @@ def stable_manager(instance_id: str | None = None, owned: TopicPartitions = (), 
     mm.maybe_reconcile(0, can_commit=True)
     complete_all(mm)
     mm.on_heartbeat_request_generated(0)
-    assert mm.state is MemberState.STABLE
+    assert mm.state is ClientMemberState.STABLE
     return mm
 
 

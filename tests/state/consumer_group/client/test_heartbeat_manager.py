@@ -13,7 +13,7 @@ import pytest
 from state.consumer_group.client import member_actions as actions
 from state.consumer_group.client.heartbeat_manager import CONSUMER_PROTOCOL_NOT_SUPPORTED_MSG
 from state.consumer_group.client.member import Membership
-from state.consumer_group.client.member_state import MemberState
+from state.consumer_group.client.member_state import ClientMemberState
 from state.consumer_group.client.membership_manager import GroupMembershipOperation
 from state.consumer_group.messages import LEAVE_EPOCH, STATIC_LEAVE_EPOCH
 
@@ -45,7 +45,7 @@ def stable(now: int = 0, owned=(), **config) -> Membership:
     m.poll(now)
     run_actions(m, now)
     ack = m.next_request(now)
-    assert ack is not None and m.state is MemberState.STABLE
+    assert ack is not None and m.state is ClientMemberState.STABLE
     m.on_response(now, ack, response(interval=INTERVAL))
     return m
 
@@ -90,7 +90,7 @@ def test_skipping_heartbeat(state):
         m._manager.transition_to_fatal(0)
     else:
         m.next_request(MAX_POLL)
-    assert m.state is MemberState[state]
+    assert m.state is ClientMemberState[state]
     assert m.next_request(MAX_POLL + 5 * INTERVAL) is None and m.next_deadline(MAX_POLL) is None
 
 
@@ -111,7 +111,7 @@ def test_network_timeout_and_disconnect(failure):
     m = stable()
     request = m.next_request(INTERVAL)
     m.on_request_failed(INTERVAL, request, failure)
-    assert m.take_actions() == [] and m.state is MemberState.STABLE
+    assert m.take_actions() == [] and m.state is ClientMemberState.STABLE
     assert m.coordinator_known is (failure == "TimeoutException")
     m.coordinator_found()
     assert m.next_request(INTERVAL + BACKOFF - 1) is None
@@ -128,7 +128,7 @@ def test_failure_on_fatal_exception(failure, message):
     # ConsumerHeartbeatRequestManagerTest.testFailureOnFatalException / testUnsupportedVersionFromClient
     m = stable()
     m.on_request_failed(INTERVAL, m.next_request(INTERVAL), failure)
-    assert m.state is MemberState.FATAL
+    assert m.state is ClientMemberState.FATAL
     assert m.take_actions() == [actions.ErrorEvent(failure, message)]
     assert m.next_request(10 * INTERVAL) is None
 
@@ -165,7 +165,7 @@ def test_assignment_sent_when_local_epoch_changes():
     m.poll(INTERVAL)
     run_actions(m, INTERVAL)
     ack = m.next_request(INTERVAL)
-    assert ack.topic_partitions == ((TOPIC_1, (0,)),) and m.state is MemberState.STABLE
+    assert ack.topic_partitions == ((TOPIC_1, (0,)),) and m.state is ClientMemberState.STABLE
     m.on_response(INTERVAL, ack, response(interval=INTERVAL))
     assert m.next_request(2 * INTERVAL).topic_partitions is None
 
@@ -189,15 +189,15 @@ def test_poll_timer_expiration():
     m = stable(owned=assignment((TOPIC_1, [0])))
     assert m.next_deadline(1) == INTERVAL
     leave = m.next_request(MAX_POLL)
-    assert leave.member_epoch == LEAVE_EPOCH and m.state is MemberState.STALE
+    assert leave.member_epoch == LEAVE_EPOCH and m.state is ClientMemberState.STALE
     assert m.owned_partitions == frozenset()  # no listener: onPartitionsLost is immediate
     assert m.next_request(MAX_POLL + INTERVAL) is None
     m.poll(MAX_POLL + INTERVAL)
-    assert m.state is MemberState.JOINING
+    assert m.state is ClientMemberState.JOINING
     rejoin = m.next_request(MAX_POLL + INTERVAL)
     assert rejoin.member_epoch == 0 and rejoin.member_id == leave.member_id and rejoin.topic_partitions == ()
     m.on_response(MAX_POLL + INTERVAL, leave, response(epoch=LEAVE_EPOCH))  # ignored
-    assert m.state is MemberState.JOINING
+    assert m.state is ClientMemberState.JOINING
 
 
 def test_static_member_leaves_with_epoch_minus_two_on_poll_timeout():
@@ -211,10 +211,10 @@ def test_poll_timer_expiration_should_not_mark_member_stale_if_member_already_le
     m = stable(owned=assignment((TOPIC_1, [0])))
     m._manager.has_rebalance_listener = True
     m.unsubscribe(5)
-    assert m.state is MemberState.PREPARE_LEAVING
+    assert m.state is ClientMemberState.PREPARE_LEAVING
     request = m.next_request(MAX_POLL)
     assert request is not None and request.member_epoch == MEMBER_EPOCH  # still heartbeating while leaving
-    assert m.state is MemberState.PREPARE_LEAVING
+    assert m.state is ClientMemberState.PREPARE_LEAVING
 
 
 @pytest.mark.parametrize("instance_id", [None, "groupInstanceId"])
@@ -224,17 +224,17 @@ def test_poll_on_leaving(instance_id, operation):
     m = stable(group_instance_id=instance_id)
     in_flight = m.next_request(INTERVAL)
     m.close(INTERVAL, operation)
-    assert m.state is MemberState.LEAVING
+    assert m.state is ClientMemberState.LEAVING
     request = m.next_request(INTERVAL)
     if instance_id is None and operation is GroupMembershipOperation.REMAIN_IN_GROUP:
-        assert request is None and m.state is MemberState.LEAVING
+        assert request is None and m.state is ClientMemberState.LEAVING
         # Trunk as written: LEAVING is also a "heartbeat now" state, so once nothing is in flight the -1
         # goes out all the same (Kafka's test mocks that path away).
         m.on_response(INTERVAL + 1, in_flight, response())
         assert m.next_request(INTERVAL + 1).member_epoch == LEAVE_EPOCH
     else:
         assert request is not None and request.member_epoch == m.member_epoch < 0
-        assert m.state is MemberState.UNSUBSCRIBED and m.leave_in_progress
+        assert m.state is ClientMemberState.UNSUBSCRIBED and m.leave_in_progress
         m.on_response(INTERVAL + 1, in_flight, response())  # the older response changes nothing
         assert m.leave_in_progress
         m.on_response(INTERVAL + 2, request, response(epoch=request.member_epoch))
@@ -247,7 +247,7 @@ def test_fenced_member_stop_heartbeat_until_it_releases_assignment_to_rejoin():
     m._manager.has_rebalance_listener = True
     hb = m.next_request(INTERVAL)
     m.on_response(INTERVAL, hb, response(error="FENCED_MEMBER_EPOCH"))
-    assert m.state is MemberState.FENCED and m.next_request(INTERVAL) is None
+    assert m.state is ClientMemberState.FENCED and m.next_request(INTERVAL) is None
     [lost] = m.take_actions()
     m.action_done(INTERVAL + 7, lost)
     rejoin = m.next_request(INTERVAL + 7)  # no backoff after fencing
@@ -265,7 +265,7 @@ def test_sending_leave_group_heartbeat_when_previous_one_in_flight():
     assert m.next_request(INTERVAL) is not None
     m.unsubscribe(INTERVAL)
     leave = m.next_request(INTERVAL)
-    assert leave.member_epoch == LEAVE_EPOCH and m.state is MemberState.UNSUBSCRIBED
+    assert leave.member_epoch == LEAVE_EPOCH and m.state is ClientMemberState.UNSUBSCRIBED
     assert m.next_request(INTERVAL) is None
 
 
@@ -293,7 +293,7 @@ def test_heartbeat_outside_interval():
     m.on_response(INTERVAL + 10, hb, response(assigned=assignment((TOPIC_1, [0])), interval=INTERVAL))
     m.poll(INTERVAL + 20)
     run_actions(m, INTERVAL + 20)
-    assert m.state is MemberState.ACKNOWLEDGING and m.next_deadline(INTERVAL + 20) == INTERVAL + 20
+    assert m.state is ClientMemberState.ACKNOWLEDGING and m.next_deadline(INTERVAL + 20) == INTERVAL + 20
     assert m.next_request(INTERVAL + 20) is not None  # within both the interval and the backoff
     # While the ack is in flight only the poll timer (restarted by the poll) can make a request.
     assert m.next_deadline(INTERVAL + 20) == INTERVAL + 20 + MAX_POLL
@@ -339,14 +339,14 @@ def test_group_id_not_found_exception_while_unsubscribed():
     m.unsubscribe(5)
     leave = m.next_request(5)
     m.on_response(6, leave, response(error="GROUP_ID_NOT_FOUND"))
-    assert m.state is MemberState.UNSUBSCRIBED and m.take_actions() == [] and not m.leave_in_progress
+    assert m.state is ClientMemberState.UNSUBSCRIBED and m.take_actions() == [] and not m.leave_in_progress
 
 
 def test_group_id_not_found_while_stable_is_fatal():
     # AbstractHeartbeatRequestManagerTest.testGroupIdNotFoundWhileStableIsFatal
     m = stable()
     m.on_response(INTERVAL, m.next_request(INTERVAL), response(error="GROUP_ID_NOT_FOUND"))
-    assert m.state is MemberState.FATAL and [type(a) for a in m.take_actions()] == [actions.ErrorEvent]
+    assert m.state is ClientMemberState.FATAL and [type(a) for a in m.take_actions()] == [actions.ErrorEvent]
 
 
 # error, fatal, ms until the next heartbeat may go (None: none at all), coordinator still known
@@ -378,7 +378,7 @@ def test_heartbeat_response_on_error_handling(error, fatal, next_in, coordinator
     t = INTERVAL
     m.on_response(t, m.next_request(t), response(error=error, interval=INTERVAL))
     emitted = m.take_actions()
-    assert (m.state is MemberState.FATAL) == fatal
+    assert (m.state is ClientMemberState.FATAL) == fatal
     assert m.coordinator_known == coordinator_known
     errors = [a for a in emitted if isinstance(a, actions.ErrorEvent)]
     assert [e.error for e in errors] == ([error] if fatal or error == "TOPIC_AUTHORIZATION_FAILED" else [])
@@ -389,7 +389,7 @@ def test_heartbeat_response_on_error_handling(error, fatal, next_in, coordinator
         return
     m.coordinator_found()
     if error in ("UNKNOWN_MEMBER_ID", "FENCED_MEMBER_EPOCH"):
-        assert m.state is MemberState.JOINING  # nothing owned: rejoins at once
+        assert m.state is ClientMemberState.JOINING  # nothing owned: rejoins at once
     if next_in:
         assert m.next_request(t + next_in - 1) is None
     follow_up = m.next_request(t + next_in)
@@ -424,7 +424,7 @@ def test_regex_in_heartbeat_lifecycle():
     mm.subscribe(frozenset(), False, "t1.*")
     mm.transition_to_joining()
     assert state.build_request().subscribed_topic_regex == "t1.*"
-    mm.state = MemberState.STABLE
+    mm.state = ClientMemberState.STABLE
     assert state.build_request().subscribed_topic_regex is None  # not updated
     mm.pattern = "t2.*"
     assert state.build_request().subscribed_topic_regex == "t2.*"

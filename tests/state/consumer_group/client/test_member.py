@@ -8,7 +8,7 @@ import random
 from state.consumer_group.client import member_actions as actions
 from state.consumer_group.client.member import Membership, generate_member_id
 from state import encoding
-from state.consumer_group.client.member_state import MemberState
+from state.consumer_group.client.member_state import ClientMemberState
 from state.consumer_group.client.seeded_random import SeededRandom
 
 from tests.state.consumer_group.client.member_helpers import TOPIC_1, assignment, membership, response
@@ -44,7 +44,7 @@ def joined(listener: bool, owned=(), auto_commit: bool = False) -> Membership:
 def test_member_joining_calls_rebalance_listener_when_receiving_empty_assignment():
     # ConsumerMembershipManagerTest.testMemberJoiningCallsRebalanceListenerWhenReceivingEmptyAssignment
     m = joined(listener=True)
-    assert m.state is MemberState.RECONCILING
+    assert m.state is ClientMemberState.RECONCILING
     m.poll(0)
     [assigned] = m.take_actions()
     assert assigned == actions.OnPartitionsAssigned(assigned.seq, (), (), listener=True)
@@ -64,9 +64,9 @@ def test_poll_must_call_maybe_reconcile_with_false():
     [adding] = m.take_actions()
     m.action_done(2, adding)
     m.on_response(3, m.next_request(3), response())
-    assert m.state is MemberState.STABLE and m.owned_partitions == {(TOPIC_1, 0)}
+    assert m.state is ClientMemberState.STABLE and m.owned_partitions == {(TOPIC_1, 0)}
     m.on_response(1003, m.next_request(1003), response(assigned=()))  # one interval after the ack
-    assert m.state is MemberState.RECONCILING
+    assert m.state is ClientMemberState.RECONCILING
     m.next_request(1003)
     assert m.take_actions() == []  # revoking: not from the background
     m.poll(1003)
@@ -89,6 +89,6 @@ def test_unsubscribe_skips_an_assignment_not_yet_applied():
     m.poll(0)
     m.take_actions()
     m.unsubscribe(0)
-    assert m.pending_actions() == [] and m.owned_partitions == frozenset() and m.state is MemberState.LEAVING
+    assert m.pending_actions() == [] and m.owned_partitions == frozenset() and m.state is ClientMemberState.LEAVING
     leave = m.next_request(0)
     assert leave.member_epoch == -1 and leave.topic_partitions is None and leave.subscribed_topic_names == ()

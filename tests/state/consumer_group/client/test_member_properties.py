@@ -15,7 +15,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from state.consumer_group.client import member_actions as actions
 from state.consumer_group.client.member import Membership
 from state.consumer_group.client.member_config import MemberConfig
-from state.consumer_group.client.member_state import MemberState
+from state.consumer_group.client.member_state import ClientMemberState
 from state.consumer_group.client.membership_manager import GroupMembershipOperation
 from state.consumer_group.messages import HeartbeatRequest, HeartbeatResponse
 
@@ -137,7 +137,7 @@ class MemberMachine(RuleBasedStateMachine):
     @invariant()
     def stable_member_owns_what_it_acknowledged(self):
         m = self.member
-        if m is not None and m.state is MemberState.STABLE:
+        if m is not None and m.state is ClientMemberState.STABLE:
             assert m.owned_partitions == m._manager.current_assignment.partitions
 
     @invariant()
@@ -150,8 +150,8 @@ class MemberMachine(RuleBasedStateMachine):
         if self.member is None:
             return
         if self.fatal:
-            assert self.member.state is MemberState.FATAL
-        self.fatal = self.member.state is MemberState.FATAL
+            assert self.member.state is ClientMemberState.FATAL
+        self.fatal = self.member.state is ClientMemberState.FATAL
 
 
 TestMemberMachine = MemberMachine.TestCase

@@ -1,12 +1,12 @@
-"""The client's MemberState table (Kafka's clients/.../internals/MemberState.java)."""
+"""The client's ClientMemberState table (Kafka's clients/.../internals/ClientMemberState.java)."""
 
 from __future__ import annotations
 
 import pytest
 
-from state.consumer_group.client.member_state import InvalidTransition, MemberState, check_transition
+from state.consumer_group.client.member_state import InvalidTransition, ClientMemberState, check_transition
 
-S = MemberState
+S = ClientMemberState
 
 
 @pytest.mark.parametrize("current, next_state", [
@@ -29,5 +29,5 @@ def test_forbidden_transitions(current, next_state):
 
 
 def test_can_handle_new_assignment_only_where_reconciling_may_start():
-    # MemberState.canHandleNewAssignment
+    # ClientMemberState.canHandleNewAssignment
     assert {s for s in S if s.can_handle_new_assignment()} == {S.STABLE, S.JOINING, S.ACKNOWLEDGING, S.RECONCILING}

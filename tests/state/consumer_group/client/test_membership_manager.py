@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from state.consumer_group.client import member_actions as actions
-from state.consumer_group.client.member_state import MemberState
+from state.consumer_group.client.member_state import ClientMemberState
 from state.consumer_group.client.membership_manager import GroupMembershipOperation
 from state.consumer_group.messages import LEAVE_EPOCH, STATIC_LEAVE_EPOCH
 
@@ -40,23 +40,23 @@ def test_reconciling_when_receiving_assignment_found_in_metadata():
     # ConsumerMembershipManagerTest.testReconcilingWhenReceivingAssignmentFoundInMetadata
     mm = joining_manager()
     mm.on_heartbeat_success(response(assigned=assignment((TOPIC_1, [0]))))
-    assert mm.state is MemberState.RECONCILING
+    assert mm.state is ClientMemberState.RECONCILING
     mm.maybe_reconcile(0, can_commit=True)
     [assigned] = pending(mm, actions.OnPartitionsAssigned)
     assert assigned.assigned == (T1_0,) and assigned.added == (T1_0,)
     mm.action_done(0, assigned)
-    assert mm.state is MemberState.ACKNOWLEDGING and mm.owned == {T1_0}
+    assert mm.state is ClientMemberState.ACKNOWLEDGING and mm.owned == {T1_0}
     mm.on_heartbeat_request_generated(0)
-    assert mm.state is MemberState.STABLE
+    assert mm.state is ClientMemberState.STABLE
 
 
 def test_transition_to_reconciling_if_empty_assignment_received():
     # ConsumerMembershipManagerTest.testTransitionToReconcilingIfEmptyAssignmentReceived
     mm = joining_manager()
     mm.on_heartbeat_success(response(assigned=()))
-    assert mm.state is MemberState.RECONCILING
+    assert mm.state is ClientMemberState.RECONCILING
     mm.on_heartbeat_success(response(assigned=assignment((TOPIC_1, [0]))))
-    assert mm.state is MemberState.RECONCILING
+    assert mm.state is ClientMemberState.RECONCILING
 
 
 def test_member_joining_transitions_to_stable_when_receiving_empty_assignment():
@@ -65,9 +65,9 @@ def test_member_joining_transitions_to_stable_when_receiving_empty_assignment():
     mm.on_heartbeat_success(response(assigned=()))
     mm.maybe_reconcile(0, can_commit=True)
     complete_all(mm)
-    assert mm.state is MemberState.ACKNOWLEDGING
+    assert mm.state is ClientMemberState.ACKNOWLEDGING
     mm.on_heartbeat_request_generated(0)
-    assert mm.state is MemberState.STABLE and mm.current_assignment.local_epoch == 0
+    assert mm.state is ClientMemberState.STABLE and mm.current_assignment.local_epoch == 0
 
 
 def test_member_id_and_epoch_reset_on_fenced_members():
@@ -82,18 +82,18 @@ def test_transition_to_fatal():
     # ConsumerMembershipManagerTest.testTransitionToFatal
     mm = stable_manager(owned=assignment((TOPIC_1, [0])))
     mm.transition_to_fatal(0)
-    assert mm.state is MemberState.FATAL and mm.owned == frozenset()
+    assert mm.state is ClientMemberState.FATAL and mm.owned == frozenset()
     mm.leave_group(0)
-    assert mm.subscription == frozenset() and mm.state is MemberState.FATAL
+    assert mm.subscription == frozenset() and mm.state is ClientMemberState.FATAL
 
 
 def test_transition_to_failed_when_trying_to_join():
     # ConsumerMembershipManagerTest.testTransitionToFailedWhenTryingToJoin
     mm = manager()
-    assert mm.state is MemberState.UNSUBSCRIBED
+    assert mm.state is ClientMemberState.UNSUBSCRIBED
     mm.transition_to_joining()
     mm.transition_to_fatal(0)
-    assert mm.state is MemberState.FATAL
+    assert mm.state is ClientMemberState.FATAL
 
 
 @pytest.mark.parametrize("reconciling", [False, True])
@@ -103,14 +103,14 @@ def test_fencing_when_state_is_stable_or_reconciling(reconciling):
     mm = stable_manager(owned=assignment((TOPIC_1, [0])), listener=True)
     if reconciling:
         mm.on_heartbeat_success(response(assigned=assignment((TOPIC_1, [0, 1]))))
-        assert mm.state is MemberState.RECONCILING
+        assert mm.state is ClientMemberState.RECONCILING
     mm.transition_to_fenced(0)
-    assert mm.state is MemberState.FENCED and mm.member_epoch == 0
+    assert mm.state is ClientMemberState.FENCED and mm.member_epoch == 0
     [lost] = mm.actions.take()
     assert isinstance(lost, actions.OnPartitionsLost) and lost.partitions == (T1_0,)
     assert mm.should_skip_heartbeat()
     mm.action_done(5, lost)
-    assert mm.state is MemberState.JOINING and mm.owned == frozenset() and mm.current_assignment.is_none()
+    assert mm.state is ClientMemberState.JOINING and mm.owned == frozenset() and mm.current_assignment.is_none()
 
 
 def test_on_partitions_lost_error():
@@ -119,14 +119,14 @@ def test_on_partitions_lost_error():
     mm.transition_to_fenced(0)
     [lost] = mm.actions.take()
     mm.action_done(0, lost, error="KafkaException")
-    assert mm.state is MemberState.JOINING and mm.owned == frozenset()
+    assert mm.state is ClientMemberState.JOINING and mm.owned == frozenset()
 
 
 def test_fenced_when_assignment_empty():
     # ConsumerMembershipManagerTest.testFencedWhenAssignmentEmpty: nothing to release, rejoin at once
     mm = stable_manager(listener=True)
     mm.transition_to_fenced(0)
-    assert mm.actions.take() == [] and mm.state is MemberState.JOINING
+    assert mm.actions.take() == [] and mm.state is ClientMemberState.JOINING
 
 
 def test_fencing_when_state_is_prepare_leaving():
@@ -134,13 +134,13 @@ def test_fencing_when_state_is_prepare_leaving():
     mm = stable_manager(owned=assignment((TOPIC_1, [0])), listener=True)
     mm.leave_group(0)
     [revoked] = mm.actions.take()
-    assert isinstance(revoked, actions.OnPartitionsRevoked) and mm.state is MemberState.PREPARE_LEAVING
+    assert isinstance(revoked, actions.OnPartitionsRevoked) and mm.state is ClientMemberState.PREPARE_LEAVING
     assert mm.leave_in_progress
     mm.transition_to_fenced(0)
-    assert mm.state is MemberState.UNSUBSCRIBED and not mm.leave_in_progress
+    assert mm.state is ClientMemberState.UNSUBSCRIBED and not mm.leave_in_progress
     assert mm.actions.take() == []  # no onPartitionsLost, no rejoin
     mm.action_done(0, revoked)
-    assert mm.state is MemberState.UNSUBSCRIBED and mm.member_epoch == LEAVE_EPOCH
+    assert mm.state is ClientMemberState.UNSUBSCRIBED and mm.member_epoch == LEAVE_EPOCH
     assert mm.should_skip_heartbeat()
 
 
@@ -150,20 +150,20 @@ def test_new_assignment_ignored_when_state_is_prepare_leaving():
     mm.leave_group(0)
     [revoked] = mm.actions.take()
     mm.on_heartbeat_success(response(assigned=assignment((TOPIC_1, [0, 1]))))
-    assert mm.state is MemberState.PREPARE_LEAVING and mm.target_assignment.partitions == {T1_0}
+    assert mm.state is ClientMemberState.PREPARE_LEAVING and mm.target_assignment.partitions == {T1_0}
     mm.maybe_reconcile(0, can_commit=True)
     assert mm.actions.take() == []
     mm.action_done(0, revoked)
-    assert mm.state is MemberState.LEAVING
+    assert mm.state is ClientMemberState.LEAVING
 
 
 def test_fencing_when_state_is_leaving():
     # ConsumerMembershipManagerTest.testFencingWhenStateIsLeaving
     mm = stable_manager()
     mm.leave_group(0)
-    assert mm.state is MemberState.LEAVING and mm.leave_in_progress
+    assert mm.state is ClientMemberState.LEAVING and mm.leave_in_progress
     mm.transition_to_fenced(0)
-    assert mm.state is MemberState.UNSUBSCRIBED and not mm.leave_in_progress
+    assert mm.state is ClientMemberState.UNSUBSCRIBED and not mm.leave_in_progress
     assert mm.actions.take() == []
 
 
@@ -183,7 +183,7 @@ def test_leave_group_epoch(instance_id, operation, epoch):
         mm.leave_group(0)
     else:
         mm.close(0, operation)
-    assert mm.state is MemberState.LEAVING and mm.member_epoch == epoch
+    assert mm.state is ClientMemberState.LEAVING and mm.member_epoch == epoch
     assert mm.subscription == frozenset()
 
 
@@ -192,12 +192,12 @@ def test_close_runs_commit_and_revocation_before_leaving():
     mm = stable_manager(owned=assignment((TOPIC_1, [0])), auto_commit=True, listener=True)
     mm.close(0, GroupMembershipOperation.DEFAULT)
     [commit] = mm.actions.take()
-    assert isinstance(commit, actions.CommitOnClose) and mm.state is MemberState.STABLE
+    assert isinstance(commit, actions.CommitOnClose) and mm.state is ClientMemberState.STABLE
     mm.action_done(1, commit)
     [revoked] = mm.actions.take()
     assert isinstance(revoked, actions.OnPartitionsRevoked) and revoked.partitions == (T1_0,)
     mm.action_done(2, revoked)
-    assert mm.state is MemberState.LEAVING and mm.owned == frozenset()
+    assert mm.state is ClientMemberState.LEAVING and mm.owned == frozenset()
 
 
 def test_delayed_reconciliation_result_discarded_if_member_not_in_reconciling_state_anymore():
@@ -210,7 +210,7 @@ def test_delayed_reconciliation_result_discarded_if_member_not_in_reconciling_st
     mm.transition_to_fatal(0)
     assert mm.owned == frozenset()
     mm.action_done(0, commit)
-    assert mm.actions.take() == [] and mm.state is MemberState.FATAL
+    assert mm.actions.take() == [] and mm.state is ClientMemberState.FATAL
 
 
 @pytest.mark.parametrize("stuck_on", [actions.CommitBeforeRebalance, actions.OnPartitionsRevoked,
@@ -231,12 +231,12 @@ def test_delayed_reconciliation_result_discarded_if_member_rejoins(stuck_on):
         mm.action_done(0, stuck)  # the application thread takes it before the onPartitionsLost behind it
     for action in lost:
         mm.action_done(0, action)
-    assert mm.state is MemberState.JOINING
+    assert mm.state is ClientMemberState.JOINING
     mm.on_heartbeat_success(response(epoch=2, assigned=assignment((TOPIC_1, [1]))))
     if stuck_on is actions.CommitBeforeRebalance:
         mm.action_done(0, stuck)
     # The stale reconciliation did not acknowledge anything; the new target reconciles from scratch.
-    assert mm.state is MemberState.RECONCILING and mm.current_assignment.is_none()
+    assert mm.state is ClientMemberState.RECONCILING and mm.current_assignment.is_none()
     mm.actions.take()
     mm.maybe_reconcile(0, can_commit=True)
     assert isinstance(mm.actions.take()[0], actions.CommitBeforeRebalance)
@@ -249,13 +249,13 @@ def test_same_assignment_reconciled_again_when_fenced():
     mm.maybe_reconcile(0, can_commit=False)  # auto-commit: only the application's poll may start it
     assert mm.actions.take() == []
     mm.transition_to_fenced(0)
-    assert mm.state is MemberState.JOINING and mm.current_assignment.is_none()
+    assert mm.state is ClientMemberState.JOINING and mm.current_assignment.is_none()
     mm.on_heartbeat_success(response(assigned=()))
-    assert mm.state is MemberState.RECONCILING
+    assert mm.state is ClientMemberState.RECONCILING
     mm.maybe_reconcile(0, can_commit=True)
     complete_all(mm)
     mm.on_heartbeat_request_generated(0)
-    assert mm.state is MemberState.STABLE and mm.current_assignment.partitions == frozenset()
+    assert mm.state is ClientMemberState.STABLE and mm.current_assignment.partitions == frozenset()
 
 
 def test_delayed_reconciliation_result_applied_when_target_changed_with_new_assignment():
@@ -268,12 +268,12 @@ def test_delayed_reconciliation_result_applied_when_target_changed_with_new_assi
     mm.maybe_reconcile(0, can_commit=True)
     assert mm.actions.take() == []  # one reconciliation at a time
     complete_all(mm)
-    assert mm.state is MemberState.ACKNOWLEDGING and mm.owned == {T1_0}
+    assert mm.state is ClientMemberState.ACKNOWLEDGING and mm.owned == {T1_0}
     mm.on_heartbeat_request_generated(0)
-    assert mm.state is MemberState.RECONCILING  # the newer target is still to be reconciled
+    assert mm.state is ClientMemberState.RECONCILING  # the newer target is still to be reconciled
     mm.maybe_reconcile(0, can_commit=True)
     complete_all(mm)
-    assert mm.state is MemberState.ACKNOWLEDGING and mm.owned == {T1_0, (TOPIC_2, 0)}
+    assert mm.state is ClientMemberState.ACKNOWLEDGING and mm.owned == {T1_0, (TOPIC_2, 0)}
 
 
 def test_same_partitions_with_new_local_epoch_are_acknowledged_again():
@@ -282,9 +282,9 @@ def test_same_partitions_with_new_local_epoch_are_acknowledged_again():
     mm = stable_manager(owned=assignment((TOPIC_1, [0])))
     mm.on_heartbeat_success(response(assigned=assignment((TOPIC_1, [0, 1]))))
     mm.on_heartbeat_success(response(assigned=assignment((TOPIC_1, [0]))))
-    assert mm.state is MemberState.RECONCILING
+    assert mm.state is ClientMemberState.RECONCILING
     mm.maybe_reconcile(0, can_commit=False)
-    assert mm.actions.take() == [] and mm.state is MemberState.ACKNOWLEDGING
+    assert mm.actions.take() == [] and mm.state is ClientMemberState.ACKNOWLEDGING
     assert mm.current_assignment.local_epoch == 2
 
 
@@ -293,7 +293,7 @@ def test_leave_group_when_state_is_stable():
     # (testLeaveGroupReleasesAssignmentAndResetsEpochToSendLeaveGroup)
     mm = stable_manager()
     mm.leave_group(0)
-    assert mm.state is MemberState.LEAVING and mm.member_epoch == LEAVE_EPOCH
+    assert mm.state is ClientMemberState.LEAVING and mm.member_epoch == LEAVE_EPOCH
     assert mm.current_assignment.is_none() and mm.owned == frozenset()
 
 
@@ -302,11 +302,11 @@ def test_heartbeat_successful_response_when_leaving_group_completes_leave():
     mm = stable_manager()
     mm.leave_group(0)
     mm.on_heartbeat_request_generated(0)
-    assert mm.state is MemberState.UNSUBSCRIBED and mm.leave_in_progress
+    assert mm.state is ClientMemberState.UNSUBSCRIBED and mm.leave_in_progress
     mm.on_heartbeat_success(response(assigned=assignment((TOPIC_1, [0]))))
     assert mm.leave_in_progress
     mm.on_heartbeat_success(response(epoch=LEAVE_EPOCH))
-    assert not mm.leave_in_progress and mm.state is MemberState.UNSUBSCRIBED
+    assert not mm.leave_in_progress and mm.state is ClientMemberState.UNSUBSCRIBED
     assert mm.member_epoch == LEAVE_EPOCH and mm.current_assignment.is_none()
 
 
@@ -316,7 +316,7 @@ def test_heartbeat_failed_response_when_leaving_group_completes_leave():
     mm.leave_group(0)
     mm.on_heartbeat_request_generated(0)
     mm.on_heartbeat_failure()
-    assert not mm.leave_in_progress and mm.state is MemberState.UNSUBSCRIBED
+    assert not mm.leave_in_progress and mm.state is ClientMemberState.UNSUBSCRIBED
 
 
 @pytest.mark.parametrize("state", ["UNSUBSCRIBED", "FENCED", "FATAL", "STALE"])
@@ -334,10 +334,10 @@ def test_ignore_heartbeat_response_when_not_in_group(state):
     else:
         mm.transition_to_sending_leave_group(due_to_expired_poll_timer=True)
         mm.on_heartbeat_request_generated(0)
-    assert mm.state is MemberState[state]
+    assert mm.state is ClientMemberState[state]
     epoch, target = mm.member_epoch, mm.target_assignment
     mm.on_heartbeat_success(response(epoch=7, assigned=assignment((TOPIC_1, [3]))))
-    assert (mm.state, mm.member_epoch, mm.target_assignment) == (MemberState[state], epoch, target)
+    assert (mm.state, mm.member_epoch, mm.target_assignment) == (ClientMemberState[state], epoch, target)
 
 
 def test_leave_group_when_member_owns_assignment():
@@ -345,9 +345,9 @@ def test_leave_group_when_member_owns_assignment():
     mm = stable_manager(owned=assignment((TOPIC_1, [0, 1])), listener=True)
     mm.leave_group(0)
     [revoked] = mm.actions.take()
-    assert revoked.partitions == ((TOPIC_1, 0), (TOPIC_1, 1)) and mm.state is MemberState.PREPARE_LEAVING
+    assert revoked.partitions == ((TOPIC_1, 0), (TOPIC_1, 1)) and mm.state is ClientMemberState.PREPARE_LEAVING
     mm.action_done(0, revoked, error="KafkaException")  # a failed callback does not stop the leave
-    assert mm.state is MemberState.LEAVING and mm.owned == frozenset()
+    assert mm.state is ClientMemberState.LEAVING and mm.owned == frozenset()
 
 
 def test_leave_group_when_member_already_leaving():
@@ -355,7 +355,7 @@ def test_leave_group_when_member_already_leaving():
     mm = stable_manager(owned=assignment((TOPIC_1, [0])), listener=True)
     mm.leave_group(0)
     mm.leave_group(0)
-    assert len(mm.actions.take()) == 1 and mm.state is MemberState.PREPARE_LEAVING
+    assert len(mm.actions.take()) == 1 and mm.state is ClientMemberState.PREPARE_LEAVING
 
 
 def test_leave_group_when_member_already_left():
@@ -365,7 +365,7 @@ def test_leave_group_when_member_already_left():
     mm.on_heartbeat_request_generated(0)
     mm.on_heartbeat_success(response(epoch=LEAVE_EPOCH))
     mm.leave_group(0)
-    assert mm.state is MemberState.UNSUBSCRIBED and not mm.leave_in_progress and mm.actions.take() == []
+    assert mm.state is ClientMemberState.UNSUBSCRIBED and not mm.leave_in_progress and mm.actions.take() == []
 
 
 def test_leave_group_when_member_fenced():
@@ -374,9 +374,9 @@ def test_leave_group_when_member_fenced():
     mm.transition_to_fenced(0)
     [lost] = mm.actions.take()
     mm.leave_group(0)
-    assert mm.state is MemberState.UNSUBSCRIBED and mm.owned == frozenset() and not mm.leave_in_progress
+    assert mm.state is ClientMemberState.UNSUBSCRIBED and mm.owned == frozenset() and not mm.leave_in_progress
     mm.action_done(0, lost)
-    assert mm.state is MemberState.UNSUBSCRIBED
+    assert mm.state is ClientMemberState.UNSUBSCRIBED
 
 
 def test_leave_group_when_member_is_stale():
@@ -385,7 +385,7 @@ def test_leave_group_when_member_is_stale():
     mm.transition_to_sending_leave_group(due_to_expired_poll_timer=True)
     mm.on_heartbeat_request_generated(0)
     mm.leave_group(0)
-    assert mm.state is MemberState.STALE and not mm.leave_in_progress and mm.subscription == frozenset()
+    assert mm.state is ClientMemberState.STALE and not mm.leave_in_progress and mm.subscription == frozenset()
 
 
 def test_leave_group_during_reconciliation_then_rejoin():
@@ -397,7 +397,7 @@ def test_leave_group_during_reconciliation_then_rejoin():
     mm.skip_assignment_events(0)  # what unsubscribe() does to an assignment not yet applied
     assert mm.owned == frozenset() and mm.current_assignment.is_none() and mm.actions.pending() == []
     mm.leave_group(0)
-    assert mm.state is MemberState.LEAVING and mm.owned == frozenset() and mm.actions.pending() == []
+    assert mm.state is ClientMemberState.LEAVING and mm.owned == frozenset() and mm.actions.pending() == []
     mm.on_heartbeat_request_generated(0)
     mm.subscribe(frozenset({"topic1"}), listener=False)
     mm.transition_to_joining()
@@ -412,7 +412,7 @@ def test_fatal_failure_when_state_is_unjoined_or_stable(state):
     # (testStateUpdateOnFatalFailure)
     mm = joining_manager() if state == "JOINING" else stable_manager()
     mm.transition_to_fatal(0)
-    assert mm.state is MemberState.FATAL and mm.owned == frozenset() and mm.should_skip_heartbeat()
+    assert mm.state is ClientMemberState.FATAL and mm.owned == frozenset() and mm.should_skip_heartbeat()
 
 
 def test_fatal_failure_when_state_is_prepare_leaving():
@@ -421,9 +421,9 @@ def test_fatal_failure_when_state_is_prepare_leaving():
     mm.leave_group(0)
     [revoked] = mm.actions.take()
     mm.transition_to_fatal(0)
-    assert mm.state is MemberState.FATAL and not mm.leave_in_progress and mm.actions.take() == []
+    assert mm.state is ClientMemberState.FATAL and not mm.leave_in_progress and mm.actions.take() == []
     mm.action_done(0, revoked)
-    assert mm.state is MemberState.FATAL
+    assert mm.state is ClientMemberState.FATAL
 
 
 def test_fatal_failure_when_state_is_leaving():
@@ -431,9 +431,9 @@ def test_fatal_failure_when_state_is_leaving():
     mm = stable_manager()
     mm.leave_group(0)
     mm.transition_to_fatal(0)
-    assert mm.state is MemberState.FATAL and not mm.leave_in_progress
+    assert mm.state is ClientMemberState.FATAL and not mm.leave_in_progress
     mm.on_heartbeat_request_generated(0)
-    assert mm.state is MemberState.FATAL
+    assert mm.state is ClientMemberState.FATAL
 
 
 def test_fatal_failure_when_member_already_left():
@@ -444,7 +444,7 @@ def test_fatal_failure_when_member_already_left():
     mm.has_rebalance_listener = True
     mm.on_heartbeat_failure()
     mm.transition_to_fatal(0)
-    assert mm.state is MemberState.FATAL and mm.actions.take() == []  # no onPartitionsLost
+    assert mm.state is ClientMemberState.FATAL and mm.actions.take() == []  # no onPartitionsLost
 
 
 def test_update_state_fails_on_responses_with_errors():
@@ -468,7 +468,7 @@ def test_reconcile_new_partitions_assigned(owned, target, added):
     assert assigned.added == tuple((TOPIC_1, p) for p in added)
     assert assigned.assigned == tuple((TOPIC_1, p) for p in target)
     mm.action_done(0, assigned)
-    assert mm.state is MemberState.ACKNOWLEDGING and mm.owned == {(TOPIC_1, p) for p in target}
+    assert mm.state is ClientMemberState.ACKNOWLEDGING and mm.owned == {(TOPIC_1, p) for p in target}
 
 
 def test_reconciliation_skipped_when_same_assignment_received():
@@ -477,7 +477,7 @@ def test_reconciliation_skipped_when_same_assignment_received():
     epoch = mm.current_assignment.local_epoch
     mm.on_heartbeat_success(response(assigned=assignment((TOPIC_1, [0, 1]))))
     mm.maybe_reconcile(0, can_commit=True)
-    assert mm.state is MemberState.STABLE and mm.actions.take() == []
+    assert mm.state is ClientMemberState.STABLE and mm.actions.take() == []
     assert mm.current_assignment.local_epoch == epoch
 
 
@@ -491,7 +491,7 @@ def test_reconcile_partitions_revoked_no_auto_commit_no_callbacks():
     [assigned] = mm.actions.take()  # no listener: no onPartitionsRevoked
     assert assigned.assigned == () and assigned.added == ()
     mm.action_done(0, assigned)
-    assert mm.state is MemberState.ACKNOWLEDGING and mm.owned == frozenset()
+    assert mm.state is ClientMemberState.ACKNOWLEDGING and mm.owned == frozenset()
 
 
 @pytest.mark.parametrize("commit_error", [None, "KafkaException"])
@@ -503,10 +503,10 @@ def test_reconcile_partitions_revoked_with_auto_commit_no_callbacks(commit_error
     mm.maybe_reconcile(50, can_commit=True)
     [commit] = mm.actions.take()
     assert commit.deadline_ms == 50 + REBALANCE_TIMEOUT
-    assert mm.state is MemberState.RECONCILING and mm.owned == {T1_0}
+    assert mm.state is ClientMemberState.RECONCILING and mm.owned == {T1_0}
     mm.action_done(60, commit, commit_error)
     complete_all(mm)
-    assert mm.state is MemberState.ACKNOWLEDGING and mm.owned == frozenset()
+    assert mm.state is ClientMemberState.ACKNOWLEDGING and mm.owned == frozenset()
 
 
 def test_reconcile_new_partitions_assigned_and_revoked():
@@ -521,7 +521,7 @@ def test_reconcile_new_partitions_assigned_and_revoked():
     [assigned] = mm.actions.take()
     assert assigned.added == ((TOPIC_1, 1), (TOPIC_1, 2)) == assigned.assigned
     mm.action_done(0, assigned)
-    assert mm.state is MemberState.ACKNOWLEDGING and mm.owned == {(TOPIC_1, 1), (TOPIC_1, 2)}
+    assert mm.state is ClientMemberState.ACKNOWLEDGING and mm.owned == {(TOPIC_1, 1), (TOPIC_1, 2)}
 
 
 @pytest.mark.parametrize("failing", [actions.OnPartitionsRevoked, actions.OnPartitionsAssigned])
@@ -532,7 +532,7 @@ def test_listener_callbacks_throws_error(failing):
     mm.maybe_reconcile(0, can_commit=True)
     action = complete_until(mm, failing)
     mm.action_done(0, action, error="KafkaException")
-    assert mm.state is MemberState.RECONCILING and mm.actions.take() == []  # no ack
+    assert mm.state is ClientMemberState.RECONCILING and mm.actions.take() == []  # no ack
     mm.maybe_reconcile(0, can_commit=True)  # retried on a later poll
     assert mm.actions.take()
 
@@ -542,15 +542,15 @@ def test_on_subscription_updated_does_not_transition_to_joining_if_in_group():
     mm = stable_manager()
     mm.subscribe(frozenset({"topic1", "topic2"}), listener=False)
     mm.on_consumer_poll()
-    assert mm.state is MemberState.STABLE
+    assert mm.state is ClientMemberState.STABLE
 
 
 def test_on_subscription_updated_transitions_to_joining_on_poll_if_not_in_group():
     # ConsumerMembershipManagerTest.testOnSubscriptionUpdatedTransitionsToJoiningOnPollIfNotInGroup
     mm = manager()
-    assert mm.state is MemberState.UNSUBSCRIBED
+    assert mm.state is ClientMemberState.UNSUBSCRIBED
     mm.on_consumer_poll()
-    assert mm.state is MemberState.JOINING
+    assert mm.state is ClientMemberState.JOINING
 
 
 @pytest.mark.parametrize("state", ["RECONCILING", "JOINING", "STABLE", "ACKNOWLEDGING"])
@@ -562,9 +562,9 @@ def test_transition_to_leaving_due_to_stale_member(state):
     if state == "ACKNOWLEDGING":
         mm.maybe_reconcile(0, can_commit=True)
         complete_all(mm)
-    assert mm.state is MemberState[state]
+    assert mm.state is ClientMemberState[state]
     mm.transition_to_sending_leave_group(due_to_expired_poll_timer=True)
-    assert mm.state is MemberState.LEAVING and mm.member_epoch == LEAVE_EPOCH
+    assert mm.state is ClientMemberState.LEAVING and mm.member_epoch == LEAVE_EPOCH
     assert mm.current_assignment.is_none()
 
 
@@ -574,9 +574,9 @@ def test_stale_member_does_not_send_heartbeat_and_allows_transition_to_joining_t
     mm = stable_manager()
     mm.transition_to_sending_leave_group(due_to_expired_poll_timer=True)
     mm.on_heartbeat_request_generated(0)
-    assert mm.state is MemberState.STALE and mm.should_skip_heartbeat()
+    assert mm.state is ClientMemberState.STALE and mm.should_skip_heartbeat()
     mm.maybe_rejoin_stale_member()
-    assert mm.state is MemberState.JOINING and mm.member_epoch == 0
+    assert mm.state is ClientMemberState.JOINING and mm.member_epoch == 0
 
 
 def test_stale_member_waits_for_callback_to_rejoin_when_timer_reset():
@@ -586,11 +586,11 @@ def test_stale_member_waits_for_callback_to_rejoin_when_timer_reset():
     assert mm.owned == {T1_0}  # no callback before this leave
     mm.on_heartbeat_request_generated(0)
     [lost] = mm.actions.take()
-    assert isinstance(lost, actions.OnPartitionsLost) and mm.state is MemberState.STALE
+    assert isinstance(lost, actions.OnPartitionsLost) and mm.state is ClientMemberState.STALE
     mm.maybe_rejoin_stale_member()
-    assert mm.state is MemberState.STALE
+    assert mm.state is ClientMemberState.STALE
     mm.action_done(0, lost)
-    assert mm.state is MemberState.JOINING and mm.owned == frozenset()
+    assert mm.state is ClientMemberState.JOINING and mm.owned == frozenset()
 
 
 def test_application_thread_actions_complete_in_order():
@@ -605,7 +605,7 @@ def test_application_thread_actions_complete_in_order():
         mm.action_done(0, lost)
     mm.action_done(0, assigned)
     mm.action_done(0, lost)
-    assert mm.state is MemberState.JOINING and mm.owned == frozenset()
+    assert mm.state is ClientMemberState.JOINING and mm.owned == frozenset()
 
 
 def test_subscribe_without_listener_keeps_the_registered_one():

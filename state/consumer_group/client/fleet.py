@@ -38,7 +38,7 @@ from state.client_config import CLOSE_TIMEOUT_MS
 from state.consumer_group.client import member_actions as actions
 from state.consumer_group.client.member import Membership
 from state.consumer_group.client.member_config import MemberConfig
-from state.consumer_group.client.member_state import MemberState
+from state.consumer_group.client.member_state import ClientMemberState
 from state.consumer_group.client.seeded_random import SeededRandom
 from state.consumer_group.messages import UNCHANGED_REBALANCE_TIMEOUT, HeartbeatRequest, HeartbeatResponse
 from state.consumer_protocol import TopicPartition
@@ -199,7 +199,7 @@ class ConsumerGroupClients:
         for action in taken:
             if isinstance(action, actions.COMMITS):
                 self._send_commit(client, None, action)
-            elif isinstance(action, actions.ErrorEvent) and client.membership.state is MemberState.FATAL:
+            elif isinstance(action, actions.ErrorEvent) and client.membership.state is ClientMemberState.FATAL:
                 self._fatal(client, action.error)
                 return True
         return bool(taken)
@@ -339,7 +339,7 @@ class ConsumerGroupClients:
 def _steady(membership: Membership, request: HeartbeatRequest) -> bool:
     """A Stable member's heartbeat that carries nothing but who it is (the Java client sends only what changed):
     the same request every heartbeat.interval.ms while nothing changes."""
-    return (membership.state is MemberState.STABLE and request.member_epoch > 0 and request.rack_id is None
+    return (membership.state is ClientMemberState.STABLE and request.member_epoch > 0 and request.rack_id is None
             and request.rebalance_timeout_ms == UNCHANGED_REBALANCE_TIMEOUT and request.subscribed_topic_names is None
             and request.subscribed_topic_regex is None and request.server_assignor is None
             and request.topic_partitions is None)

@@ -1,4 +1,4 @@
-"""Synthetic consumers with group.protocol=consumer (state/consumer_group_client.py) in closed loop with the
+"""Synthetic consumers with group.protocol=consumer (state/consumer_group/client/fleet.py) in closed loop with the
 consumer group's coordinator: a group forms, members close, crash, pause and meet a coordinator move."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import pytest
 
 from state.config import ConfigError
 from state.client_config import ClientConfig
-from state.consumer_group.client.member_state import MemberState
+from state.consumer_group.client.member_state import ClientMemberState
 from state.events import parse_event
-from state.periodic import expand_rows
+from state.quiet_run import expand_rows
 from state.runtime import GroupRuntime
 from tests.state.harness import GroupContext, check_requests_rows
 
@@ -61,7 +61,7 @@ def test_three_consumers_form_a_stable_group_with_consumer_group_heartbeats():
     states = [(f, t) for f, t, _ in ctx.transitions()]
     assert states[-2:] == [("Assigning", "Reconciling"), ("Reconciling", "Stable")]
     (epoch,) = {c.membership.member_epoch for c in ctx.runtime.fleet.clients.values()}
-    assert all(c.membership.state is MemberState.STABLE for c in ctx.runtime.fleet.clients.values())
+    assert all(c.membership.state is ClientMemberState.STABLE for c in ctx.runtime.fleet.clients.values())
     final = [g for g in ctx.rows("generations") if g["generation_id"] == epoch]
     assert len(final) == 1 and final[0]["member_count"] == 3 and final[0]["stable_ts"] is not None
     # The first member held every partition; the others got theirs only once it had given them up: in
@@ -169,7 +169,7 @@ def test_an_unknown_remote_assignor_is_fatal_as_the_broker_answers():
     client = ctx.runtime.fleet.clients["c0"]
     assert [r["error"] for r in ctx.rows("responses")] == ["UNSUPPORTED_ASSIGNOR"]
     assert not client.alive and client.fatal_error == "UNSUPPORTED_ASSIGNOR"
-    assert client.membership.state is MemberState.FATAL
+    assert client.membership.state is ClientMemberState.FATAL
 
 
 @pytest.mark.parametrize("setting", ["partition.assignment.strategy", "heartbeat.interval.ms", "session.timeout.ms"])
@@ -202,7 +202,7 @@ def test_a_member_joining_while_the_coordinator_loads_resends_its_join_at_each_r
     gaps = {b["request_ts"] - a["request_ts"] for a, b in zip(loading, loading[1:])}
     assert gaps == {rtt} and abs(len(loading) - 1_500 // rtt) <= 1
     assert joins[len(loading)]["error"] == "NONE" and joins[len(loading)]["request_ts"] >= 2_000
-    assert ctx.runtime.fleet.clients["c0"].membership.state is MemberState.STABLE
+    assert ctx.runtime.fleet.clients["c0"].membership.state is ClientMemberState.STABLE
 
 
 def test_a_stalled_poll_loop_leaves_at_max_poll_interval_and_rejoins_at_epoch_zero():
