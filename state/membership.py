@@ -90,7 +90,7 @@ class MembershipHandlers:
         if req.protocol_type == "" or not req.protocols:
             self.respond(req, "INCONSISTENT_GROUP_PROTOCOL", generation_id=-1, leader_id="")
         elif req.api_version >= 4 and req.group_instance_id is None:
-            self.respond(req, "MEMBER_ID_REQUIRED", member_id=self.new_member_id(req.client_id),
+            self.respond(req, "MEMBER_ID_REQUIRED", member_id=self.new_member_id(req.client_id, req),
                          generation_id=-1, leader_id="")
         else:
             self.respond(req, append_error_to_response_error(error), member_id="", generation_id=-1,
@@ -112,7 +112,8 @@ class MembershipHandlers:
         if not group.supports_protocols(req.protocol_type, req.protocols):
             self.respond(req, "INCONSISTENT_GROUP_PROTOCOL", generation_id=-1, leader_id="")
             return
-        new_id = self.new_member_id(req.group_instance_id if req.group_instance_id is not None else req.client_id)
+        new_id = self.new_member_id(req.group_instance_id if req.group_instance_id is not None else req.client_id,
+                                    req)
         if req.group_instance_id is not None:
             old_id = group.static_members.get(req.group_instance_id)
             if old_id is not None:

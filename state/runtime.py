@@ -371,10 +371,18 @@ class GroupRuntime(MembershipHandlers, ConsumerGroupHandlers, OffsetHandlers, Me
             raise AssertionError(f"unknown timer kind {kind}")
 
     # -- helpers shared by the handlers --------------------------------------------------------------------
-    def new_member_id(self, prefix: str) -> str:
+    def new_member_id(self, prefix: str, request: Event | None = None) -> str:
         """clientId (or group.instance.id) + "-" + a UUID, as Kafka does, but derived from the group id and a
-        counter so runs are reproducible."""
-        return f"{prefix}-{uuid.UUID(bytes=self._next_id_digest(), version=4)}"
+        counter so runs are reproducible. A replayed request whose captured broker handed out an id of that
+        form gets the captured id: Kafka's member HashMap orders members by their ids, and that order picks
+        the leader when the leader leaves and the members' order in GroupMetadata (docs/captures.md)."""
+        generated = f"{prefix}-{uuid.UUID(bytes=self._next_id_digest(), version=4)}"
+        captured = request.captured if request is not None else None
+        if (captured is not None and captured.error in ("NONE", "MEMBER_ID_REQUIRED") and captured.member_id
+                and _same_form(captured.member_id, generated, prefix)
+                and not (self.group is not None and self.group.has_member(captured.member_id))):
+            return captured.member_id
+        return generated
 
     def new_uuid(self) -> str:
         """A Kafka Uuid's text (Uuid.randomUuid().toString(): URL-safe base64), from the same counter."""
@@ -661,6 +669,11 @@ def _concerns_event(event: Event) -> tuple[str | None, bool]:
                                      or _asks_member_id(event)):
         return event.client_id, False
     return None, True
+
+
+def _same_form(captured: str, generated: str, prefix: str) -> bool:
+    """A member id the captured broker generated as Kafka does (the prefix, "-", a UUID's 36 characters)."""
+    return captured.startswith(prefix + "-") and len(captured) == len(generated)
 
 
 def _asks_member_id(event: Event) -> bool:
