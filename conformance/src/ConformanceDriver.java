@@ -3,7 +3,9 @@
  * simulations/conformance/driver.py, or a one-shot admin/reader task. Compiled at test time with javac against
  * the classpath the Maven project beside it resolves for one Kafka version; nothing of it is built in advance.
  *
- *   consumer BOOTSTRAP key=value...   one KafkaConsumer (topics=a,b or pattern=REGEX; any consumer config).
+ *   consumer BOOTSTRAP key=value...   one KafkaConsumer (topics=a,b; pattern=REGEX, a java.util.regex.Pattern the
+ *       client resolves; or regex=RE2J, a SubscriptionPattern the broker resolves under group.protocol=consumer;
+ *       any consumer config).
  *       It keeps polling (100 ms) between commands, as an application's loop does. stdin commands:
  *         commit OFFSET       commitSync(OFFSET for every partition assigned now) -> "committed t-p=o,..." or
  *                             "commit-failed ExceptionClass"
@@ -42,6 +44,7 @@ import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.consumer.SubscriptionPattern;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
@@ -76,11 +79,12 @@ public final class ConformanceDriver {
         props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
-        String topics = null, pattern = null;
+        String topics = null, pattern = null, regex = null;
         for (int i = 2; i < args.length; i++) {
             String[] kv = args[i].split("=", 2);
             if (kv[0].equals("topics")) topics = kv[1];
             else if (kv[0].equals("pattern")) pattern = kv[1];
+            else if (kv[0].equals("regex")) regex = kv[1];
             else props.put(kv[0], kv[1]);
         }
         LinkedBlockingQueue<String> commands = new LinkedBlockingQueue<>();
@@ -108,7 +112,8 @@ public final class ConformanceDriver {
                 say("lost " + partitions(partitions));
             }
         };
-        if (pattern != null) consumer.subscribe(Pattern.compile(pattern), listener);
+        if (regex != null) consumer.subscribe(new SubscriptionPattern(regex), listener);
+        else if (pattern != null) consumer.subscribe(Pattern.compile(pattern), listener);
         else consumer.subscribe(List.of(topics.split(",")), listener);
         say("ready");
         while (true) {
