@@ -57,6 +57,7 @@ RECORD_KINDS = {
     "own_hash": "only coordsim's own metadata hash differs (and timestamps)",
     "topic_id": "only the topic id coordsim derives from the topic's name differs (and timestamps)",
     "partition_metadata": "a ConsumerGroupPartitionMetadata record, which Kafka 4.0 writes and coordsim does not",
+    "after_capture": "a record coordsim wrote after the broker's records were read back",
     "value": "other fields differ",
     "size": "the fields compared agree, but the record's size differs (bytes coordsim counts that Kafka does not write)",
     "real_only": "a record only the real broker wrote",
@@ -67,16 +68,18 @@ RECORD_COLUMNS = ["group_id", "record_type", "key", "index", "kind", "bytes_equa
 
 
 def compare_records(dump: list[dict], tables: dict[str, list[dict]], divergences: pd.DataFrame,
-                    kafka_4_0: bool = False) -> pd.DataFrame:
-    """One row per record of either side, `kind` one of RECORD_KINDS; `differences` names the fields."""
+                    kafka_4_0: bool = False, until: int | None = None) -> pd.DataFrame:
+    """One row per record of either side, `kind` one of RECORD_KINDS; `differences` names the fields. A
+    simulated record written after `until` (when the broker's records were read back) is `after_capture`:
+    the replay's timers run on past the capture's end, the real cluster was stopped."""
     members = _member_ids(divergences)
     real = defaultdict(list)
     for line in dump:
         key = base64.b64decode(line["key"])
         value = None if line["value"] is None else base64.b64decode(line["value"])
         real[key].append((value, record_size(key, value)))
-    simulated = _simulated(tables, kafka_4_0)
-    rows = []
+    simulated, late = _simulated(tables, kafka_4_0, until)
+    rows = [_late(key, index, size) for key, index, size in late]
     for key in list(real) + [k for k in simulated if k not in real]:
         ours, theirs = simulated.get(key, []), real.get(key, [])
         for index in range(max(len(ours), len(theirs))):
@@ -103,9 +106,10 @@ def record_size(key: bytes, value: bytes | None) -> int:
     return len(varint(len(body))) + len(body)
 
 
-def _simulated(tables: dict[str, list[dict]], kafka_4_0: bool) -> dict[bytes, list]:
+def _simulated(tables: dict[str, list[dict]], kafka_4_0: bool, until: int | None) -> tuple[dict[bytes, list], list]:
     """Each key's simulated (value, size) pairs, in write order: the value as bytes for a classic group's
-    records, as the compared fields for a consumer group's, with the row's `batch_bytes` as its size."""
+    records, as the compared fields for a consumer group's, with the row's `batch_bytes` as its size; and the
+    records written after `until` (key, index, size)."""
     written = []
     for row in expand_rows("offsets", tables["offsets"]):
         record = offset_record(row)
@@ -121,10 +125,20 @@ def _simulated(tables: dict[str, list[dict]], kafka_4_0: bool) -> dict[bytes, li
         value = None if row["tombstone"] else _json_fields(types[row["record_type"]], json.loads(row["value"]),
                                                              kafka_4_0)
         written.append((row, key, value, row["batch_bytes"]))
-    by_key = defaultdict(list)
+    by_key, late = defaultdict(list), []
     for row, key, value, batch_bytes in sorted(written, key=lambda w: (w[0]["write_ts"], w[0]["out_seq"])):
-        by_key[key].append((value, record_size(key, value) if batch_bytes is None else batch_bytes))
-    return by_key
+        size = record_size(key, value) if batch_bytes is None else batch_bytes
+        if until is not None and row["write_ts"] > until:
+            late.append((key, len(by_key[key]) + sum(k == key for k, _, _ in late), size))
+        else:
+            by_key[key].append((value, size))
+    return by_key, late
+
+
+def _late(key: bytes, index: int, size: int) -> dict:
+    record_type, group, name = _key_view(key)
+    return {"group_id": group, "record_type": record_type, "key": name, "index": index, "kind": "after_capture",
+            "bytes_equal": None, "real_size": None, "simulated_size": size, "differences": None}
 
 
 def _pair(key: bytes, index: int, real_written, simulated_written, members: dict[str, str]) -> dict:

@@ -67,12 +67,15 @@ def run_scenario(scenario: Scenario, version: str, classpath: list[str], classes
             scenario.script(Context(java, cluster, scenario.consumer))
         finally:
             capture.stop()
+        dumped_at = int(time.time() * 1000)  # the capture's clock (dumpcap on this host)
         dump = java.task("dump", cluster.bootstrap)
     (work / "consumer_offsets.ndjson").write_text("".join(line + "\n" for line in dump))
-    return compare(scenario, version, pcap, cluster.client_ports, [json.loads(line) for line in dump], work)
+    return compare(scenario, version, pcap, cluster.client_ports, [json.loads(line) for line in dump], work,
+                   dumped_at)
 
 
-def compare(scenario: Scenario, version: str, pcap: Path, ports: list[int], dump: list[dict], work: Path) -> Outcome:
+def compare(scenario: Scenario, version: str, pcap: Path, ports: list[int], dump: list[dict], work: Path,
+            dumped_at: int | None = None) -> Outcome:
     imported = import_capture(pcap, tuple(ports))
     events_file, captured_file, rejects_file = write_import(imported, work / "events" / "capture.jsonl")
     config = load_config(overrides=replay_settings(scenario, version))
@@ -81,7 +84,7 @@ def compare(scenario: Scenario, version: str, pcap: Path, ports: list[int], dump
     divergences = compare_captured(result.tables, captured_file)
     divergences.to_json(work / "divergences.ndjson", orient="records", lines=True)
     offsets = final_offsets(result.tables, captured_file)
-    records = compare_records(dump, result.tables, divergences, kafka_4_0=config.kafka_4_0)
+    records = compare_records(dump, result.tables, divergences, kafka_4_0=config.kafka_4_0, until=dumped_at)
     records.to_json(work / "records.ndjson", orient="records", lines=True)
     return Outcome(scenario, version, divergences, offsets, records, list(imported.rejects), work)
 

@@ -63,3 +63,12 @@ def test_a_record_kafka_writes_longer_than_coordsim_counts_is_a_size_difference(
     lines[target] = {**lines[target], "value": base64.b64encode(value[:-1] + bytes.fromhex("01050100")).decode()}
     records = compare_records(lines, tables(ctx), NO_ANSWERS)
     assert list(records["kind"]) == ["size" if i == target else "equal" for i in range(len(records))]
+
+
+def test_records_coordsim_writes_after_the_broker_was_read_back_are_after_the_capture():
+    ctx = joined("trunk")
+    lines = dump(ctx, False)  # read back before the member's session expires
+    ctx.sleep(50_000)
+    records = compare_records(lines, tables(ctx), NO_ANSWERS, until=1000)
+    late = records[records["kind"] != "equal"]
+    assert len(late) > 0 and (late["kind"] == "after_capture").all() and (records["kind"] == "equal").sum() == 5
