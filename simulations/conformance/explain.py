@@ -23,6 +23,8 @@ EXPLAINED_RECORDS = {
     "timing": "timing: the real broker's clock, not the captured request's time",
     "own_hash": "not modelled: coordsim's metadata hash is not Kafka's XXH3 (docs/consumer-protocol.md)",
     "topic_id": "not modelled: a classic group's replay has no TOPIC_METADATA, coordsim derives the id from the name",
+    "image_version": "not modelled: a regex resolution's metadata image version is the cluster's metadata log offset, "
+                     "coordsim counts its own topic changes",
     "after_capture": "after the capture: the replay's timers run on (sessions expire) once the real cluster is stopped",
     "partition_metadata": "not modelled: Kafka 4.0's ConsumerGroupPartitionMetadata record (Kafka 4.1 stopped "
                           "writing it, KIP-1101)",

@@ -57,6 +57,7 @@ RECORD_KINDS = {
     "own_hash": "only coordsim's own metadata hash differs (and timestamps)",
     "topic_id": "only the topic id coordsim derives from the topic's name differs (and timestamps)",
     "partition_metadata": "a ConsumerGroupPartitionMetadata record, which Kafka 4.0 writes and coordsim does not",
+    "image_version": "a resolved regex's metadata image version differs (and its timestamp)",
     "after_capture": "a record coordsim wrote after the broker's records were read back",
     "value": "other fields differ",
     "size": "the fields compared agree, but the record's size differs (bytes coordsim counts that Kafka does not write)",
@@ -120,8 +121,8 @@ def _simulated(tables: dict[str, list[dict]], kafka_4_0: bool, until: int | None
     types = {name: number for number, name in CONSUMER_GROUP_TYPES.items()}
     for row in tables["consumer_group_records"]:
         key = struct.pack(">h", types[row["record_type"]]) + _string(row["group_id"])
-        if row["member_id"] is not None:
-            key += _string(row["member_id"])
+        if row["member_id"] is not None or row["regex"] is not None:
+            key += _string(row["member_id"] if row["member_id"] is not None else row["regex"])
         value = None if row["tombstone"] else _json_fields(types[row["record_type"]], json.loads(row["value"]),
                                                              kafka_4_0)
         written.append((row, key, value, row["batch_bytes"]))
@@ -163,16 +164,21 @@ def _pair(key: bytes, index: int, real_written, simulated_written, members: dict
         fields_simulated = simulated
     differences = _differences(fields_real, fields_simulated)
     row["differences"] = ", ".join(differences) or None
-    kind = _kind(set(differences), row["bytes_equal"])
+    kind = _kind(set(differences), row["bytes_equal"], record_type)
     if kind != "value" and real_size is not None and simulated_size is not None and real_size != simulated_size:
         kind = "size"  # the fields compared agree, the bytes coordsim counts do not
     return row | {"kind": kind}
 
 
-def _kind(differences: set[str], bytes_equal: bool | None) -> str:
+def _kind(differences: set[str], bytes_equal: bool | None, record_type: str) -> str:
     """The first cause that covers every difference (RECORD_KINDS)."""
     if bytes_equal or (bytes_equal is None and not differences):
         return "equal"
+    if record_type == "ConsumerGroupRegularExpression":
+        # Its `timestamp` is when the broker resolved the regex, its `version` the metadata image's.
+        if differences <= {"timestamp", "version"}:
+            return "timing" if differences == {"timestamp"} else "image_version"
+        return "value"
     for kind, fields in (("member_ids", MEMBER_ORDER), ("timing", TIMESTAMPS | MEMBER_ORDER),
                          ("own_hash", TIMESTAMPS | OWN_HASH), ("topic_id", TIMESTAMPS | DERIVED_TOPIC_ID)):
         if differences <= fields:

@@ -72,3 +72,20 @@ def test_records_coordsim_writes_after_the_broker_was_read_back_are_after_the_ca
     records = compare_records(lines, tables(ctx), NO_ANSWERS, until=1000)
     late = records[records["kind"] != "equal"]
     assert len(late) > 0 and (late["kind"] == "after_capture").all() and (records["kind"] == "equal").sum() == 5
+
+
+def test_a_regex_record_is_paired_by_its_regex_and_its_image_version_is_the_clusters():
+    ctx = GroupContext()
+    ctx.send("TOPIC_METADATA", topics=[{"topic": "foo", "partitions": 2, "topic_id": FOO_ID}])
+    ctx.send("CONSUMER_GROUP_HEARTBEAT", member_id="A", member_epoch=0, rebalance_timeout_ms=30_000,
+             subscribed_topic_regex="fo.*", topic_partitions=[])
+    lines = dump(ctx, False)
+    written = ctx.runtime.log.consumer_group_records()
+    regex = next(i for i, r in enumerate(written) if type(r).__name__ == "ConsumerGroupRegularExpression")
+    # The broker's metadata image version is its metadata log's offset (92 here), the last int64 but one.
+    value = bytearray(base64.b64decode(lines[regex]["value"]))
+    value[-17:-9] = (92).to_bytes(8, "big")
+    lines[regex] = {**lines[regex], "value": base64.b64encode(bytes(value)).decode()}
+    records = compare_records(lines, tables(ctx), NO_ANSWERS)
+    assert records.loc[records["record_type"] == "ConsumerGroupRegularExpression", "kind"].tolist() == ["image_version"]
+    assert (records.loc[records["record_type"] != "ConsumerGroupRegularExpression", "kind"] == "equal").all()
