@@ -4,8 +4,9 @@ tables, record by record: each key's records in write order on both sides, paire
 
 A classic group's records are compared bytes and all: coordsim's own encoder (state/record_bytes.py) writes the
 simulated row's record, and the two values must be the same bytes, or the same size with the fields that differ
-named (a timestamp is the brokers' clocks, not a behaviour; member ids are mapped through the JoinGroup answers
-first, as the answer comparison maps them). A consumer group's records are compared by key (type, group, member
+named (a timestamp is the brokers' clocks, not a behaviour). The member ids are the same on both sides: the
+replay hands out the ids the captured broker did (docs/captures.md), and a consumer group's are the clients'.
+A consumer group's records are compared by key (type, group, member
 id) and by the fields a user reads of them: the group epoch, the assignment epoch, each member's target, and its
 epochs and state; the table keeps their values as JSON (docs/tables.md#consumer_group_records), and their size
 as `batch_bytes`.
@@ -39,7 +40,6 @@ from tableio.record_rows import group_metadata_record, offset_record
 TIMESTAMPS = {"commit_ts", "current_state_ts", "assignment_timestamp_ms"}
 # coordsim's metadata hash is its own (state/consumer_group/topics.py), not Kafka's XXH3 of the topics.
 OWN_HASH = {"metadata_hash"}
-MEMBER_ORDER = {"member_order"}
 # A classic group's replay has no TOPIC_METADATA (the import gives them to consumer groups only): coordsim
 # derives the id an OffsetCommit value carries from the topic's name (docs/records.md), not the cluster's.
 DERIVED_TOPIC_ID = {"topic_id"}
@@ -52,7 +52,6 @@ CONSUMER_GROUP_TYPES = {cg.CONSUMER_GROUP_METADATA: "ConsumerGroupMetadata",
                         cg.CONSUMER_GROUP_REGULAR_EXPRESSION: "ConsumerGroupRegularExpression"}
 RECORD_KINDS = {
     "equal": "the same bytes (a consumer group's: the same key and fields)",
-    "member_ids": "the same fields; the bytes differ only in the member ids each coordinator hands out (same size)",
     "timing": "only timestamps differ: the real broker's clock against the captured request times",
     "own_hash": "only coordsim's own metadata hash differs (and timestamps)",
     "topic_id": "only the topic id coordsim derives from the topic's name differs (and timestamps)",
@@ -68,12 +67,11 @@ RECORD_COLUMNS = ["group_id", "record_type", "key", "index", "kind", "bytes_equa
                   "differences"]
 
 
-def compare_records(dump: list[dict], tables: dict[str, list[dict]], divergences: pd.DataFrame,
-                    kafka_4_0: bool = False, until: int | None = None) -> pd.DataFrame:
+def compare_records(dump: list[dict], tables: dict[str, list[dict]], kafka_4_0: bool = False,
+                    until: int | None = None) -> pd.DataFrame:
     """One row per record of either side, `kind` one of RECORD_KINDS; `differences` names the fields. A
     simulated record written after `until` (when the broker's records were read back) is `after_capture`:
     the replay's timers run on past the capture's end, the real cluster was stopped."""
-    members = _member_ids(divergences)
     real = defaultdict(list)
     for line in dump:
         key = base64.b64decode(line["key"])
@@ -85,19 +83,11 @@ def compare_records(dump: list[dict], tables: dict[str, list[dict]], divergences
         ours, theirs = simulated.get(key, []), real.get(key, [])
         for index in range(max(len(ours), len(theirs))):
             rows.append(_pair(key, index, theirs[index] if index < len(theirs) else _MISSING,
-                              ours[index] if index < len(ours) else _MISSING, members))
+                              ours[index] if index < len(ours) else _MISSING))
     return pd.DataFrame(rows, columns=RECORD_COLUMNS)
 
 
 _MISSING = object()
-
-
-def _member_ids(divergences: pd.DataFrame) -> dict[str, str]:
-    """Captured member id -> the simulator's, from the JoinGroup answers both sides gave (a consumer group's
-    member ids are the client's own, the same on both sides)."""
-    joins = divergences[(divergences["api"] == "JoinGroup") & divergences["captured_member_id"].notna()
-                        & divergences["simulated_member_id"].notna()]
-    return dict(zip(joins["captured_member_id"], joins["simulated_member_id"]))
 
 
 def record_size(key: bytes, value: bytes | None) -> int:
@@ -142,7 +132,7 @@ def _late(key: bytes, index: int, size: int) -> dict:
             "bytes_equal": None, "real_size": None, "simulated_size": size, "differences": None}
 
 
-def _pair(key: bytes, index: int, real_written, simulated_written, members: dict[str, str]) -> dict:
+def _pair(key: bytes, index: int, real_written, simulated_written) -> dict:
     record_type, group, name = _key_view(key)
     real, real_size = real_written if real_written is not _MISSING else (_MISSING, None)
     simulated, simulated_size = simulated_written if simulated_written is not _MISSING else (_MISSING, None)
@@ -157,8 +147,8 @@ def _pair(key: bytes, index: int, real_written, simulated_written, members: dict
         return row | {"kind": "real_only" if simulated is _MISSING else "simulated_only"}
     if record_type in ("OffsetCommit", "GroupMetadata"):
         row["bytes_equal"] = real == simulated
-        fields_real = None if real is None else _classic_fields(record_type, real, members)
-        fields_simulated = None if simulated is None else _classic_fields(record_type, simulated, {})
+        fields_real = None if real is None else _classic_fields(record_type, real)
+        fields_simulated = None if simulated is None else _classic_fields(record_type, simulated)
     else:
         fields_real = None if real is None else _consumer_group_fields(struct.unpack(">h", key[:2])[0], real)
         fields_simulated = simulated
@@ -179,8 +169,7 @@ def _kind(differences: set[str], bytes_equal: bool | None, record_type: str) -> 
         if differences <= {"timestamp", "version"}:
             return "timing" if differences == {"timestamp"} else "image_version"
         return "value"
-    for kind, fields in (("member_ids", MEMBER_ORDER), ("timing", TIMESTAMPS | MEMBER_ORDER),
-                         ("own_hash", TIMESTAMPS | OWN_HASH), ("topic_id", TIMESTAMPS | DERIVED_TOPIC_ID)):
+    for kind, fields in (("timing", TIMESTAMPS), ("own_hash", TIMESTAMPS | OWN_HASH), ("topic_id", TIMESTAMPS | DERIVED_TOPIC_ID)):
         if differences <= fields:
             return kind
     return "value"
@@ -203,7 +192,7 @@ def _key_view(key: bytes) -> tuple[str, str, str]:
     return CONSUMER_GROUP_TYPES.get(record_type, f"type {record_type}"), group, r.string() if r.left() else ""
 
 
-def _classic_fields(record_type: str, value: bytes, members: dict[str, str]) -> dict:
+def _classic_fields(record_type: str, value: bytes) -> dict:
     r = _Reader(value)
     version = r.int16()
     if record_type == "OffsetCommit":
@@ -219,15 +208,15 @@ def _classic_fields(record_type: str, value: bytes, members: dict[str, str]) -> 
             fields["topic_id"] = None if topic_id is None else base64.urlsafe_b64encode(topic_id).rstrip(b"=").decode()
         return fields
     fields = {"version": version, "protocol_type": r.string(), "generation_id": r.int32(),
-              "protocol_name": r.string(), "leader_id": members.get(leader := r.string(), leader),
+              "protocol_name": r.string(), "leader_id": r.string(),
               "current_state_ts": r.int64()}
     order = []
     for _ in range(r.int32()):
-        member_id = members.get(member_id := r.string(), member_id)
+        member_id = r.string()
         order.append(member_id)
         fields[f"member {member_id}"] = (r.string(), r.string(), r.string(), r.int32(), r.int32(), r.bytes_().hex(),
                                          r.bytes_().hex())
-    # The order is Java's HashMap order of the member ids (ClassicGroup.members), which each side picks.
+    # The order is Java's HashMap order of the member ids (ClassicGroup.members).
     fields["member_order"] = order
     return fields
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 
-import pandas as pd
 import pytest
 
 from simulations.conformance.offsets_topic import compare_records
@@ -14,7 +13,6 @@ from state.record_bytes import key_bytes, value_bytes
 from tests.state.harness import GroupContext
 
 FOO_ID = "Xq6LK8SnRkGxz7Da8ZvqLA"
-NO_ANSWERS = pd.DataFrame(columns=["api", "captured_member_id", "simulated_member_id"])
 
 
 def joined(version: str) -> GroupContext:
@@ -40,14 +38,14 @@ def tables(ctx: GroupContext) -> dict[str, list[dict]]:
 @pytest.mark.parametrize("version", ["trunk", "4.0"])
 def test_a_consumer_group_written_as_its_kafka_version_writes_it_is_equal_in_fields_and_sizes(version):
     ctx = joined(version)
-    records = compare_records(dump(ctx, version == "4.0"), tables(ctx), NO_ANSWERS, kafka_4_0=version == "4.0")
+    records = compare_records(dump(ctx, version == "4.0"), tables(ctx), kafka_4_0=version == "4.0")
     assert len(records) == 5 and (records["kind"] == "equal").all()
     assert (records["real_size"] == records["simulated_size"]).all()
 
 
 def test_kafka_4_0_records_compared_as_trunk_ones_differ_in_the_fields_4_0_does_not_write():
     ctx = joined("4.0")
-    records = compare_records(dump(ctx, kafka_4_0=True), tables(ctx), NO_ANSWERS, kafka_4_0=False)
+    records = compare_records(dump(ctx, kafka_4_0=True), tables(ctx), kafka_4_0=False)
     assert set(records.loc[records["kind"] != "equal", "differences"]) == {
         "metadata_hash", "assigned_partitions_epochs"}
 
@@ -61,7 +59,7 @@ def test_a_record_kafka_writes_longer_than_coordsim_counts_is_a_size_difference(
                   if type(r).__name__ == "ConsumerGroupTargetAssignmentMember")
     value = base64.b64decode(lines[target]["value"])
     lines[target] = {**lines[target], "value": base64.b64encode(value[:-1] + bytes.fromhex("01050100")).decode()}
-    records = compare_records(lines, tables(ctx), NO_ANSWERS)
+    records = compare_records(lines, tables(ctx))
     assert list(records["kind"]) == ["size" if i == target else "equal" for i in range(len(records))]
 
 
@@ -69,7 +67,7 @@ def test_records_coordsim_writes_after_the_broker_was_read_back_are_after_the_ca
     ctx = joined("trunk")
     lines = dump(ctx, False)  # read back before the member's session expires
     ctx.sleep(50_000)
-    records = compare_records(lines, tables(ctx), NO_ANSWERS, until=1000)
+    records = compare_records(lines, tables(ctx), until=1000)
     late = records[records["kind"] != "equal"]
     assert len(late) > 0 and (late["kind"] == "after_capture").all() and (records["kind"] == "equal").sum() == 5
 
@@ -86,6 +84,6 @@ def test_a_regex_record_is_paired_by_its_regex_and_its_image_version_is_the_clus
     value = bytearray(base64.b64decode(lines[regex]["value"]))
     value[-17:-9] = (92).to_bytes(8, "big")
     lines[regex] = {**lines[regex], "value": base64.b64encode(bytes(value)).decode()}
-    records = compare_records(lines, tables(ctx), NO_ANSWERS)
+    records = compare_records(lines, tables(ctx))
     assert records.loc[records["record_type"] == "ConsumerGroupRegularExpression", "kind"].tolist() == ["image_version"]
     assert (records.loc[records["record_type"] != "ConsumerGroupRegularExpression", "kind"] == "equal").all()
