@@ -1,6 +1,7 @@
 """The Java side of the suite: `conformance/src/ConformanceDriver.java`, compiled with javac against the
 resolved classpath, runs one real KafkaConsumer per process (scripted line by line on its stdin) or a one-shot
-admin or reader task (docstring of the Java file). A consumer's crash is its process killed with SIGKILL, a zombie's pause its process stopped (SIGSTOP)."""
+admin or reader task (docstring of the Java file). A consumer's crash is its process killed with SIGKILL, a
+zombie's pause its process stopped (SIGSTOP)."""
 
 from __future__ import annotations
 

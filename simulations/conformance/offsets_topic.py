@@ -169,7 +169,8 @@ def _kind(differences: set[str], bytes_equal: bool | None, record_type: str) -> 
         if differences <= {"timestamp", "version"}:
             return "timing" if differences == {"timestamp"} else "image_version"
         return "value"
-    for kind, fields in (("timing", TIMESTAMPS), ("own_hash", TIMESTAMPS | OWN_HASH), ("topic_id", TIMESTAMPS | DERIVED_TOPIC_ID)):
+    for kind, fields in (("timing", TIMESTAMPS), ("own_hash", TIMESTAMPS | OWN_HASH),
+                         ("topic_id", TIMESTAMPS | DERIVED_TOPIC_ID)):
         if differences <= fields:
             return kind
     return "value"
