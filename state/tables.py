@@ -122,6 +122,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("write_ts", "int64"),
         ("record_type", "string"),
         ("member_id", "string"),
+        ("regex", "string"),
         ("tombstone", "bool"),
         ("value", "string"),
         ("batch_bytes", "int64"),

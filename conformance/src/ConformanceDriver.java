@@ -3,7 +3,9 @@
  * simulations/conformance/driver.py, or a one-shot admin/reader task. Compiled at test time with javac against
  * the classpath the Maven project beside it resolves for one Kafka version; nothing of it is built in advance.
  *
- *   consumer BOOTSTRAP key=value...   one KafkaConsumer (topics=a,b or pattern=REGEX; any consumer config).
+ *   consumer BOOTSTRAP key=value...   one KafkaConsumer (topics=a,b; pattern=REGEX, a java.util.regex.Pattern the
+ *       client resolves; or regex=RE2J, a SubscriptionPattern the broker resolves under group.protocol=consumer;
+ *       any consumer config).
  *       It keeps polling (100 ms) between commands, as an application's loop does. stdin commands:
  *         commit OFFSET       commitSync(OFFSET for every partition assigned now) -> "committed t-p=o,..." or
  *                             "commit-failed ExceptionClass"
@@ -12,9 +14,9 @@
  *       stdout events: "ready", "assigned t-p,..." (the whole assignment after each callback, sorted),
  *       "revoked t-p,...", "lost t-p,...".
  *   topics BOOTSTRAP name:partitions...   create the topics (replication factor 1), print "created"
- *   coordinator BOOTSTRAP GROUP           print "coordinator NODE" (describeConsumerGroups; "none" for a group
- *                                         that does not exist), after an OffsetFetch that has the group's
- *                                         coordinator loaded
+ *   coordinator BOOTSTRAP GROUP           print "coordinator NODE": the leader of the group's __consumer_offsets
+ *                                         partition, after an OffsetFetch that has the group's coordinator
+ *                                         loaded (the group need not exist)
  *   dump BOOTSTRAP                        every record of __consumer_offsets, one JSON line each (partition,
  *                                         offset, timestamp, key and value base64, value null for a tombstone)
  *
@@ -37,16 +39,22 @@ import java.util.regex.Pattern;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.consumer.SubscriptionPattern;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.TopicPartitionInfo;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.utils.Utils;
 
 public final class ConformanceDriver {
+
+    private static final String OFFSETS = "__consumer_offsets";
 
     public static void main(String[] args) throws Exception {
         String bootstrap = args[1];
@@ -76,11 +84,12 @@ public final class ConformanceDriver {
         props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
-        String topics = null, pattern = null;
+        String topics = null, pattern = null, regex = null;
         for (int i = 2; i < args.length; i++) {
             String[] kv = args[i].split("=", 2);
             if (kv[0].equals("topics")) topics = kv[1];
             else if (kv[0].equals("pattern")) pattern = kv[1];
+            else if (kv[0].equals("regex")) regex = kv[1];
             else props.put(kv[0], kv[1]);
         }
         LinkedBlockingQueue<String> commands = new LinkedBlockingQueue<>();
@@ -108,7 +117,8 @@ public final class ConformanceDriver {
                 say("lost " + partitions(partitions));
             }
         };
-        if (pattern != null) consumer.subscribe(Pattern.compile(pattern), listener);
+        if (regex != null) consumer.subscribe(new SubscriptionPattern(regex), listener);
+        else if (pattern != null) consumer.subscribe(Pattern.compile(pattern), listener);
         else consumer.subscribe(List.of(topics.split(",")), listener);
         say("ready");
         while (true) {
@@ -171,13 +181,12 @@ public final class ConformanceDriver {
             // An OffsetFetch through the group's coordinator: the first one creates __consumer_offsets, and the
             // admin client retries until the coordinator has loaded the partition.
             admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get(60, TimeUnit.SECONDS);
-            try {
-                var description = admin.describeConsumerGroups(List.of(group)).all().get(60, TimeUnit.SECONDS).get(group);
-                say("coordinator " + description.coordinator().id());
-            } catch (java.util.concurrent.ExecutionException e) {
-                if (!(e.getCause() instanceof org.apache.kafka.common.errors.GroupIdNotFoundException)) throw e;
-                say("coordinator none");
-            }
+            // The group's partition as the coordinator picks it (GroupCoordinatorService.partitionFor).
+            TopicDescription offsets = admin.describeTopics(List.of(OFFSETS)).allTopicNames().get(60, TimeUnit.SECONDS)
+                .get(OFFSETS);
+            int partition = Utils.abs(group.hashCode()) % offsets.partitions().size();
+            for (TopicPartitionInfo p : offsets.partitions())
+                if (p.partition() == partition) say("coordinator " + p.leader().id());
         }
     }
 

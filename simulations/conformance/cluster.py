@@ -50,9 +50,12 @@ class Cluster:
                  settings: dict[str, object] | None = None, ports: list[int] | None = None) -> None:
         self.classpath, self.work, self.processes, self.nodes = classpath, work, processes, nodes
         self.settings = dict(settings or {})
-        self.ports = ports or free_ports(2 * nodes)  # a client port and a controller port per node
-        if len(self.ports) != 2 * nodes:
-            raise ConformanceError(f"{nodes} node(s) need {2 * nodes} ports, got {len(self.ports)}")
+        # A client port and a controller port per node; with several nodes a replication port too, so that
+        # the captured client ports carry no broker-to-broker traffic.
+        wanted = (3 if nodes > 1 else 2) * nodes
+        self.ports = ports or free_ports(wanted)
+        if len(self.ports) != wanted:
+            raise ConformanceError(f"{nodes} node(s) need {wanted} ports, got {len(self.ports)}")
         self.brokers: dict[int, subprocess.Popen] = {}
 
     @property
@@ -69,12 +72,17 @@ class Cluster:
     def _properties(self, node: int) -> str:
         voters = ",".join(f"{n}@{HOST}:{self.ports[self.nodes + n - 1]}" for n in range(1, self.nodes + 1))
         replication = min(3, self.nodes)
+        listeners = {"PLAINTEXT": self.port(node), "CONTROLLER": self.ports[self.nodes + node - 1]}
+        if self.nodes > 1:
+            listeners["REPLICATION"] = self.ports[2 * self.nodes + node - 1]
+        advertised = {name: port for name, port in listeners.items() if name != "CONTROLLER"}
         settings = {
             "process.roles": "broker,controller", "node.id": node, "controller.quorum.voters": voters,
-            "listeners": f"PLAINTEXT://{HOST}:{self.port(node)},CONTROLLER://{HOST}:{self.ports[self.nodes + node - 1]}",
-            "advertised.listeners": f"PLAINTEXT://{HOST}:{self.port(node)}",
-            "controller.listener.names": "CONTROLLER", "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "listeners": ",".join(f"{name}://{HOST}:{port}" for name, port in listeners.items()),
+            "advertised.listeners": ",".join(f"{name}://{HOST}:{port}" for name, port in advertised.items()),
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "REPLICATION" if self.nodes > 1 else "PLAINTEXT",
+            "listener.security.protocol.map": ",".join(f"{name}:PLAINTEXT" for name in listeners),
             "log.dirs": str(self.work / f"node-{node}" / "data"),
             "offsets.topic.replication.factor": replication, "transaction.state.log.replication.factor": replication,
             "transaction.state.log.min.isr": 1, "auto.create.topics.enable": "false",

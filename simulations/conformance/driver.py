@@ -1,11 +1,14 @@
 """The Java side of the suite: `conformance/src/ConformanceDriver.java`, compiled with javac against the
 resolved classpath, runs one real KafkaConsumer per process (scripted line by line on its stdin) or a one-shot
-admin or reader task (docstring of the Java file). A consumer's crash is its process killed with SIGKILL."""
+admin or reader task (docstring of the Java file). A consumer's crash is its process killed with SIGKILL, a
+zombie's pause its process stopped (SIGSTOP)."""
 
 from __future__ import annotations
 
+import hashlib
 import queue
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -21,19 +24,23 @@ CLIENT_JVM = ["-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
 WAIT_S = 120
 
 
-def compile_driver(classpath: list[str], work: Path) -> Path:
-    """The driver's classes for this classpath (compiled once per work folder, i.e. per Kafka version)."""
+def compile_driver(classpath: list[str], work: Path, source: Path = SOURCE) -> Path:
+    """The driver's classes for this classpath, compiled once per work folder (i.e. per Kafka version) and
+    source: a changed source is compiled again, its digest kept beside the classes."""
     classes = work / "driver-classes"
-    if (classes / f"{MAIN}.class").is_file():
+    stamp, digest = classes / "source.sha256", hashlib.sha256(source.read_bytes()).hexdigest()
+    if (classes / f"{MAIN}.class").is_file() and stamp.is_file() and stamp.read_text() == digest:
         return classes
     if shutil.which("javac") is None:
         raise ConformanceError("javac is not installed: the suite compiles its Java driver (a JDK 17 or newer)")
-    classes.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(["javac", "-d", str(classes), "-cp", ":".join(classpath), str(SOURCE)],
+    shutil.rmtree(classes, ignore_errors=True)
+    classes.mkdir(parents=True)
+    done = subprocess.run(["javac", "-d", str(classes), "-cp", ":".join(classpath), str(source)],
                           capture_output=True, text=True)
     if done.returncode != 0:
         shutil.rmtree(classes, ignore_errors=True)
         raise ConformanceError(f"compiling the driver failed: {done.stderr.strip().splitlines()[0]}")
+    stamp.write_text(digest)
     return classes
 
 
@@ -136,6 +143,14 @@ class Consumer:
     def crash(self) -> None:
         stop(self.process, kill=True)
         self.process.wait()
+
+    def freeze(self) -> None:
+        """SIGSTOP: every thread of the JVM stops (its heartbeat thread too), as a long GC pause or a stopped
+        VM would; `thaw` (SIGCONT) resumes it where it was."""
+        self.process.send_signal(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        self.process.send_signal(signal.SIGCONT)
 
 
 def settle(consumers: list[Consumer], partitions: set[str], timeout: float = WAIT_S) -> None:

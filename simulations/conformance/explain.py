@@ -2,10 +2,10 @@
 scenario and Kafka version, the answers compared and equal, the records compared and equal, and each
 difference counted under its cause. A difference no rule explains is `unexplained`, and the command fails.
 
-Answer differences (the `divergence` kinds of simulations/capture/compare.py) have no rule yet: the scenarios
-measured so far answer every request as the real broker did. Record differences are the kinds of
-offsets_topic.RECORD_KINDS; those below are causes, the others (`value`, `real_only`, `simulated_only`) are
-unexplained.
+Answer differences (the `divergence` kinds of simulations/capture/compare.py) are explained by
+EXPLAINED_ANSWERS, keyed by the kind and the two errors; every other is unexplained. Record differences are the kinds of
+offsets_topic.RECORD_KINDS; those below are causes, the others (`value`, `size`, `real_only`, `simulated_only`)
+are unexplained.
 """
 
 from __future__ import annotations
@@ -19,24 +19,65 @@ from simulations.conformance.offsets_topic import RECORD_KINDS
 # Record kinds that are explained: not a behaviour of the coordinator (ids and clocks each side picks), or a
 # documented limit of coordsim.
 EXPLAINED_RECORDS = {
-    "member_ids": "member ids: each coordinator hands out its own (same size, mapped through the JoinGroup answers)",
     "timing": "timing: the real broker's clock, not the captured request's time",
     "own_hash": "not modelled: coordsim's metadata hash is not Kafka's XXH3 (docs/consumer-protocol.md)",
     "topic_id": "not modelled: a classic group's replay has no TOPIC_METADATA, coordsim derives the id from the name",
-    "assignment_epochs": "coordsim defect (open): with coordsim.kafka.version 4.0 it writes the assignment epochs "
-                         "Kafka 4.1 added to ConsumerGroupCurrentMemberAssignmentValue",
+    "image_version": "not modelled: a regex resolution's metadata image version is the cluster's metadata log offset, "
+                     "coordsim counts its own topic changes",
+    "after_capture": "after the capture: the replay's timers run on (sessions expire) once the real cluster is stopped",
     "partition_metadata": "not modelled: Kafka 4.0's ConsumerGroupPartitionMetadata record (Kafka 4.1 stopped "
                           "writing it, KIP-1101)",
 }
 
 
+# (divergence, captured error, simulated error) -> cause.
+EXPLAINED_ANSWERS = {
+    # Between a coordinator's crash and its successor's election (simulations/conformance/failover.py), a
+    # client may be told of the new leader by a broker that knows before the new leader itself does.
+    ("error", "NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE"):
+        "not modelled: which broker a captured request went to (one that did not lead the group's partition yet "
+        "answers NOT_COORDINATOR; coordsim, between the crash and the move, has no coordinator)",
+}
+
+
+OVERTAKEN = ("timing: the broker answered it before an earlier request of another client still in flight (its "
+             "request threads run connections in parallel; coordsim answers in arrival order)")
+MADE_UP = "timing: the assignment coordsim answered to the member's request before (follows the above)"
+
+
 def answer_causes(divergences: pd.DataFrame) -> Counter:
     """Each answer difference's cause, counted (`unexplained: <kind> <api>` where no rule applies)."""
     causes = Counter()
+    overtaken = _overtaken(divergences)
     for row in divergences.itertuples():
-        if row.divergence != "none":
-            causes[f"unexplained: {row.divergence} ({row.api})"] += 1
+        if row.divergence == "none":
+            continue
+        key = (row.divergence, row.captured_error, row.simulated_error)
+        cause = overtaken.get(row.Index) or EXPLAINED_ANSWERS.get(key)
+        causes[cause or f"unexplained: {row.divergence} ({row.api})"] += 1
     return causes
+
+
+def _overtaken(divergences: pd.DataFrame) -> dict[int, str]:
+    """Assignment differences of requests the real broker answered before an earlier request of another
+    connection that was still in flight (OVERTAKEN), and the member's next differing answer of that API when it
+    carries what coordsim had answered to the overtaking request (MADE_UP)."""
+    found: dict[int, str] = {}
+    rows = divergences[divergences["captured_response_ts"].notna()]
+    for index, row in divergences[divergences["divergence"] == "assignment"].iterrows():
+        if index in found or pd.isna(row["captured_response_ts"]):
+            continue
+        earlier = rows[(rows["connection"] != row["connection"]) & (rows["request_ts"] <= row["request_ts"])
+                       & (rows["captured_response_ts"] > row["captured_response_ts"])]
+        if earlier.empty:
+            continue
+        found[index] = OVERTAKEN
+        later = divergences.loc[index + 1:]
+        later = later[(later["connection"] == row["connection"]) & (later["api"] == row["api"])
+                      & (later["divergence"] != "none")]
+        if not later.empty and later.iloc[0]["captured_assignment"] == row["simulated_assignment"]:
+            found[later.index[0]] = MADE_UP
+    return found
 
 
 def record_causes(records: pd.DataFrame) -> Counter:

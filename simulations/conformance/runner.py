@@ -19,6 +19,7 @@ from simulations.capture import compare_captured, final_offsets, import_capture,
 from simulations.conformance import ConformanceError
 from simulations.conformance.cluster import Cluster
 from simulations.conformance.driver import Java, compile_driver
+from simulations.conformance.failover import fault_rows, write_faults
 from simulations.conformance.maven import classpath
 from simulations.conformance.offsets_topic import compare_records
 from simulations.conformance.processes import Processes, sigterm_ends_the_suite
@@ -60,28 +61,40 @@ def run_scenario(scenario: Scenario, version: str, classpath: list[str], classes
         java.task("topics", cluster.bootstrap, *scenario.topics)
         # The first FindCoordinator creates __consumer_offsets, and the group's first requests would meet
         # NOT_COORDINATOR and COORDINATOR_LOAD_IN_PROGRESS while it is created and loaded: a cluster's first
-        # minute, not a group's behaviour. Describing the group first (uncaptured) has it ready.
-        java.task("coordinator", cluster.bootstrap, GROUP)
+        # minute, not a group's behaviour. An admin OffsetFetch first (uncaptured) has it ready; the task then
+        # names the broker leading the group's partition.
+        coordinator = int(java.task("coordinator", cluster.bootstrap, GROUP)[-1].split()[1])
+        started_at = int(time.time() * 1000)  # the capture's clock (dumpcap on this host)
         capture = Capture(processes, cluster.client_ports, pcap)
+        ctx = Context(java, cluster, scenario.consumer, coordinator)
         try:
-            scenario.script(Context(java, cluster, scenario.consumer))
+            scenario.script(ctx)
         finally:
             capture.stop()
+        dumped_at = int(time.time() * 1000)  # records coordsim writes later are after the capture
         dump = java.task("dump", cluster.bootstrap)
     (work / "consumer_offsets.ndjson").write_text("".join(line + "\n" for line in dump))
-    return compare(scenario, version, pcap, cluster.client_ports, [json.loads(line) for line in dump], work)
+    return compare(scenario, version, pcap, cluster.client_ports, [json.loads(line) for line in dump], work,
+                   dumped_at, (started_at, coordinator, ctx.kills))
 
 
-def compare(scenario: Scenario, version: str, pcap: Path, ports: list[int], dump: list[dict], work: Path) -> Outcome:
+def compare(scenario: Scenario, version: str, pcap: Path, ports: list[int], dump: list[dict], work: Path,
+            dumped_at: int | None = None, failover: tuple[int, int, list] | None = None) -> Outcome:
+    """The capture imported, replayed and compared; `failover` (the capture's start, the coordinator then, the
+    brokers killed) gives the replay the coordinator's moves when the script killed a broker."""
     imported = import_capture(pcap, tuple(ports))
     events_file, captured_file, rejects_file = write_import(imported, work / "events" / "capture.jsonl")
     config = load_config(overrides=replay_settings(scenario, version))
-    events = attach_captured(read_events([events_file]).events, captured_answers(captured_file))
+    files = [events_file]
+    if failover is not None and failover[2]:
+        captured = [json.loads(line) for line in captured_file.read_text().splitlines()]
+        files.append(write_faults(fault_rows(GROUP, *failover, captured), work / "events" / "faults.jsonl"))
+    events = attach_captured(read_events(files).events, captured_answers(captured_file))
     result = run_local(events, config)
     divergences = compare_captured(result.tables, captured_file)
     divergences.to_json(work / "divergences.ndjson", orient="records", lines=True)
     offsets = final_offsets(result.tables, captured_file)
-    records = compare_records(dump, result.tables, divergences)
+    records = compare_records(dump, result.tables, kafka_4_0=config.kafka_4_0, until=dumped_at)
     records.to_json(work / "records.ndjson", orient="records", lines=True)
     return Outcome(scenario, version, divergences, offsets, records, list(imported.rejects), work)
 

@@ -122,9 +122,22 @@ class ClassicGroupManager(Operations):
         if req.protocol_type == "" or not req.protocols:
             self.op.respond(req, "INCONSISTENT_GROUP_PROTOCOL", **JOIN_ERROR)
         elif req.api_version >= 4 and req.group_instance_id is None:
-            self.op.respond(req, "MEMBER_ID_REQUIRED", member_id=self.ids.member_id(req.client_id), **JOIN_ERROR)
+            self.op.respond(req, "MEMBER_ID_REQUIRED", member_id=self._new_member_id(req.client_id, req), **JOIN_ERROR)
         else:
             self.op.respond(req, append_error_to_response_error(error), member_id="", **JOIN_ERROR)
+
+    def _new_member_id(self, prefix: str, req: JoinGroup) -> str:
+        """clientId (or group.instance.id) + "-" + a UUID, as Kafka does (state/runtime/member_ids.py). A replayed
+        request whose captured broker handed out an id of that form gets the captured id: Kafka's member HashMap
+        orders members by their ids, and that order picks the leader when the leader leaves and the members'
+        order in GroupMetadata (docs/captures.md)."""
+        generated = self.ids.member_id(prefix)
+        captured = req.captured
+        if (captured is not None and captured.error in ("NONE", "MEMBER_ID_REQUIRED") and captured.member_id
+                and _same_form(captured.member_id, generated, prefix)
+                and not (self.group is not None and self.group.has_member(captured.member_id))):
+            return captured.member_id
+        return generated
 
     def _accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
         max_size = self.config.group_max_size
@@ -142,7 +155,8 @@ class ClassicGroupManager(Operations):
         if not group.supports_protocols(req.protocol_type, req.protocols):
             self.op.respond(req, "INCONSISTENT_GROUP_PROTOCOL", **JOIN_ERROR)
             return
-        new_id = self.ids.member_id(req.group_instance_id if req.group_instance_id is not None else req.client_id)
+        new_id = self._new_member_id(req.group_instance_id if req.group_instance_id is not None else req.client_id,
+                                     req)
         if req.group_instance_id is not None:
             old_id = group.static_members.get(req.group_instance_id)
             if old_id is not None:
@@ -814,3 +828,8 @@ class ClassicGroupManager(Operations):
         group = self.group
         self.op.member(change, member, cause, group.generation_id,
                        len(group.members) if member_count is None else member_count)
+
+
+def _same_form(captured: str, generated: str, prefix: str) -> bool:
+    """A member id the captured broker generated as Kafka does (the prefix, "-", a UUID's 36 characters)."""
+    return captured.startswith(prefix + "-") and len(captured) == len(generated)

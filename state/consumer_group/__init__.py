@@ -24,6 +24,7 @@ commit d79bd502ec7f (2026-08-23, 4.5.0-SNAPSHOT); docs name where Kafka 4.0.0 be
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable, Mapping
 
 from state.consumer_group import range as range_assignor, uniform
@@ -37,3 +38,5 @@ SERVER_ASSIGNORS: dict[str, Assignor] = {
     uniform.NAME: uniform.assign,
     range_assignor.NAME: range_assignor.assign,
 }
+# Kafka 4.0.0's: its uniform assignor predates KAFKA-18688 (uniform.assign_homogeneous).
+SERVER_ASSIGNORS_4_0: dict[str, Assignor] = SERVER_ASSIGNORS | {uniform.NAME: partial(uniform.assign, kafka_4_0=True)}

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 from state.config import CoordinatorConfig
-from state.consumer_group import SERVER_ASSIGNORS, Assignor
+from state.consumer_group import SERVER_ASSIGNORS, SERVER_ASSIGNORS_4_0, Assignor
 from state.consumer_group.downgrade import Downgrade, downgrade_with_fenced_members
 from state.consumer_group.group import (
     Assignment,
@@ -136,7 +136,8 @@ class HeartbeatContext:
     @classmethod
     def from_config(cls, config: CoordinatorConfig, topics: TopicsImage, metadata_version: int = 0,
                     new_topics_version: int = -1) -> "HeartbeatContext":
-        return cls(config, topics, {name: SERVER_ASSIGNORS[name] for name in config.group_consumer_assignors},
+        assignors = SERVER_ASSIGNORS_4_0 if config.kafka_4_0 else SERVER_ASSIGNORS
+        return cls(config, topics, {name: assignors[name] for name in config.group_consumer_assignors},
                    config.kafka_4_0, metadata_version, new_topics_version)
 
     @property

@@ -460,9 +460,11 @@ class ConsumerGroupManager(Operations):
         header = RECORD_BATCH_OVERHEAD if delta == 0 else 0
         out.consumer_group_record({
             "write_ts": self.now, "record_type": type(record).__name__,
-            "member_id": getattr(record, "member_id", None), "tombstone": record.value is None,
+            "member_id": getattr(record, "member_id", None), "regex": getattr(record, "regex", None),
+            "tombstone": record.value is None,
             "value": None if record.value is None else json.dumps(_json_value(record.value), sort_keys=True),
-            "batch_bytes": header + record_size(record, self.group_id, offset_delta=delta)})
+            "batch_bytes": header + record_size(record, self.group_id, offset_delta=delta,
+                                                kafka_4_0=self.config.kafka_4_0)})
 
     def _member_rows(self, out, changes, count: int, group: ConsumerGroup, cause: str) -> None:
         for change, member in changes:

@@ -4,7 +4,9 @@ TargetAssignmentBuilder together with the UpdatedMembersAndTargetAssignmentView 
 The builder starts from the group's members and target assignment and takes the heartbeat's change on top
 (`add_or_update_member`, `remove_member`) without touching the group: a static member taking over an
 instance id replaces the member that held it, and takes over its target. `build` runs the assignor over the
-members in java.util.HashMap order (as Kafka builds the GroupSpec), writes a TargetAssignmentMember record for
+members in java.util.HashMap order (as Kafka builds the GroupSpec: put in the order the group's
+TimelineHashMap iterates its members, then the heartbeat's new member; the put order decides between ids
+of the same bucket), writes a TargetAssignmentMember record for
 every member whose target changed, in that same order, and then the TargetAssignmentMetadata record that sets
 the assignment epoch to the group epoch.
 """
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from state.consumer_group import Assignor
+from state.consumer_group.downgrade import in_timeline_hash_map_order
 from state.consumer_group.group import Assignment, ConsumerGroupMember, topic_partitions
 from state.consumer_group.group_spec import (
     GroupSpec,
@@ -46,6 +49,9 @@ class TargetAssignmentBuilder:
                  target_assignment: Mapping[str, Assignment],
                  resolved_regexes: Mapping[str, ResolvedRegularExpression] | None = None) -> None:
         self.members = dict(members)
+        # The group's member map is a TimelineHashMap: the GroupSpec's HashMap is filled in its order, then
+        # with the members the heartbeat adds.
+        self.timeline_order = in_timeline_hash_map_order(members)
         self.static_members = dict(static_members)
         self.target_assignment = dict(target_assignment)
         self.resolved_regexes = resolved_regexes or {}
@@ -76,8 +82,10 @@ class TargetAssignmentBuilder:
     def build(self, group_epoch: int, assignor: Assignor, subscription_type: SubscriptionType,
               topics: TopicsImage, now: int) -> TargetAssignmentResult:
         """Raises group_spec.PartitionAssignorError when the assignor cannot assign."""
-        specs = in_java_hash_map_order({member_id: self._member_spec(member, topics)
-                                        for member_id, member in self.members.items()})
+        order = [m for m in self.timeline_order if m in self.members]
+        order += [m for m in self.members if m not in set(order)]
+        specs = in_java_hash_map_order({member_id: self._member_spec(self.members[member_id], topics)
+                                        for member_id in order})
         computed = assignor(GroupSpec(specs, subscription_type), topics.partition_counts())
         records: list[ConsumerGroupRecord] = []
         target: dict[str, Assignment] = {}

@@ -29,20 +29,22 @@ NAME = "uniform"
 MAX_BALANCE_ITERATIONS = 16
 
 
-def assign(group: GroupSpec, partition_counts: Mapping[TopicId, int]) -> GroupAssignment:
+def assign(group: GroupSpec, partition_counts: Mapping[TopicId, int], kafka_4_0: bool = False) -> GroupAssignment:
     if not group.members:
         return {}
     if group.subscription_type is SubscriptionType.HOMOGENEOUS:
-        return assign_homogeneous(group, partition_counts)
+        return assign_homogeneous(group, partition_counts, kafka_4_0)
     return assign_heterogeneous(group, partition_counts)
 
 
-def assign_homogeneous(group: GroupSpec, partition_counts: Mapping[TopicId, int]) -> GroupAssignment:
+def assign_homogeneous(group: GroupSpec, partition_counts: Mapping[TopicId, int],
+                       kafka_4_0: bool = False) -> GroupAssignment:
     """Every member keeps up to its quota of its current target; the rest is handed out in topic order.
 
     The first `total % members` members in member order may keep one partition over the minimum quota, but
     a member that does not fill that extra slot from its current target gives it back unless it is among
-    the last members that must take one (Kafka 4.1+, KAFKA-18688).
+    the last members that must take one (Kafka 4.1+, KAFKA-18688). Kafka 4.0 (`kafka_4_0`) gives the extra
+    slots to the first members whatever they hold, so a balanced assignment may still move.
     """
     member_ids = list(group.members)
     # The topics of the first member, through a java.util.HashSet: this order is the hand-out order.
@@ -79,7 +81,7 @@ def assign_homogeneous(group: GroupSpec, partition_counts: Mapping[TopicId, int]
                 kept[topic_id] = order[:quota]
             unassigned.extend((topic_id, p) for p in order[quota:])
             quota = 0
-        if quota > 0 and has_extra and len(member_ids) - index > extra_left:
+        if quota > 0 and has_extra and not kafka_4_0 and len(member_ids) - index > extra_left:
             quota -= 1
             has_extra = False
         if quota > 0:

@@ -21,8 +21,9 @@ the key schema's id (3 to 8, 16 for ConsumerGroupRegularExpression) and every va
 are compact (unsigned varint length + 1, 0 for null), a topic id is its 16 bytes, and each structure ends
 with its tagged fields, of which a 4.x broker writes ConsumerGroupMetadataValue.MetadataHash (4.1+) and
 ConsumerGroupTargetAssignmentMetadataValue.AssignmentTimestamp (4.3+) when not 0 and each partition list's
-AssignmentEpochs in ConsumerGroupCurrentMemberAssignmentValue (4.3+, so the sizes are trunk's: 4.0 wrote no
-assignment epochs and no metadata hash, but a ConsumerGroupPartitionMetadata record, not modelled).
+AssignmentEpochs in ConsumerGroupCurrentMemberAssignmentValue (4.3+). Kafka 4.0's schemas have none of the
+three (`kafka_4_0`: the values are written without them); 4.0 also wrote a ConsumerGroupPartitionMetadata
+record, not modelled.
 """
 
 from __future__ import annotations
@@ -137,14 +138,15 @@ def key_bytes(record: Record | cg.ConsumerGroupRecord, group_id: str) -> bytes:
     return _int16(GROUP_METADATA) + _string(group_id)
 
 
-def value_bytes(record: Record | cg.ConsumerGroupRecord) -> bytes | None:
-    """The record's value, version-prefixed, or None for a tombstone."""
+def value_bytes(record: Record | cg.ConsumerGroupRecord, kafka_4_0: bool = False) -> bytes | None:
+    """The record's value, version-prefixed, or None for a tombstone; `kafka_4_0`: a consumer group's value as
+    Kafka 4.0's schemas write it (without the tagged fields 4.1+ added)."""
     if record.value is None:
         return None
     if isinstance(record, OffsetCommitRecord):
         return _offset_commit_value(record.value)
     if isinstance(record, _CONSUMER_GROUP_RECORDS):
-        return _int16(CONSUMER_GROUP_VALUE_VERSION) + _consumer_group_value(record)
+        return _int16(CONSUMER_GROUP_VALUE_VERSION) + _consumer_group_value(record, kafka_4_0)
     return _group_metadata_value(record.value)
 
 
@@ -196,20 +198,24 @@ def _if_set(tag: int, value: int) -> dict[int, bytes]:
     return {tag: _int64(value)} if value else {}
 
 
-def _partition_epochs(assignment: PartitionEpochs) -> bytes:
+def _partition_epochs(assignment: PartitionEpochs, kafka_4_0: bool) -> bytes:
     """[]TopicPartitions of ConsumerGroupCurrentMemberAssignmentValue: each topic's partitions and, tagged,
-    the assignment epoch of each (GroupCoordinatorRecordHelpers always sets them)."""
-    topics = [_uuid(topic_id) + _compact_int32s(epochs) + _tagged({0: _compact_int32s(epochs.values())})
+    the assignment epoch of each (GroupCoordinatorRecordHelpers always sets them; Kafka 4.0's TopicPartitions
+    has no AssignmentEpochs)."""
+    topics = [_uuid(topic_id) + _compact_int32s(epochs)
+              + _tagged({} if kafka_4_0 else {0: _compact_int32s(epochs.values())})
               for topic_id, epochs in assignment.items()]
     return _uvarint_len(len(topics)) + b"".join(topics)
 
 
-def _consumer_group_value(record) -> bytes:
+def _consumer_group_value(record, kafka_4_0: bool) -> bytes:
     v = record.value
+    # Kafka 4.0's ConsumerGroupMetadataValue has no MetadataHash, its TargetAssignmentMetadataValue no
+    # AssignmentTimestamp.
     if isinstance(record, cg.ConsumerGroupMetadata):
-        return _int32(v.epoch) + _tagged(_if_set(0, v.metadata_hash))
+        return _int32(v.epoch) + _tagged({} if kafka_4_0 else _if_set(0, v.metadata_hash))
     if isinstance(record, cg.ConsumerGroupTargetAssignmentMetadata):
-        return _int32(v.assignment_epoch) + _tagged(_if_set(0, v.assignment_timestamp_ms))
+        return _int32(v.assignment_epoch) + _tagged({} if kafka_4_0 else _if_set(0, v.assignment_timestamp_ms))
     if isinstance(record, cg.ConsumerGroupTargetAssignmentMember):
         topics = [_uuid(topic_id) + _compact_int32s(partitions) + _tagged({}) for topic_id, partitions in v]
         return _uvarint_len(len(topics)) + b"".join(topics) + _tagged({})
@@ -219,42 +225,49 @@ def _consumer_group_value(record) -> bytes:
         return topics + _int64(v.version) + _int64(v.timestamp) + _tagged({})
     if isinstance(record, cg.ConsumerGroupCurrentMemberAssignment):
         return (_int32(v.member_epoch) + _int32(v.previous_member_epoch) + struct.pack(">b", v.state)
-                + _partition_epochs(v.assigned_partitions) + _partition_epochs(v.partitions_pending_revocation)
+                + _partition_epochs(v.assigned_partitions, kafka_4_0)
+                + _partition_epochs(v.partitions_pending_revocation, kafka_4_0)
                 + _tagged({}))
     # ConsumerGroupMemberMetadata (a PartitionMetadata record is a tombstone, whose value is never written)
     names = _uvarint_len(len(v.subscribed_topic_names)) + b"".join(map(_compact_string, v.subscribed_topic_names))
     return (_compact_string(v.instance_id) + _compact_string(v.rack_id) + _compact_string(v.client_id)
             + _compact_string(v.client_host) + names + _compact_string(v.subscribed_topic_regex)
             + _int32(v.rebalance_timeout_ms) + _compact_string(v.server_assignor)
-            + _tagged({} if v.classic_member_metadata is None else {0: _classic_member_metadata(v.classic_member_metadata)}))
+            + _tagged({0: _classic_member_metadata(v.classic_member_metadata)}))
 
 
 def _classic_member_metadata(v) -> bytes:
-    """ClassicMemberMetadata, the member metadata's tagged field 0: SessionTimeoutMs, then SupportedProtocols
-    (each a name and compact bytes)."""
+    """ClassicMemberMetadata, the member metadata's tagged field 0: a nullable struct, so a presence byte (0
+    null, 1 present), then SessionTimeoutMs and SupportedProtocols (each a name and compact bytes). Kafka's
+    generated ConsumerGroupMemberMetadataValue.write writes the field when it is null too (its default, null,
+    is compared with an empty struct), and GroupCoordinatorRecordHelpers sets null for a member using the
+    consumer protocol: every member's value has it."""
+    if v is None:
+        return b"\x00"
     protocols = [_compact_string(p.name) + _uvarint_len(len(p.metadata)) + p.metadata + _tagged({})
                  for p in v.supported_protocols]
-    return _int32(v.session_timeout_ms) + _uvarint_len(len(protocols)) + b"".join(protocols) + _tagged({})
+    return b"\x01" + _int32(v.session_timeout_ms) + _uvarint_len(len(protocols)) + b"".join(protocols) + _tagged({})
 
 
 def record_bytes(record: Record | cg.ConsumerGroupRecord, group_id: str, offset_delta: int = 0,
-                 timestamp_delta: int = 0) -> bytes:
+                 timestamp_delta: int = 0, kafka_4_0: bool = False) -> bytes:
     """The record as DefaultRecord.writeTo writes it in a v2 batch: its length (varint), then attributes (0),
     timestamp delta (varlong), offset delta (varint), key length and key, value length (-1 for a tombstone)
     and value, and the header count (0: coordinator records have no headers)."""
-    key, value = key_bytes(record, group_id), value_bytes(record)
+    key, value = key_bytes(record, group_id), value_bytes(record, kafka_4_0)
     body = (b"\x00" + varlong(timestamp_delta) + varint(offset_delta) + varint(len(key)) + key
             + (varint(-1) if value is None else varint(len(value)) + value) + varint(0))
     return varint(len(body)) + body
 
 
 def record_size(record: Record | cg.ConsumerGroupRecord, group_id: str, offset_delta: int = 0,
-                timestamp_delta: int = 0) -> int:
-    return len(record_bytes(record, group_id, offset_delta, timestamp_delta))
+                timestamp_delta: int = 0, kafka_4_0: bool = False) -> int:
+    return len(record_bytes(record, group_id, offset_delta, timestamp_delta, kafka_4_0))
 
 
-def batch_size(records: Iterable[Record | cg.ConsumerGroupRecord], group_id: str) -> int:
+def batch_size(records: Iterable[Record | cg.ConsumerGroupRecord], group_id: str, kafka_4_0: bool = False) -> int:
     """The bytes of one operation's records written as one uncompressed batch: the batch header, then each
     record at its offset delta, all at the append's timestamp."""
-    return RECORD_BATCH_OVERHEAD + sum(record_size(r, group_id, offset_delta=i) for i, r in enumerate(records))
+    return RECORD_BATCH_OVERHEAD + sum(record_size(r, group_id, offset_delta=i, kafka_4_0=kafka_4_0)
+                                       for i, r in enumerate(records))
 

@@ -62,9 +62,9 @@ def _native_classic_assign(protocol_name, members, partitions_per_topic):
 
 
 def _native_server_assign(name: str) -> Callable:
-    def assign(group, partition_counts):
+    def assign(group, partition_counts, kafka_4_0=False):
         try:
-            result = _native_assignors.assign_server(name, group, partition_counts)
+            result = _native_assignors.assign_server(name, group, partition_counts, kafka_4_0)
         except _native_assignors.PartitionAssignorError as error:
             raise PartitionAssignorError(str(error)) from None
         return {member_id: {TopicId(*topic_id): partitions for topic_id, partitions in topics.items()}

@@ -20,12 +20,17 @@ pub const NAME: &str = "uniform";
 /// The heterogeneous path's limit on passes over the topics while balancing.
 pub const MAX_BALANCE_ITERATIONS: usize = 16;
 
-pub fn assign(group: &GroupSpec, counts: &FxHashMap<TopicId, i32>) -> Result<GroupAssignment, PartitionAssignorError> {
+/// `kafka_4_0`: Kafka 4.0.0's assignor for a homogeneous group (before KAFKA-18688).
+pub fn assign(
+    group: &GroupSpec,
+    counts: &FxHashMap<TopicId, i32>,
+    kafka_4_0: bool,
+) -> Result<GroupAssignment, PartitionAssignorError> {
     if group.members.is_empty() {
         return Ok(Vec::new());
     }
     match group.subscription_type {
-        SubscriptionType::Homogeneous => assign_homogeneous(group, counts),
+        SubscriptionType::Homogeneous => assign_homogeneous(group, counts, kafka_4_0),
         SubscriptionType::Heterogeneous => HeterogeneousBuilder::new(group, counts)?.build(),
     }
 }
@@ -34,10 +39,12 @@ pub fn assign(group: &GroupSpec, counts: &FxHashMap<TopicId, i32>) -> Result<Gro
 ///
 /// The first `total % members` members in member order may keep one partition over the minimum quota, but a
 /// member that does not fill that extra slot from its current target gives it back unless it is among the
-/// last members that must take one (Kafka 4.1+, KAFKA-18688).
+/// last members that must take one (Kafka 4.1+, KAFKA-18688). Kafka 4.0 (`kafka_4_0`) gives the extra slots to
+/// the first members whatever they hold, so a balanced assignment may still move.
 pub fn assign_homogeneous(
     group: &GroupSpec,
     counts: &FxHashMap<TopicId, i32>,
+    kafka_4_0: bool,
 ) -> Result<GroupAssignment, PartitionAssignorError> {
     let n = group.members.len() as i64;
     // The topics of the first member, through a java.util.HashSet: this order is the hand-out order.
@@ -82,7 +89,7 @@ pub fn assign_homogeneous(
             unassigned.extend(order[keep..].iter().map(|&p| (*topic_id, p)));
             quota = 0;
         }
-        if quota > 0 && has_extra && n - index as i64 > extra_left {
+        if quota > 0 && has_extra && !kafka_4_0 && n - index as i64 > extra_left {
             quota -= 1;
             has_extra = false;
         }

@@ -209,18 +209,21 @@ fn group_spec(obj: &Bound<'_, PyAny>) -> PyResult<GroupSpec> {
     Ok(GroupSpec::new(members, subscription_type))
 }
 
-/// assign_server(assignor_name, group, partition_counts) -> {member_id: {(msb, lsb): (partition, ...)}}, as
-/// state.consumer_group.uniform.assign / range.assign ("uniform" / "range").
+/// assign_server(assignor_name, group, partition_counts, kafka_4_0=False) -> {member_id: {(msb, lsb): (partition,
+/// ...)}}, as state.consumer_group.uniform.assign / range.assign ("uniform" / "range"); `kafka_4_0`: Kafka
+/// 4.0.0's uniform assignor (state.consumer_group.SERVER_ASSIGNORS_4_0).
 #[pyfunction]
+#[pyo3(signature = (assignor_name, group, partition_counts, kafka_4_0 = false))]
 fn assign_server<'py>(
     py: Python<'py>,
     assignor_name: &str,
     group: &Bound<'py, PyAny>,
     partition_counts: &Bound<'py, PyAny>,
+    kafka_4_0: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let assign = match assignor_name {
+    let assign: fn(&GroupSpec, &FxHashMap<TopicId, i32>, bool) -> Result<_, _> = match assignor_name {
         uniform::NAME => uniform::assign,
-        server_range::NAME => server_range::assign,
+        server_range::NAME => |group, counts, _| server_range::assign(group, counts),
         other => return Err(PyValueError::new_err(format!("assign_server: no server-side assignor {other:?}"))),
     };
     let spec = group_spec(group).map_err(|e| bad_input(py, "assign_server: group", e))?;
@@ -228,7 +231,7 @@ fn assign_server<'py>(
         read_counts(partition_counts, topic_id).map_err(|e| bad_input(py, "assign_server: partition_counts", e))?;
     let what = || format!("assign_server({assignor_name:?}) of {} members", spec.members.len());
     let result =
-        guarded(what, || assign(&spec, &counts).map_err(|CorePartitionError(m)| PartitionAssignorError::new_err(m)))?;
+        guarded(what, || assign(&spec, &counts, kafka_4_0).map_err(|CorePartitionError(m)| PartitionAssignorError::new_err(m)))?;
     let out = PyDict::new(py);
     for (member_id, topics) in result {
         let member = PyDict::new(py);

@@ -208,11 +208,16 @@ fn key_bytes<'py>(py: Python<'py>, record: &Bound<'py, PyAny>, group_id: &str) -
     Ok(PyBytes::new(py, &out))
 }
 
-/// value_bytes(record) -> bytes, or None for a tombstone
+/// value_bytes(record, kafka_4_0=False) -> bytes, or None for a tombstone
 #[pyfunction]
-fn value_bytes<'py>(py: Python<'py>, record: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyBytes>>> {
+#[pyo3(signature = (record, kafka_4_0 = false))]
+fn value_bytes<'py>(
+    py: Python<'py>,
+    record: &Bound<'py, PyAny>,
+    kafka_4_0: bool,
+) -> PyResult<Option<Bound<'py, PyBytes>>> {
     let r = any_record(record).map_err(|e| bad_input(py, "value_bytes: record", e))?;
-    let out = guarded(|| "value_bytes of a record".into(), || Ok(record_bytes::value_bytes(&r)))?;
+    let out = guarded(|| "value_bytes of a record".into(), || Ok(record_bytes::value_bytes(&r, kafka_4_0)))?;
     Ok(out.map(|v| PyBytes::new(py, &v)))
 }
 
@@ -232,50 +237,53 @@ fn varlong(py: Python<'_>, n: i64) -> Bound<'_, PyBytes> {
     PyBytes::new(py, &out)
 }
 
-/// record_bytes(record, group_id, offset_delta=0, timestamp_delta=0) -> bytes
+/// record_bytes(record, group_id, offset_delta=0, timestamp_delta=0, kafka_4_0=False) -> bytes
 #[pyfunction]
-#[pyo3(name = "record_bytes", signature = (record, group_id, offset_delta = 0, timestamp_delta = 0))]
+#[pyo3(name = "record_bytes", signature = (record, group_id, offset_delta = 0, timestamp_delta = 0, kafka_4_0 = false))]
 fn py_record_bytes<'py>(
     py: Python<'py>,
     record: &Bound<'py, PyAny>,
     group_id: &str,
     offset_delta: i32,
     timestamp_delta: i64,
+    kafka_4_0: bool,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let r = any_record(record).map_err(|e| bad_input(py, "record_bytes: record", e))?;
     let out = guarded(
         || format!("record_bytes of a record of group {group_id:?}"),
-        || Ok(record_bytes::record_bytes(&r, group_id, offset_delta, timestamp_delta)),
+        || Ok(record_bytes::record_bytes(&r, group_id, offset_delta, timestamp_delta, kafka_4_0)),
     )?;
     Ok(PyBytes::new(py, &out))
 }
 
-/// record_size(record, group_id, offset_delta=0, timestamp_delta=0) -> int
+/// record_size(record, group_id, offset_delta=0, timestamp_delta=0, kafka_4_0=False) -> int
 #[pyfunction]
-#[pyo3(signature = (record, group_id, offset_delta = 0, timestamp_delta = 0))]
+#[pyo3(signature = (record, group_id, offset_delta = 0, timestamp_delta = 0, kafka_4_0 = false))]
 fn record_size(
     py: Python<'_>,
     record: &Bound<'_, PyAny>,
     group_id: &str,
     offset_delta: i32,
     timestamp_delta: i64,
+    kafka_4_0: bool,
 ) -> PyResult<usize> {
     let r = any_record(record).map_err(|e| bad_input(py, "record_size: record", e))?;
     guarded(
         || format!("record_size of a record of group {group_id:?}"),
-        || Ok(record_bytes::record_size(&r, group_id, offset_delta, timestamp_delta)),
+        || Ok(record_bytes::record_size(&r, group_id, offset_delta, timestamp_delta, kafka_4_0)),
     )
 }
 
-/// batch_size(records, group_id) -> int
+/// batch_size(records, group_id, kafka_4_0=False) -> int
 #[pyfunction]
-fn batch_size(py: Python<'_>, records: &Bound<'_, PyAny>, group_id: &str) -> PyResult<usize> {
+#[pyo3(signature = (records, group_id, kafka_4_0 = false))]
+fn batch_size(py: Python<'_>, records: &Bound<'_, PyAny>, group_id: &str, kafka_4_0: bool) -> PyResult<usize> {
     let mut read = Vec::new();
     for (i, r) in records.try_iter()?.enumerate() {
         read.push(r.and_then(|r| any_record(&r)).map_err(|e| bad_input(py, &format!("batch_size: records[{i}]"), e))?);
     }
     guarded(
         || format!("batch_size of {} records of group {group_id:?}", read.len()),
-        || Ok(record_bytes::batch_size(&read, group_id)),
+        || Ok(record_bytes::batch_size(&read, group_id, kafka_4_0)),
     )
 }

@@ -156,15 +156,16 @@ pub fn key_bytes(record: &AnyRecord, group_id: &str) -> Vec<u8> {
     out
 }
 
-/// The record's value, version-prefixed, or None for a tombstone.
-pub fn value_bytes(record: &AnyRecord) -> Option<Vec<u8>> {
+/// The record's value, version-prefixed, or None for a tombstone; `kafka_4_0`: a consumer group's value as
+/// Kafka 4.0's schemas write it (without the tagged fields 4.1+ added).
+pub fn value_bytes(record: &AnyRecord, kafka_4_0: bool) -> Option<Vec<u8>> {
     match record {
         AnyRecord::Classic(Record::OffsetCommit(r)) => r.value.as_ref().map(offset_commit_value),
         AnyRecord::Classic(Record::GroupMetadata(v)) => v.as_ref().map(group_metadata_value),
         AnyRecord::ConsumerGroup(r) if r.is_tombstone() => None,
         AnyRecord::ConsumerGroup(r) => Some(written(|out| {
             int16(out, CONSUMER_GROUP_VALUE_VERSION);
-            consumer_group_value(out, r);
+            consumer_group_value(out, r, kafka_4_0);
         })),
     }
 }
@@ -234,26 +235,33 @@ fn if_set(tag: u32, value: i64) -> Vec<(u32, Vec<u8>)> {
 }
 
 /// []TopicPartitions of ConsumerGroupCurrentMemberAssignmentValue: each topic's partitions and, tagged, the
-/// assignment epoch of each (GroupCoordinatorRecordHelpers always sets them).
-fn partition_epochs(out: &mut Vec<u8>, assignment: &PartitionEpochs) {
+/// assignment epoch of each (GroupCoordinatorRecordHelpers always sets them; Kafka 4.0's TopicPartitions has no
+/// AssignmentEpochs).
+fn partition_epochs(out: &mut Vec<u8>, assignment: &PartitionEpochs, kafka_4_0: bool) {
     compact_len(out, assignment.len());
     for (topic_id, epochs) in assignment {
         uuid(out, topic_id);
         compact_int32s(out, epochs.iter().map(|(p, _)| *p));
-        let epochs = written(|o| compact_int32s(o, epochs.iter().map(|(_, e)| *e)));
-        tagged(out, vec![(0, epochs)]);
+        if kafka_4_0 {
+            tagged(out, Vec::new());
+        } else {
+            let epochs = written(|o| compact_int32s(o, epochs.iter().map(|(_, e)| *e)));
+            tagged(out, vec![(0, epochs)]);
+        }
     }
 }
 
-fn consumer_group_value(out: &mut Vec<u8>, record: &ConsumerGroupRecord) {
+fn consumer_group_value(out: &mut Vec<u8>, record: &ConsumerGroupRecord, kafka_4_0: bool) {
+    // Kafka 4.0's ConsumerGroupMetadataValue has no MetadataHash, its TargetAssignmentMetadataValue no
+    // AssignmentTimestamp.
     match record {
         ConsumerGroupRecord::Metadata(Some(v)) => {
             int32(out, v.epoch);
-            tagged(out, if_set(0, v.metadata_hash));
+            tagged(out, if kafka_4_0 { Vec::new() } else { if_set(0, v.metadata_hash) });
         }
         ConsumerGroupRecord::TargetAssignmentMetadata(Some(v)) => {
             int32(out, v.assignment_epoch);
-            tagged(out, if_set(0, v.assignment_timestamp_ms));
+            tagged(out, if kafka_4_0 { Vec::new() } else { if_set(0, v.assignment_timestamp_ms) });
         }
         ConsumerGroupRecord::TargetAssignmentMember { value: Some(topics), .. } => {
             compact_len(out, topics.len());
@@ -277,8 +285,8 @@ fn consumer_group_value(out: &mut Vec<u8>, record: &ConsumerGroupRecord) {
             int32(out, v.member_epoch);
             int32(out, v.previous_member_epoch);
             out.push(v.state as u8);
-            partition_epochs(out, &v.assigned_partitions);
-            partition_epochs(out, &v.partitions_pending_revocation);
+            partition_epochs(out, &v.assigned_partitions, kafka_4_0);
+            partition_epochs(out, &v.partitions_pending_revocation, kafka_4_0);
             tagged(out, Vec::new());
         }
         ConsumerGroupRecord::MemberMetadata { value: Some(v), .. } => {
@@ -293,17 +301,25 @@ fn consumer_group_value(out: &mut Vec<u8>, record: &ConsumerGroupRecord) {
             compact_string(out, Some(&v.subscribed_topic_regex));
             int32(out, v.rebalance_timeout_ms);
             compact_string(out, v.server_assignor.as_deref());
-            let classic = v.classic_member_metadata.as_ref().map(|c| (0, written(|o| classic_member_metadata(o, c))));
-            tagged(out, classic.into_iter().collect());
+            let classic = written(|o| classic_member_metadata(o, v.classic_member_metadata.as_ref()));
+            tagged(out, vec![(0, classic)]);
         }
         // Tombstones have no value (value_bytes does not call this for them).
         _ => {}
     }
 }
 
-/// ClassicMemberMetadata, the member metadata's tagged field 0: SessionTimeoutMs, then SupportedProtocols
-/// (each a name and compact bytes).
-fn classic_member_metadata(out: &mut Vec<u8>, v: &ClassicMemberMetadata) {
+/// ClassicMemberMetadata, the member metadata's tagged field 0: a nullable struct, so a presence byte (0 null, 1
+/// present), then SessionTimeoutMs and SupportedProtocols (each a name and compact bytes). Kafka's generated
+/// ConsumerGroupMemberMetadataValue.write writes the field when it is null too (its default, null, is compared
+/// with an empty struct), and GroupCoordinatorRecordHelpers sets null for a member using the consumer protocol:
+/// every member's value has it.
+fn classic_member_metadata(out: &mut Vec<u8>, v: Option<&ClassicMemberMetadata>) {
+    let Some(v) = v else {
+        out.push(0);
+        return;
+    };
+    out.push(1);
     int32(out, v.session_timeout_ms);
     compact_len(out, v.supported_protocols.len());
     for p in &v.supported_protocols {
@@ -318,9 +334,10 @@ fn classic_member_metadata(out: &mut Vec<u8>, v: &ClassicMemberMetadata) {
 /// The record as DefaultRecord.writeTo writes it in a v2 batch: its length (varint), then attributes (0),
 /// timestamp delta (varlong), offset delta (varint), key length and key, value length (-1 for a tombstone)
 /// and value, and the header count (0: coordinator records have no headers).
-pub fn record_bytes(record: &AnyRecord, group_id: &str, offset_delta: i32, timestamp_delta: i64) -> Vec<u8> {
+pub fn record_bytes(record: &AnyRecord, group_id: &str, offset_delta: i32, timestamp_delta: i64,
+                    kafka_4_0: bool) -> Vec<u8> {
     let key = key_bytes(record, group_id);
-    let value = value_bytes(record);
+    let value = value_bytes(record, kafka_4_0);
     let mut body = vec![0u8];
     varlong(&mut body, timestamp_delta);
     varint(&mut body, offset_delta);
@@ -340,13 +357,14 @@ pub fn record_bytes(record: &AnyRecord, group_id: &str, offset_delta: i32, times
     out
 }
 
-pub fn record_size(record: &AnyRecord, group_id: &str, offset_delta: i32, timestamp_delta: i64) -> usize {
-    record_bytes(record, group_id, offset_delta, timestamp_delta).len()
+pub fn record_size(record: &AnyRecord, group_id: &str, offset_delta: i32, timestamp_delta: i64,
+                   kafka_4_0: bool) -> usize {
+    record_bytes(record, group_id, offset_delta, timestamp_delta, kafka_4_0).len()
 }
 
 /// The bytes of one operation's records written as one uncompressed batch: the batch header, then each
 /// record at its offset delta, all at the append's timestamp.
-pub fn batch_size(records: &[AnyRecord], group_id: &str) -> usize {
+pub fn batch_size(records: &[AnyRecord], group_id: &str, kafka_4_0: bool) -> usize {
     RECORD_BATCH_OVERHEAD
-        + records.iter().enumerate().map(|(i, r)| record_size(r, group_id, i as i32, 0)).sum::<usize>()
+        + records.iter().enumerate().map(|(i, r)| record_size(r, group_id, i as i32, 0, kafka_4_0)).sum::<usize>()
 }

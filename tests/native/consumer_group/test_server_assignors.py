@@ -54,9 +54,9 @@ def groups(draw) -> tuple[GroupSpec, dict[TopicId, int]]:
     return GroupSpec(members, kind), counts
 
 
-def outcome(assignor, group: GroupSpec, counts):
+def outcome(assignor, group: GroupSpec, counts, **kafka_4_0):
     try:
-        result = assignor.assign(group, counts)
+        result = assignor.assign(group, counts, **kafka_4_0)
     except PartitionAssignorError as error:
         return "PartitionAssignorError", str(error)
     return [(m, [(tuple(t), tuple(ps)) for t, ps in topics.items()]) for m, topics in result.items()]
@@ -69,3 +69,12 @@ def test_every_group_gives_the_references_target_assignment(name, group_and_coun
     group, counts = group_and_counts
     native = cores.server_assignor("native", name)
     assert outcome(native, group, counts) == outcome(cores.server_assignor("python", name), group, counts)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(group_and_counts=groups())
+def test_every_group_gives_kafka_4_0s_uniform_target_assignment(group_and_counts) -> None:
+    # coordsim.kafka.version 4.0: the uniform assignor before KAFKA-18688 (state.consumer_group.SERVER_ASSIGNORS_4_0)
+    group, counts = group_and_counts
+    native, python = cores.server_assignor("native", "uniform"), cores.server_assignor("python", "uniform")
+    assert outcome(native, group, counts, kafka_4_0=True) == outcome(python, group, counts, kafka_4_0=True)

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from simulations.cli import main
 from simulations.conformance import ConformanceError
 from simulations.conformance.cluster import HOST, Cluster
+from simulations.conformance.driver import compile_driver
 from simulations.conformance.maven import classpath
 from simulations.conformance.processes import Processes
 from simulations.conformance.runner import kafka_cache
@@ -59,3 +60,14 @@ def test_a_broker_that_does_not_start_shows_its_last_log_lines_and_is_stopped(tm
                                                    r"group\.min\.session\.timeout\.ms"):
             cluster.start()
         assert all(p.poll() is not None for p in processes._started)
+
+
+@pytest.mark.skipif(shutil.which("javac") is None, reason="needs a JDK")
+def test_the_driver_is_compiled_again_when_its_source_changes(tmp_path):
+    source = tmp_path / "ConformanceDriver.java"
+    source.write_text("public final class ConformanceDriver { }\n")
+    classes = compile_driver([], tmp_path / "cache", source)
+    first = (classes / "ConformanceDriver.class").read_bytes()
+    assert compile_driver([], tmp_path / "cache", source) == classes
+    source.write_text("public final class ConformanceDriver { static int changed; }\n")
+    assert (compile_driver([], tmp_path / "cache", source) / "ConformanceDriver.class").read_bytes() != first

@@ -113,6 +113,16 @@ def test_records_rows_carry_each_record_and_its_batch_bytes(ctx):
     assert FOO_ID in records[2]["value"]  # the TOPIC_METADATA row's topic id
 
 
+def test_kafka_4_0_batch_bytes_leave_out_the_tagged_fields_4_0_does_not_write():
+    # Kafka 4.0 writes no metadata hash, assignment timestamp or assignment epochs (state/record_bytes.py).
+    ctx = GroupContext(coordsim_kafka_version="4.0", group_consumer_assignment_interval_ms=0)
+    ctx.send("TOPIC_METADATA", topics=[{"topic": "foo", "partitions": 4, "topic_id": FOO_ID}])
+    heartbeat(ctx, "A", 0)
+    written = ctx.runtime.log.consumer_group_records()
+    assert sum(r["batch_bytes"] for r in ctx.tables["consumer_group_records"]) == (
+        batch_size(written, ctx.group_id, kafka_4_0=True)) < batch_size(written, ctx.group_id)
+
+
 def test_session_expiry_fences_the_member_and_bumps_the_group_epoch(ctx):
     join_two(ctx)
     ctx.sleep(10_000)

@@ -72,7 +72,32 @@ def test_current_member_assignment_value_carries_the_assignment_epochs():
         "00")
 
 
-def test_member_metadata_value():
+def test_kafka_4_0_values_have_no_metadata_hash_assignment_timestamp_or_assignment_epochs():
+    """Kafka 4.0.0's schemas (kafka-group-coordinator 4.0.0: ConsumerGroupMetadataValue has Epoch only,
+    ConsumerGroupTargetAssignmentMetadataValue AssignmentEpoch only, CurrentMemberAssignmentValue's
+    TopicPartitions TopicId and Partitions only): the tagged fields 4.1+ added are not written, each
+    structure ends with an empty tagged-field section."""
+    assert value_bytes(ConsumerGroupMetadata(GroupEpoch(5, -1)), kafka_4_0=True) == h("0000", "00000005", "00")
+    assert value_bytes(ConsumerGroupTargetAssignmentMetadata(AssignmentMetadata(3, 1000)), kafka_4_0=True) == h(
+        "0000", "00000003", "00")
+    value = CurrentAssignment(MemberState.UNREVOKED_PARTITIONS, 11, 10, {TOPIC: {0: 7}}, {TOPIC: {1: 6}})
+    record = ConsumerGroupCurrentMemberAssignment("m", value)
+    assert value_bytes(record, kafka_4_0=True) == h(
+        "0000", "0000000b", "0000000a", "01",
+        "02", TOPIC_BYTES, "02", "00000000", "00",  # assigned: one topic, partition 0, no tagged fields
+        "02", TOPIC_BYTES, "02", "00000001", "00",  # pending revocation: one topic, partition 1
+        "00")
+    # Each AssignmentEpochs section (tag count, tag, size, a compact array of one int32: 8 bytes) is 7 more
+    # than an empty one.
+    assert len(value_bytes(record, kafka_4_0=True)) == len(value_bytes(record)) - 2 * 7
+
+
+# The two vectors below are what Kafka's own generated ConsumerGroupMemberMetadataValue writes (4.0.0 and 4.4.0
+# alike: MessageUtil.toVersionPrefixedByteBuffer of the value GroupCoordinatorRecordHelpers builds).
+
+def test_member_metadata_value_writes_the_null_classic_member_metadata():
+    """A member using the consumer protocol: ClassicMemberMetadata (tagged field 0, a nullable struct whose
+    default is null) is null, and the generated writer still writes it: tag 0, size 1, the null byte."""
     value = MemberSubscription(None, "r", "c", "h", ("bar", "foo"), "", "range", 5000)
     assert value_bytes(ConsumerGroupMemberMetadata("m", value)) == h(
         "0000",
@@ -82,17 +107,18 @@ def test_member_metadata_value():
         "01",  # regex ""
         "00001388",
         "06", b"range".hex(),
-        "00")
+        "01", "00", "01", "00")  # one tagged field: tag 0, 1 byte, null
 
 
 def test_member_metadata_value_of_a_member_using_the_classic_protocol():
-    """ClassicMemberMetadata is the value's tagged field 0: SessionTimeoutMs, then SupportedProtocols."""
+    """ClassicMemberMetadata is the value's tagged field 0: the presence byte, SessionTimeoutMs, then
+    SupportedProtocols."""
     value = MemberSubscription(None, None, "c", "h", ("foo",), "", None, 5000,
                                ClassicMemberMetadata(10_000, (ClassicProtocol("range", b"\x00\x01"),)))
     assert value_bytes(ConsumerGroupMemberMetadata("m", value)) == h(
         "0000", "00", "00", "02", b"c".hex(), "02", b"h".hex(), "02", "04", b"foo".hex(), "01", "00001388", "00",
-        "01", "00", "10",  # one tagged field: tag 0, 16 bytes
-        "00002710", "02", "06", b"range".hex(), "03", "0001", "00", "00")
+        "01", "00", "11",  # one tagged field: tag 0, 17 bytes
+        "01", "00002710", "02", "06", b"range".hex(), "03", "0001", "00", "00")
 
 
 def test_tombstone_record_size():

@@ -78,6 +78,8 @@ def test_the_regex_is_tombstoned_when_its_last_member_leaves():
     ctx.send("CLIENT_STOP", client_id="c1")
     ctx.sleep(5_000)
     assert regex_records(ctx)[-1]["tombstone"] is True
+    # The record's key is the regex: each row names it, the tombstone too.
+    assert {r["regex"] for r in regex_records(ctx)} == {"orders-.*"}
     assert ctx.runtime.consumer_group.resolved_regexes == {}
 
 

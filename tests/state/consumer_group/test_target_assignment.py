@@ -163,3 +163,16 @@ def test_remove_member():
     assert v.static_members == {"instance-id": "member-2"}
     v.remove_member("member-2")
     assert v.members == {} and v.static_members == {} and v.target_assignment == {}
+
+
+def test_members_of_one_hashmap_bucket_are_put_in_the_groups_timelinehashmap_order():
+    # Two member ids of HashMap bucket 0 (16 buckets), joined A then B: the group's TimelineHashMap iterates
+    # B first, so Kafka puts B first into the GroupSpec's HashMap, and a member the heartbeat adds last. Found
+    # against Kafka 4.0.0, whose uniform assignor gives the extra partition to the first member.
+    a, b, c = "_x03ShD7So236SPRIeq3wQ", "BwaFZYakS-K0jrrB2G_e_Q", "RFPmm4yaR5yakOgSaIVW4w"
+    current = {a: {FOO: frozenset([0, 1, 2])}, b: {FOO: frozenset([3, 4, 5])}}
+    builder = context({a: ("foo",), b: ("foo",)}, current)
+    builder.add_or_update_member(ConsumerGroupMember(c, subscribed_topic_names=frozenset(["foo"])))
+    result, assignor = build(builder, {})
+    (spec,) = assignor.calls
+    assert list(spec.members) == [b, a, c]

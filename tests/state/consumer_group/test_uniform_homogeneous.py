@@ -7,7 +7,9 @@ import random
 
 import pytest
 
-from state.consumer_group import uniform
+from state.config import CoordinatorConfig
+from state.consumer_group import SERVER_ASSIGNORS, uniform
+from state.consumer_group.heartbeat import HeartbeatContext
 from state.consumer_group.group_spec import PartitionAssignorError
 from state.consumer_group.topic_id import TopicId
 from tests.state.consumer_group.helpers import (
@@ -47,6 +49,21 @@ def test_first_assignment_two_members_two_topics_no_member_racks():
     # HashSet order of the topics is topic3, topic1; A gives its extra slot back to B.
     check({"A": member(TOPIC_1, TOPIC_3), "B": member(TOPIC_1, TOPIC_3)}, {TOPIC_1: 3, TOPIC_3: 2},
           {"A": {TOPIC_3: [0, 1]}, "B": {TOPIC_1: [0, 1, 2]}})
+
+
+def test_first_assignment_two_members_two_topics_no_member_racks_kafka_4_0():
+    # Kafka 4.0.0's case (OptimizedUniformAssignmentBuilderTest, before KAFKA-18688): the extra slot stays
+    # with A, the first member, which then takes topic1's partition 0.
+    spec = group({"A": member(TOPIC_1, TOPIC_3), "B": member(TOPIC_1, TOPIC_3)}, HOMOGENEOUS)
+    assert uniform.assign(spec, {TOPIC_1: 3, TOPIC_3: 2}, kafka_4_0=True) == expected(
+        {"A": {TOPIC_1: [0], TOPIC_3: [0, 1]}, "B": {TOPIC_1: [1, 2]}})
+
+
+def test_a_consumer_group_under_kafka_4_0_assigns_with_4_0s_uniform_assignor():
+    config = CoordinatorConfig(coordsim_kafka_version="4.0")
+    assert HeartbeatContext.from_config(config, None).assignors["uniform"].keywords == {"kafka_4_0": True}
+    # The coordinator's wiring, whichever core the module's assignor cases run on.
+    assert HeartbeatContext.from_config(CoordinatorConfig(), None).assignors["uniform"] is SERVER_ASSIGNORS["uniform"]
 
 
 def test_first_assignment_num_members_greater_than_total_num_partitions():

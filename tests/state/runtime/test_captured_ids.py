@@ -248,3 +248,29 @@ def test_any_subset_of_a_capture_is_answered_on_its_merits(data):
     tables = run(chosen, encode_between=data.draw(st.booleans()))
     answered = {r["request_id"].removesuffix(RETRY_SUFFIX) for r in tables["responses"]}
     assert answered == {e.request_id for e in chosen}
+
+
+# Member ids as a Kafka broker hands them out (client id, "-", a UUID); in java.util.HashMap order C comes
+# before B, against their join order.
+KAFKA_IDS = {"a": "a-00000000-0000-4000-8000-000000000001", "b": "b-00000000-0000-4000-8000-000000001ef0",
+             "c": "c-00000000-0000-4000-8000-00000001991c"}
+
+
+def test_a_kafka_brokers_member_ids_are_handed_out_as_captured_and_pick_the_leader_kafka_picks():
+    """Kafka re-picks a leaving leader's successor as the first key of its member HashMap (ClassicGroup), an
+    order its member ids decide: the replay takes the captured ids, so the successor is the captured one."""
+    events = []
+    for i, (client, member_id) in enumerate(KAFKA_IDS.items()):
+        events += [join(f"{client}1", client_id=client, ts=10 * i,
+                        captured=answer(client, "MEMBER_ID_REQUIRED", member_id=member_id)),
+                   join(f"{client}2", member_id=member_id, client_id=client, ts=10 * i + 1,
+                        captured=answer(client, member_id=member_id, generation_id=1))]
+    leave = parse_event({"ts": 5000, "group_id": "g", "type": "LEAVE_GROUP", "request_id": "l", "api_version": 3,
+                         "client_id": "a", "members": [{"member_id": KAFKA_IDS["a"]}]}, source="capture", line=99)
+    runtime = GroupRuntime("g", CONFIG)
+    runtime.offer([*events, dataclasses.replace(leave, captured=answer("a"))])
+    runtime.advance_to(5000)
+    answers = {r["request_id"]: r for r in runtime.take_output().tables["responses"]}
+    assert {c: answers[f"{c}2"]["member_id"] for c in KAFKA_IDS} == KAFKA_IDS
+    assert answers["a2"]["leader_id"] == KAFKA_IDS["a"]
+    assert runtime.group.leader_id == KAFKA_IDS["c"]
