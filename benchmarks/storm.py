@@ -128,30 +128,43 @@ def work(out: Path) -> dict:
             "request_rows": rows["requests"], "rows_written": sum(rows.values()), "rows": rows}
 
 
-def runtime_work(scenario_file: Path) -> dict:
-    """Steps and CPU seconds per group-hour with elision off and on (same tables either way)."""
-    import dataclasses
-
+def scenario_events(scenario_file: Path) -> tuple[dict[str, list], int, object]:
+    """The scenario's events by group, its end and its broker settings, for running the core alone."""
     from simulations import scenarios
     from tableio.coordinator_settings import load_config
     from state.events import parse_event
-    from state.runtime.group_runtime import GroupRuntime
 
     loaded = scenarios.load_scenario(scenario_file)
     generated = scenarios.generate(loaded)
     by_group: dict[str, list] = {}
     for line, row in enumerate(generated.rows, start=1):
         by_group.setdefault(row["group_id"], []).append(parse_event(row, "scenario", line))
+    return by_group, generated.until_ms, load_config(scenario=loaded.broker)
+
+
+def run_groups(by_group: dict[str, list], config, until_ms: int) -> int:
+    """Each group's events through its own GroupRuntime to the end; the steps taken."""
+    from state.runtime.group_runtime import GroupRuntime
+
+    steps = 0
+    for group_id, events in by_group.items():
+        runtime = GroupRuntime(group_id, config)
+        runtime.offer(events)
+        runtime.advance_to(until_ms)
+        runtime.finish()
+        steps += runtime.steps
+    return steps
+
+
+def runtime_work(scenario_file: Path) -> dict:
+    """Steps and CPU seconds per group-hour with elision off and on (same tables either way)."""
+    import dataclasses
+
+    by_group, until_ms, config = scenario_events(scenario_file)
     found = {}
     for name, elision in (("explicit", 0), ("elided", 1)):
-        config = dataclasses.replace(load_config(scenario=loaded.broker), coordsim_periodic_elision=elision)
-        steps, started = 0, time.process_time()
-        for group_id, events in by_group.items():
-            runtime = GroupRuntime(group_id, config)
-            runtime.offer(events)
-            runtime.advance_to(generated.until_ms)
-            runtime.finish()
-            steps += runtime.steps
+        started = time.process_time()
+        steps = run_groups(by_group, dataclasses.replace(config, coordsim_periodic_elision=elision), until_ms)
         found[name] = {"steps_per_group": steps // len(by_group),
                        "cpu_s_per_group": round((time.process_time() - started) / len(by_group), 3)}
     return found

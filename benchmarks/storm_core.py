@@ -14,32 +14,16 @@ import sys
 import tempfile
 from pathlib import Path
 
-from simulations import scenarios
-from state.events import parse_event
-from state.runtime.group_runtime import GroupRuntime
-from tableio.coordinator_settings import load_config
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import storm  # noqa: E402 (the storm scenario's text, shared with benchmarks/storm.py)
+import storm  # noqa: E402 (the storm scenario and the core's run, shared with benchmarks/storm.py)
 
 
 def main() -> None:
     groups = int(sys.argv[1])
     scenario_file = Path(tempfile.mkdtemp()) / "storm.yaml"
     scenario_file.write_text(storm.scenario(groups, 10, True))
-    loaded = scenarios.load_scenario(scenario_file)
-    generated = scenarios.generate(loaded)
-    by_group: dict[str, list] = {}
-    for line, row in enumerate(generated.rows, start=1):
-        by_group.setdefault(row["group_id"], []).append(parse_event(row, "scenario", line))
-    config = load_config(scenario=loaded.broker)
-    steps = 0
-    for group_id, events in by_group.items():
-        runtime = GroupRuntime(group_id, config)
-        runtime.offer(events)
-        runtime.advance_to(generated.until_ms)
-        runtime.finish()
-        steps += runtime.steps
+    by_group, until_ms, config = storm.scenario_events(scenario_file)
+    steps = storm.run_groups(by_group, config, until_ms)
     print(f"{groups} storm group-hours, {steps} steps")
 
 

@@ -64,6 +64,17 @@ def validate_member(group: ClassicGroup, member_id: str, group_instance_id: str 
         raise MemberError("UNKNOWN_MEMBER_ID")
 
 
+def generation_member_error(group: ClassicGroup, member_id: str, group_instance_id: str | None,
+                            generation_id: int) -> str | None:
+    """Why a request is not from a current member at the group's generation (ClassicGroup.validateMember, then
+    the generation check of validateSyncGroup, validateHeartbeat and validateOffsetCommit), or None."""
+    try:
+        validate_member(group, member_id, group_instance_id)
+    except MemberError as e:
+        return e.error
+    return "ILLEGAL_GENERATION" if generation_id != group.generation_id else None
+
+
 class ClassicGroupManager(Operations):
     """One group id's classic group and the operations on it (see the module's docstring)."""
 
@@ -148,12 +159,18 @@ class ClassicGroupManager(Operations):
                     or group.num_members_awaiting_join < max_size)
         return group.has_member(member_id) or len(group.members) < max_size
 
-    def _join_new_member(self, group: ClassicGroup, req: JoinGroup) -> None:
+    def _join_refused(self, group: ClassicGroup, req: JoinGroup) -> bool:
+        """Answered already: the group is Dead, or does not support the join's protocols (both join paths)."""
         if group.is_in(DEAD):
             self.op.respond(req, "COORDINATOR_NOT_AVAILABLE", **JOIN_ERROR)
-            return
-        if not group.supports_protocols(req.protocol_type, req.protocols):
+        elif not group.supports_protocols(req.protocol_type, req.protocols):
             self.op.respond(req, "INCONSISTENT_GROUP_PROTOCOL", **JOIN_ERROR)
+        else:
+            return False
+        return True
+
+    def _join_new_member(self, group: ClassicGroup, req: JoinGroup) -> None:
+        if self._join_refused(group, req):
             return
         new_id = self._new_member_id(req.group_instance_id if req.group_instance_id is not None else req.client_id,
                                      req)
@@ -173,11 +190,7 @@ class ClassicGroupManager(Operations):
 
     def _join_existing_member(self, group: ClassicGroup, req: JoinGroup) -> None:
         member_id = req.member_id
-        if group.is_in(DEAD):
-            self.op.respond(req, "COORDINATOR_NOT_AVAILABLE", **JOIN_ERROR)
-            return
-        if not group.supports_protocols(req.protocol_type, req.protocols):
-            self.op.respond(req, "INCONSISTENT_GROUP_PROTOCOL", **JOIN_ERROR)
+        if self._join_refused(group, req):
             return
         if group.is_pending_member(member_id):
             if req.group_instance_id is not None:
@@ -493,12 +506,9 @@ class ClassicGroupManager(Operations):
     def _validate_sync(self, group: ClassicGroup, req: SyncGroup) -> str | None:
         if group.is_in(DEAD):
             return "COORDINATOR_NOT_AVAILABLE"
-        try:
-            validate_member(group, req.member_id, req.group_instance_id)
-        except MemberError as e:
-            return e.error
-        if req.generation_id != group.generation_id:
-            return "ILLEGAL_GENERATION"
+        error = generation_member_error(group, req.member_id, req.group_instance_id, req.generation_id)
+        if error is not None:
+            return error
         if ((req.protocol_type is not None and group.protocol_type is not None
              and req.protocol_type != group.protocol_type)
                 or (req.protocol_name is not None and group.protocol_name is not None
@@ -574,12 +584,9 @@ class ClassicGroupManager(Operations):
             return "UNKNOWN_MEMBER_ID"
         if group.is_in(DEAD):
             return "COORDINATOR_NOT_AVAILABLE"
-        try:
-            validate_member(group, req.member_id, req.group_instance_id)
-        except MemberError as e:
-            return e.error
-        if req.generation_id != group.generation_id:
-            return "ILLEGAL_GENERATION"
+        error = generation_member_error(group, req.member_id, req.group_instance_id, req.generation_id)
+        if error is not None:
+            return error
         if group.is_in(EMPTY):
             return "UNKNOWN_MEMBER_ID"
         self._schedule_heartbeat(group.member(req.member_id))

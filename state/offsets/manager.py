@@ -36,7 +36,7 @@ from state.events import OffsetCommit, OffsetFetch
 from state.classic.group import CONSUMER_PROTOCOL_TYPE, ClassicGroup
 from state.classic.group_state import GroupState
 from state.java_compat import java_string_length
-from state.classic.manager import MemberError, validate_member
+from state.classic.manager import generation_member_error
 from state.records.group_log import GroupLog, GroupMetadataRecord, OffsetCommitRecord
 
 
@@ -89,18 +89,7 @@ class OffsetMetadataManager:
             member = group.member(req.member_id)
             result.schedule(("heartbeat", member.member_id), now + member.session_timeout_ms, "heartbeat",
                             member.member_id)
-        results, records = self.commit_records(req, now)
-        if not records:
-            if creates_group:
-                result.create_simple_group()  # in memory, as Kafka's validation does, though nothing is written
-        else:
-            error = result.append(records)
-            if error is not None:
-                # The failed append rolls back the whole operation, including a group it would have created.
-                result.respond_error(req, append_error_to_response_error(error))
-                return result
-        result.respond(req, "NONE", results=results)
-        return result
+        return self._write_commit(result, req, now, creates_group)
 
     def _commit_to_consumer_group(self, result: CoordinatorResult, now: int, req: OffsetCommit) -> CoordinatorResult:
         """An OffsetCommit to a consumer group: the commit's generation_id is the member epoch (OffsetCommit
@@ -113,10 +102,19 @@ class OffsetMetadataManager:
         if error != "NONE":
             result.respond_error(req, error)
             return result
+        return self._write_commit(result, req, now)
+
+    def _write_commit(self, result: CoordinatorResult, req: OffsetCommit, now: int,
+                      creates_group: bool = False) -> CoordinatorResult:
+        """A valid commit's records appended and its answer, into `result`."""
         results, records = self.commit_records(req, now)
-        if records:
+        if not records:
+            if creates_group:
+                result.create_simple_group()  # in memory, as Kafka's validation does, though nothing is written
+        else:
             error = result.append(records)
             if error is not None:
+                # The failed append rolls back the whole operation, including a group it would have created.
                 result.respond_error(req, append_error_to_response_error(error))
                 return result
         result.respond(req, "NONE", results=results)
@@ -162,12 +160,9 @@ class OffsetMetadataManager:
         if req.generation_id < 0 and group.is_in(GroupState.EMPTY):
             return None  # admin tools and manually assigned consumers commit to an Empty group freely
         if req.generation_id >= 0 or req.member_id != "" or req.group_instance_id is not None:
-            try:
-                validate_member(group, req.member_id, req.group_instance_id)
-            except MemberError as e:
-                return e.error
-            if req.generation_id != group.generation_id:
-                return "ILLEGAL_GENERATION"
+            error = generation_member_error(group, req.member_id, req.group_instance_id, req.generation_id)
+            if error is not None:
+                return error
         elif not group.is_in(GroupState.EMPTY):
             return "UNKNOWN_MEMBER_ID"
         if group.is_in(GroupState.COMPLETING_REBALANCE):
