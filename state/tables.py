@@ -15,6 +15,13 @@ from state.variants import VARIANT
 
 PARTITIONS = "list<struct<topic:string,partitions:list<int32>>>"
 
+
+def partitions_column(partitions) -> list[dict] | None:
+    """Partitions by topic (PartitionLists) as a PARTITIONS column, and the input contract, write them."""
+    if partitions is None:
+        return None
+    return [{"topic": p.topic, "partitions": list(p.partitions)} for p in partitions]
+
 RESPONSE_MEMBER = "struct<member_id:string,group_instance_id:string,metadata:binary>"
 RESULT = ("struct<member_id:string,group_instance_id:string,topic:string,partition:int32,error:string,"
           "offset:int64,leader_epoch:int32,metadata:string>")

@@ -24,7 +24,7 @@ from state.events import Heartbeat, JoinGroup, LeaveGroup, SyncGroup
 from state.classic.group import ClassicGroup, ClassicGroupMember, decode_assignment_partitions
 from state.classic.group_state import GroupState
 from state.runtime.member_ids import MemberIds
-from state.runtime.output import partitions_column
+from state.tables import partitions_column
 from state.records.group_log import GroupMetadataRecord, group_from_value, group_metadata_value
 
 EMPTY, PREPARING, COMPLETING, STABLE, DEAD = (

@@ -231,7 +231,7 @@ class PeriodicElision:
         sends at `sent`, answered as a Stable group answers a current member's heartbeat or commit
         (handle_heartbeat, handle_offset_commit), the group unchanged until then. False if that request
         would not open a run."""
-        event, raw, _ = rt.fleet.periodic_request(client, chain, sent)
+        event = rt.fleet.periodic_request(client, chain, sent)[0]
         try:
             validate_member(rt.classic.group, event.member_id, event.group_instance_id)
         except MemberError:
@@ -244,7 +244,7 @@ class PeriodicElision:
                 for record in records:
                     rt.out.offset(rt.offset_row(record, event.ts))
                 rt.out.response(event, event.ts, "NONE", results=results)
-        run = rt.quiet.open_run(rt.production, event, raw, rows)
+        run = rt.quiet.open_run(rt.production, event, rows)
         if run is None:
             return False
         run.count = 0  # none of its requests has arrived yet
@@ -418,9 +418,9 @@ class PeriodicElision:
                 awaited = membership.steady_request()
             if chain.arrived < chain.done:  # on the wire
                 if member_heartbeat:
-                    event, raw, sent_to = rt.fleet.periodic_request(client, key, sent)
+                    event, sent_to = rt.fleet.periodic_request(client, key, sent)
                     client.member_requests[event.request_id] = awaited
-                    rt.transmit(event, raw, sent_to)
+                    rt.transmit(event, sent_to)
                 else:
                     rt.fleet.send_periodic(client, key, sent)
             elif sent + latency + back >= at:  # answered, the answer on its way back

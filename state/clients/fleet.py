@@ -31,7 +31,6 @@ directives, but its membership is KIP-848's: state/clients/consumer_group/async_
 
 from __future__ import annotations
 
-import base64
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
@@ -43,10 +42,9 @@ from state.clients.config import CLOSE_TIMEOUT_MS, ClientConfig
 from state.clients.consumer_group import async_consumer as member_clients
 from state.clients.consumer_group.member import Membership
 from state.events import (EVENT_CLASSES, NEWEST_API_VERSION, ClientCrash, ClientPause, ClientStart, ClientStop,
-                          CommitPartition, Event, LeaveIdentity, PartitionList, Subscribe, group_partitions,
+                          CommitPartition, Event, LeaveIdentity, MemberAssignment, Subscribe, group_partitions,
                           member_assignment, subscription_protocol)
 from state.metrics import GroupMetrics
-from state.runtime.output import partitions_column
 from state.offsets.production import rule_offset
 from state.runtime.timers import TimerQueue
 
@@ -168,7 +166,7 @@ class ClientHost(Protocol):
 
     def log_end_offset(self, tp, at: int | None = None) -> int: ...
     def committed_offset(self, tp) -> int | None: ...
-    def transmit(self, event: Event, raw: dict, sent_to: int | None) -> None: ...
+    def transmit(self, event: Event, sent_to: int | None) -> None: ...
     def reject(self, event: Event, reason: str) -> None: ...
     def close_client_runs(self, origin: str) -> None: ...
 
@@ -315,9 +313,7 @@ class ConsumerFleet:
             return
         partitions = group_partitions(client.unpositioned)
         member = member_clients.offset_fetch_member(client)
-        self.send(client, "fetch", "OFFSET_FETCH",
-                  {"partitions": partitions_column(partitions), "require_stable": True, **member},
-                  partitions=partitions, require_stable=True, **member)
+        self.send(client, "fetch", "OFFSET_FETCH", partitions=partitions, require_stable=True, **member)
 
     def on_offset_fetch_response(self, client: SyntheticConsumer, r: dict) -> None:
         if r["error"] != "NONE":
@@ -469,76 +465,67 @@ class ConsumerFleet:
         """Whether `request_id` is one of `periodic_request_id`'s for `client` and `chain`."""
         return request_id.startswith(f"{client.origin}/{chain}@")
 
-    def send(self, client: SyntheticConsumer, slot: str | None, etype: str, fields: dict, **typed) -> None:
-        """Send a request other than a periodic one: `fields` are its row's own columns, `typed` the
-        event's."""
+    def send(self, client: SyntheticConsumer, slot: str | None, etype: str, **fields) -> None:
+        """Send a request other than a periodic one, of the event's `fields` (besides those every request
+        carries)."""
         client.request_counter += 1
-        event, raw, sent_to = self.build_request(client, None, client.request_id(client.request_counter), self.now,
-                                                 etype, fields, typed)
+        event, sent_to = self.build_request(client, None, client.request_id(client.request_counter), self.now,
+                                            etype, fields)
         if slot is not None:
             client.in_flight[slot] = event.request_id
-        self.host.transmit(event, raw, sent_to)
+        self.host.transmit(event, sent_to)
 
     def send_periodic(self, client: SyntheticConsumer, chain: str, sent: int) -> None:
         """The heartbeat or auto-commit the client sends at `sent` (now, or earlier when elided requests
         are put back on the wire)."""
-        event, raw, sent_to = self.periodic_request(client, chain, sent)
+        event, sent_to = self.periodic_request(client, chain, sent)
         client.in_flight[chain] = event.request_id
-        self.host.transmit(event, raw, sent_to)
+        self.host.transmit(event, sent_to)
 
     def periodic_request(self, client: SyntheticConsumer, chain: str, sent: int,
-                         seq: int | None = None) -> tuple[Event, dict, int | None]:
+                         seq: int | None = None) -> tuple[Event, int | None]:
         """The heartbeat or auto-commit the client would send at `sent`, as it stands (`seq`: its count of
-        other requests then, if not the current one): its event, its row and the coordinator it goes to."""
+        other requests then, if not the current one): its event and the coordinator it goes to."""
         request_id = self.periodic_request_id(client, chain, sent)
         if chain == "commit":
-            fields, typed = self.commit_fields(client, self.positions(client, sent))
-            return self.build_request(client, chain, request_id, sent, "OFFSET_COMMIT", fields, typed, seq)
+            return self.build_request(client, chain, request_id, sent, "OFFSET_COMMIT",
+                                      self.commit_fields(client, self.positions(client, sent)), seq)
         if client.membership is not None:  # a steady member's ConsumerGroupHeartbeat (consumer_group/async_consumer.py)
-            fields, typed = member_clients.heartbeat_fields(self, client.membership.steady_request())
-            return self.build_request(client, chain, request_id, sent, "CONSUMER_GROUP_HEARTBEAT", fields, typed, seq)
-        fields = dict(member_id=client.member_id, generation_id=client.generation)
-        typed = dict(fields, group_instance_id=client.group_instance_id)
-        if client.group_instance_id is not None:
-            fields["group_instance_id"] = client.group_instance_id
-        return self.build_request(client, chain, request_id, sent, "HEARTBEAT", fields, typed, seq)
+            return self.build_request(client, chain, request_id, sent, "CONSUMER_GROUP_HEARTBEAT",
+                                      member_clients.heartbeat_fields(self, client.membership.steady_request()), seq)
+        return self.build_request(client, chain, request_id, sent, "HEARTBEAT", dict(
+            member_id=client.member_id, generation_id=client.generation, group_instance_id=client.group_instance_id),
+            seq)
 
-    def lookup_request(self, client: SyntheticConsumer, seq: int, sent: int) -> tuple[Event, dict]:
-        """The FindCoordinator the client sent at `sent` as its request number `seq`: its event and its row."""
-        event, raw, _ = self.build_request(client, None, client.request_id(seq), sent, "FIND_COORDINATOR", {}, {}, seq)
-        return event, raw
+    def lookup_request(self, client: SyntheticConsumer, seq: int, sent: int) -> Event:
+        """The FindCoordinator the client sent at `sent` as its request number `seq`."""
+        return self.build_request(client, None, client.request_id(seq), sent, "FIND_COORDINATOR", {}, seq)[0]
 
     @staticmethod
-    def commit_fields(client: SyntheticConsumer, positions: dict[TopicPartition, int]) -> tuple[dict, dict]:
-        """An OffsetCommit of `positions`: its row's own columns and its event's fields."""
-        fields = dict(member_id=client.member_id, generation_id=client.generation)
-        typed = dict(fields, group_instance_id=client.group_instance_id, offsets=tuple(
-            CommitPartition(tp[0], tp[1], offset, -1, None, -1) for tp, offset in positions.items()))
-        if client.group_instance_id is not None:
-            fields["group_instance_id"] = client.group_instance_id
-        fields["offsets"] = _commit_offsets(positions)
-        return fields, typed
+    def commit_fields(client: SyntheticConsumer, positions: dict[TopicPartition, int]) -> dict:
+        """An OffsetCommit of `positions`: its event's fields."""
+        return dict(member_id=client.member_id, generation_id=client.generation,
+                    group_instance_id=client.group_instance_id, offsets=tuple(
+                        CommitPartition(tp[0], tp[1], offset, -1, None, -1) for tp, offset in positions.items()))
 
     def build_request(self, client: SyntheticConsumer, chain: str | None, request_id: str, sent: int, etype: str,
-                      fields: dict, typed: dict, seq: int | None = None) -> tuple[Event, dict, int | None]:
+                      fields: dict, seq: int | None = None) -> tuple[Event, int | None]:
         # FindCoordinator goes to a broker of the client's choosing (state.clients.lookup_loop.lookup_node);
         # anything else to the coordinator the client knows.
         sent_to = None if etype == "FIND_COORDINATOR" else NO_COORDINATOR if client.coordinator is None \
             else client.coordinator
         ts, origin = sent + client.config.request_latency_ms, client.origin
         seq = client.request_counter if seq is None else seq
-        raw = {"ts": ts, "group_id": self.group_id, "type": etype, "seq": seq, "request_id": request_id,
-               "client_id": client.client_id, **fields}
-        # The clients are trusted: the event is built as `parse_event` would read `raw`, without validating it.
+        # The clients are trusted: the event is built as `parse_event` would read its row
+        # (state/request_rows.py), without validating it.
         event = EVENT_CLASSES[etype](ts=ts, group_id=self.group_id, type=etype, seq=seq, source=SYNTHETIC,
                                      line=self.request_line(client, chain), request_id=request_id,
                                      client_id=client.client_id, api_version=NEWEST_API_VERSION[etype],
-                                     origin=origin, run=None if chain is None else f"{origin}/{chain}", **typed)
-        return event, raw, sent_to
+                                     origin=origin, run=None if chain is None else f"{origin}/{chain}", **fields)
+        return event, sent_to
 
     def _leave(self, client: SyntheticConsumer, reason: str) -> None:
-        self.send(client, None, "LEAVE_GROUP", {"members": [{"member_id": client.member_id, "reason": reason}]},
-                   members=(LeaveIdentity(client.member_id, None, reason),))
+        self.send(client, None, "LEAVE_GROUP", members=(LeaveIdentity(client.member_id, None, reason),))
 
     def _join(self, client: SyntheticConsumer) -> None:
         """onJoinPrepare then JoinGroup, as poll() does when a rejoin is needed."""
@@ -555,32 +542,20 @@ class ConsumerFleet:
         client.phase = Phase.PREPARING_REBALANCE
         client.heartbeat_enabled = False
         self.timers.cancel(("client", client.client_id, "heartbeat"))
-        protocols, typed_protocols = [], []
         owned = group_partitions(client.owned)
-        for name in client.config.partition_assignment_strategy:
-            user_data = assignors.client_user_data(name, client.last_assignment, client.last_assignment_generation)
-            protocols.append({
-                "name": name,
-                "topics": list(client.topics),
-                "owned_partitions": partitions_column(owned),
-                "generation_id": client.generation,
-                **_user_data_field(user_data),
-            })
-            typed_protocols.append(subscription_protocol(name, tuple(client.topics), owned, client.generation,
-                                                         user_data))
-        fields = dict(member_id=client.member_id, protocol_type=consumer_protocol.PROTOCOL_TYPE,
-                      session_timeout_ms=client.config.session_timeout_ms,
-                      rebalance_timeout_ms=client.config.max_poll_interval_ms, reason="rebalance")
-        typed = dict(fields, group_instance_id=client.group_instance_id, protocols=tuple(typed_protocols),
-                     client_host="")
-        if client.group_instance_id is not None:
-            fields["group_instance_id"] = client.group_instance_id
-        self.send(client, "join", "JOIN_GROUP", dict(fields, protocols=protocols), **typed)
+        protocols = tuple(subscription_protocol(
+            name, tuple(client.topics), owned, client.generation,
+            assignors.client_user_data(name, client.last_assignment, client.last_assignment_generation))
+            for name in client.config.partition_assignment_strategy)
+        self.send(client, "join", "JOIN_GROUP", member_id=client.member_id, group_instance_id=client.group_instance_id,
+                  protocol_type=consumer_protocol.PROTOCOL_TYPE, protocols=protocols,
+                  session_timeout_ms=client.config.session_timeout_ms,
+                  rebalance_timeout_ms=client.config.max_poll_interval_ms, reason="rebalance")
 
     def find_coordinator(self, client: SyntheticConsumer) -> None:
         """lookupCoordinator: one FindCoordinator at a time; its answer lets whatever waited for it go on."""
         if "find" not in client.in_flight:
-            self.send(client, "find", "FIND_COORDINATOR", {})
+            self.send(client, "find", "FIND_COORDINATOR")
 
     def _heartbeat(self, client: SyntheticConsumer) -> None:
         if not client.heartbeat_enabled or client.phase not in (Phase.COMPLETING_REBALANCE, Phase.STABLE):
@@ -602,8 +577,7 @@ class ConsumerFleet:
         if client.coordinator is None:
             self.find_coordinator(client)  # the poll loop or the close takes the commit up again once found
             return
-        fields, typed = self.commit_fields(client, positions)
-        self.send(client, "commit", "OFFSET_COMMIT", fields, **typed)
+        self.send(client, "commit", "OFFSET_COMMIT", **self.commit_fields(client, positions))
 
     # ======================================================================================================
     # The application's poll loop
@@ -737,7 +711,7 @@ class ConsumerFleet:
             if r["leader_id"] == r["member_id"] and not r["skip_assignment"]:
                 self._lead(client, r["members"])
             else:
-                self._send_sync(client, [])
+                self._send_sync(client, ())
             return
         if error == "MEMBER_ID_REQUIRED":
             client.member_id = r["member_id"]
@@ -749,15 +723,10 @@ class ConsumerFleet:
             return
         self._retry_join(client, error)
 
-    def _send_sync(self, client: SyntheticConsumer, assignments: list[dict]) -> None:
-        fields = dict(member_id=client.member_id, generation_id=client.generation,
-                      protocol_type=consumer_protocol.PROTOCOL_TYPE, protocol_name=client.protocol)
-        typed = dict(fields, group_instance_id=client.group_instance_id, assignments=tuple(
-            member_assignment(a["member_id"], tuple(PartitionList(p["topic"], tuple(p["partitions"]))
-                                                    for p in a["partitions"])) for a in assignments))
-        if client.group_instance_id is not None:
-            fields["group_instance_id"] = client.group_instance_id
-        self.send(client, "join", "SYNC_GROUP", dict(fields, assignments=assignments), **typed)
+    def _send_sync(self, client: SyntheticConsumer, assignments: tuple[MemberAssignment, ...]) -> None:
+        self.send(client, "join", "SYNC_GROUP", member_id=client.member_id, group_instance_id=client.group_instance_id,
+                  generation_id=client.generation, protocol_type=consumer_protocol.PROTOCOL_TYPE,
+                  protocol_name=client.protocol, assignments=assignments)
 
     def _lead(self, client: SyntheticConsumer, members: list[dict]) -> None:
         subscriptions = []
@@ -774,8 +743,7 @@ class ConsumerFleet:
             self.fatal(client, "ASSIGNOR_FAILURE")
             return
         client.metadata_snapshot = snapshot
-        assignments = [{"member_id": member_id, "partitions": partitions_column(group_partitions(tps))}
-                       for member_id, tps in plan.items()]
+        assignments = tuple(member_assignment(member_id, group_partitions(tps)) for member_id, tps in plan.items())
         delay = client.config.coordsim_assignment_time_ms
         if delay:
             self.client_timer(client, "assigned", self.now + delay, client.generation, assignments)
@@ -783,7 +751,8 @@ class ConsumerFleet:
             self._send_leader_sync(client, client.generation, assignments)
         self.client_timer(client, "metadata", self.now + client.config.metadata_max_age_ms)
 
-    def _send_leader_sync(self, client: SyntheticConsumer, generation: int, assignments: list[dict]) -> None:
+    def _send_leader_sync(self, client: SyntheticConsumer, generation: int,
+                          assignments: tuple[MemberAssignment, ...]) -> None:
         if client.phase == Phase.COMPLETING_REBALANCE and client.generation == generation:
             self._send_sync(client, assignments)
 
@@ -904,13 +873,3 @@ _RESPONSE_HANDLERS = {
     "FindCoordinator": ConsumerFleet._on_find_coordinator_response,
     "OffsetFetch": ConsumerFleet.on_offset_fetch_response,
 }
-
-
-def _commit_offsets(positions: dict[TopicPartition, int]) -> list[dict]:
-    return [{"topic": tp.topic, "partition": tp.partition, "offset": offset} for tp, offset in positions.items()]
-
-
-def _user_data_field(user_data: bytes | None) -> dict:
-    if user_data is None:
-        return {}
-    return {"user_data": base64.b64encode(user_data).decode("ascii")}

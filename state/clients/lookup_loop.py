@@ -42,6 +42,7 @@ import hashlib
 from dataclasses import dataclass, field
 
 from state.clients.fleet import SYNTHETIC, Phase, SyntheticConsumer
+from state.request_rows import request_row
 
 FIND, HEARTBEAT, COMMIT = "find", "heartbeat", "commit"
 # A client's items due in the same millisecond come in its timers' order: its own timers by kind (heartbeat,
@@ -229,8 +230,8 @@ class LookupLoops:
                           else rt.fleet.periodic_request_id(client, slot, sent))
             if (client.client_id, slot) not in first:
                 if slot == FIND:
-                    event, raw = rt.fleet.lookup_request(client, seq, sent)
-                    row = rt.out.response_row(event, arrival, rt.lookup_error)
+                    event = rt.fleet.lookup_request(client, seq, sent)
+                    raw, row = request_row(event), rt.out.response_row(event, arrival, rt.lookup_error)
                 else:
                     event, raw = rt.fleet.periodic_request(client, slot, sent, seq)[0], None
                     row = rt.failed_connection(event, arrival, rt.coordinator_epoch)
@@ -258,12 +259,12 @@ class LookupLoops:
         there = client.config.request_latency_ms
         for slot, (sent, seq) in loop.flying.items():
             if slot == FIND:
-                event, raw = fleet.lookup_request(client, seq, sent)
+                event = fleet.lookup_request(client, seq, sent)
             else:
-                event, raw, _ = fleet.periodic_request(client, slot, sent, seq)
+                event = fleet.periodic_request(client, slot, sent, seq)[0]
             client.in_flight[slot] = event.request_id
             if sent + there >= loop.folded_to:  # still on the wire
-                rt.transmit(event, raw, None if slot == FIND else epoch)
+                rt.transmit(event, None if slot == FIND else epoch)
             elif slot == FIND:
                 fleet.route_response(event, dict(loop.answer, coordinator=epoch), sent + there)
             else:

@@ -44,7 +44,7 @@ STORED: dict[str, tuple[str, ...]] = {
         "coordinator_epoch", "coordinators", "down_epochs", "live_brokers", "now", "write_failures",
         "last_write_error", "loading_until", "log",
         "last_sweep_ts", "_held", "_last_key", "last_event_ts", "cluster_topics", "production",
-        "requests_in_flight", "quiet", "elision", "lookups", "steps", "metrics", "captured_ids",
+        "requests_sent_to", "quiet", "elision", "lookups", "steps", "metrics", "captured_ids",
         "_captured_retries", "consumer", "topic_ids", "topic_names", "metadata_version",
         "new_topics_version"),
     "state.clients.fleet.ConsumerFleet": ("group_id", "clients", "timers"),

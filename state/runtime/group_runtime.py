@@ -51,6 +51,7 @@ from state.clients.elision import PeriodicElision
 from state.offsets.production import rule_offset
 from state.runtime.quiet_runs import QuietRuns
 from state.records.group_log import GroupLog, OffsetCommitRecord, Record
+from state.request_rows import request_row
 from state.runtime.timers import FIRING, Timer, TimerQueue, request_item
 
 # The `offsets` columns a tombstone has no value for, and those of a record written without a request.
@@ -113,7 +114,8 @@ class GroupRuntime:
         self.metadata_version = 0
         self.new_topics_version = -1
         self.production: dict[str, tuple[int, float, int]] = {}  # topic -> (since_ts, records/s, base offset)
-        self.requests_in_flight: dict[str, tuple[dict, int | None]] = {}  # request id -> (row, sent to)
+        # A synthetic request on the wire: request id -> the coordinator epoch it was sent to (None: a lookup).
+        self.requests_sent_to: dict[str, int | None] = {}
         self.quiet = QuietRuns()
         self.elision = PeriodicElision()
         self.lookups = LookupLoops()  # the clients going round the lookup loop, in closed form
@@ -344,16 +346,16 @@ class GroupRuntime:
             self._handle_fault(event)
             return
         self.metrics.activity(self.now)
-        raw, sent_to = None, None
+        sent_to = None
         if event.origin is not None:
-            raw, sent_to = self.requests_in_flight.pop(event.request_id)
+            sent_to = self.requests_sent_to.pop(event.request_id)
             if sent_to in self.down_epochs:
                 self.close_client_runs(event.origin)
                 self._disconnect(event, sent_to)
                 return
             if event.run is None:
                 self.close_client_runs(event.origin)
-                self.out.request(raw)
+                self.out.request(request_row(event))
         if isinstance(event, TopicMetadata):
             # The cluster's topics as clients see them, and what is produced to them.
             shrunk = self._shrunk_topic(event)
@@ -371,7 +373,7 @@ class GroupRuntime:
         handler = self._handle_request if sent_to in (None, self.coordinator_epoch) \
             else partial(self._answer_not_coordinator, sent_to=sent_to)
         if event.run is not None:
-            self.quiet.handle(self.out, self.production, event, raw, handler)
+            self.quiet.handle(self.out, self.production, event, handler)
         else:
             handler(event)
 
@@ -456,12 +458,12 @@ class GroupRuntime:
                 self._captured_retries.append(retry)
 
     # -- what the client side gets from its host (state.clients.fleet.ClientHost) -------------------------------
-    def transmit(self, event: Event, raw: dict, sent_to: int | None) -> None:
+    def transmit(self, event: Event, sent_to: int | None) -> None:
         """A synthetic client's request goes on the wire towards the coordinator `sent_to` (None: a
         FindCoordinator, to the broker `lookup_node` draws when it arrives). It is written to `requests` when it
         reaches a broker: one still on the wire when the run ends was never seen, as an input row after the end
         would not be, and one sent to a down broker never is."""
-        self.requests_in_flight[event.request_id] = (raw, sent_to)
+        self.requests_sent_to[event.request_id] = sent_to
         self.hold(event)
 
     def close_client_runs(self, origin: str) -> None:

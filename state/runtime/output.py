@@ -32,12 +32,6 @@ def _request_json():
 request_json = _request_json()
 
 
-def partitions_column(partitions) -> list[dict] | None:
-    if partitions is None:
-        return None
-    return [{"topic": p.topic, "partitions": list(p.partitions)} for p in partitions]
-
-
 # A `responses` row before its request's and answer's values are filled in (Output.response_row).
 _RESPONSE_ROW = {
     "group_id": None, "request_ts": None, "response_ts": None, "api": None, "api_version": None, "request_id": None,

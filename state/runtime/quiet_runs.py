@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from state.offsets.production import rule_offset
+from state.request_rows import request_row
 
 HEARTBEAT_CHAIN = "heartbeat"
 COMMIT_CHAIN = "commit"
@@ -48,7 +49,7 @@ class QuietRuns:
     def __init__(self) -> None:
         self.runs: dict[str, QuietRun] = {}
 
-    def handle(self, out, production: dict, event, raw: dict | None, handler) -> None:
+    def handle(self, out, production: dict, event, handler) -> None:
         """Handle a request of a periodic chain: fold it into its open run, or close that run and start a
         new one, or write it as an ordinary request when it is not quiet."""
         with out.deferred() as rows:
@@ -61,21 +62,22 @@ class QuietRuns:
             return
         if run is not None:
             self.close(out, event.run)
-        opened = self.open_run(production, event, raw, rows)
+        opened = self.open_run(production, event, rows)
         if opened is None:
-            if raw is not None:
-                out.request(raw)
+            if event.origin is not None:
+                out.request(request_row(event))
             for table, row in rows:
                 out.emit(table, row)
             return
         self.runs[event.run] = opened
 
-    def open_run(self, production: dict, event, raw: dict | None, rows) -> QuietRun | None:
+    def open_run(self, production: dict, event, rows) -> QuietRun | None:
         """The run a request answered with `rows` opens, or None if it is not quiet."""
         rules = self._quiet_rules(production, event, rows)
         if rules is None:
             return None
         offsets = [row for _, row in rows[:-1]]
+        raw = None if event.origin is None else request_row(event)
         return QuietRun(raw=raw, response=rows[-1][1], offsets=offsets, rules=rules,
                         log_end_rules=[_log_end_rule(production, row) for row in offsets], last_ts=event.ts)
 

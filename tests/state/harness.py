@@ -11,6 +11,7 @@ from state.runtime import snapshot
 from state.config import CoordinatorConfig
 from state.events import parse_event
 from state.quiet_run import expand_rows
+from state.request_rows import request_row
 from state.runtime.group_runtime import GroupRuntime
 
 DEFAULT_TOPICS = ("foo",)
@@ -22,15 +23,15 @@ def protocols(*names: str, topics=DEFAULT_TOPICS, owned=(), generation_id=-1, us
 
 
 def check_requests_rows(monkeypatch) -> list[str]:
-    """Every request a synthetic client sends from now on must be the event its `requests` row parses back
-    to (the clients build their events directly); returns the list the sent requests' types are added to."""
+    """Every request a synthetic client sends from now on must be the event its `requests` row
+    (state/request_rows.py) parses back to; returns the list the sent requests' types are added to."""
     sent = []
     transmit = GroupRuntime.transmit
 
-    def checked(runtime, event, raw, sent_to):
+    def checked(runtime, event, sent_to):
         sent.append(event.type)
-        assert parse_event(raw, "synthetic", event.line, event.origin, event.run) == event
-        transmit(runtime, event, raw, sent_to)
+        assert parse_event(request_row(event), "synthetic", event.line, event.origin, event.run) == event
+        transmit(runtime, event, sent_to)
 
     monkeypatch.setattr(GroupRuntime, "transmit", checked)
     return sent

@@ -43,7 +43,6 @@ from state.clients.consumer_group.seeded_random import SeededRandom
 from state.consumer_group.messages import UNCHANGED_REBALANCE_TIMEOUT, HeartbeatRequest, HeartbeatResponse
 from state.classic.consumer_protocol import TopicPartition
 from state.events import PartitionList
-from state.runtime.output import partitions_column
 
 # What a failed connection (NETWORK_EXCEPTION, state/runtime/group_runtime.py's _disconnect) is to the Java client.
 DISCONNECTED = "DisconnectException"
@@ -210,35 +209,29 @@ def _take_actions(fleet, client) -> bool:
 
 
 def _send_heartbeat(fleet, client, request: HeartbeatRequest) -> None:
-    fields, typed = heartbeat_fields(fleet, request)
+    fields = heartbeat_fields(fleet, request)
     if _steady(client.membership, request):
         # The same request every heartbeat.interval.ms: a periodic one, written as a quiet run
         # (state/clients/elision.py).
         request_id = fleet.periodic_request_id(client, "heartbeat", fleet.now)
-        event, raw, sent_to = fleet.build_request(client, "heartbeat", request_id, fleet.now,
-                                                  "CONSUMER_GROUP_HEARTBEAT", fields, typed)
-        fleet.host.transmit(event, raw, sent_to)
+        event, sent_to = fleet.build_request(client, "heartbeat", request_id, fleet.now, "CONSUMER_GROUP_HEARTBEAT",
+                                             fields)
+        fleet.host.transmit(event, sent_to)
         client.member_requests[event.request_id] = request
         return
-    fleet.send(client, None, "CONSUMER_GROUP_HEARTBEAT", fields, **typed)
+    fleet.send(client, None, "CONSUMER_GROUP_HEARTBEAT", **fields)
     client.member_requests[client.request_id(client.request_counter)] = request
 
 
-def heartbeat_fields(fleet, request: HeartbeatRequest) -> tuple[dict, dict]:
-    """A ConsumerGroupHeartbeat's row columns and its event's fields."""
+def heartbeat_fields(fleet, request: HeartbeatRequest) -> dict:
+    """A ConsumerGroupHeartbeat's event fields, its partitions named (the coordinator maps names to ids)."""
     owned = None if request.topic_partitions is None else tuple(
         PartitionList(_topic_name(fleet, topic_id), partitions) for topic_id, partitions in request.topic_partitions)
-    typed = dict(member_id=request.member_id, member_epoch=request.member_epoch, instance_id=request.instance_id,
-                 rack_id=request.rack_id, rebalance_timeout_ms=request.rebalance_timeout_ms,
-                 subscribed_topic_names=request.subscribed_topic_names,
-                 subscribed_topic_regex=request.subscribed_topic_regex, server_assignor=request.server_assignor,
-                 topic_partitions=owned)
-    fields = {k: v for k, v in typed.items() if v is not None and k != "topic_partitions"}
-    if "subscribed_topic_names" in fields:
-        fields["subscribed_topic_names"] = list(fields["subscribed_topic_names"])
-    if owned is not None:
-        fields["topic_partitions"] = partitions_column(owned)
-    return fields, typed
+    return dict(member_id=request.member_id, member_epoch=request.member_epoch, instance_id=request.instance_id,
+                rack_id=request.rack_id, rebalance_timeout_ms=request.rebalance_timeout_ms,
+                subscribed_topic_names=request.subscribed_topic_names,
+                subscribed_topic_regex=request.subscribed_topic_regex, server_assignor=request.server_assignor,
+                topic_partitions=owned)
 
 
 def _send_commit(fleet, client, slot: str | None, action: actions.Action | None) -> None:
@@ -254,8 +247,7 @@ def _send_commit(fleet, client, slot: str | None, action: actions.Action | None)
     if action is None:  # the poll loop's auto-commit: a periodic request, as the classic client's
         fleet.send_periodic(client, "commit", fleet.now)
         return
-    fields, typed = fleet.commit_fields(client, positions)
-    fleet.send(client, slot, "OFFSET_COMMIT", fields, **typed)
+    fleet.send(client, slot, "OFFSET_COMMIT", **fleet.commit_fields(client, positions))
     if action is not None:
         client.member_requests[client.request_id(client.request_counter)] = action
 
