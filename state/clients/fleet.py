@@ -3,7 +3,8 @@
 the coordinator so request -> response -> reaction runs without leaving the group.
 
 `ConsumerFleet` holds the group's clients and their own timers. It knows the coordinator only through the
-requests it puts on the wire and the answers delivered back to it; everything else it needs from outside
+requests it puts on the wire (typed events) and the answers delivered back to it (typed answers parsed from
+the responses that reach it, state/clients/answers.py); everything else it needs from outside
 (the clock, the cluster's topics and production, the run's figures, the wire itself) comes from its host,
 the group runtime, through the small surface `ClientHost` names.
 
@@ -38,6 +39,8 @@ from typing import Protocol
 from state import assignors
 from state.classic import consumer_protocol
 from state.assignors import AssignorError, MemberSubscription, RebalanceProtocol, TopicPartition
+from state.clients.answers import (FindCoordinatorAnswer, HeartbeatAnswer, JoinGroupAnswer, JoinMember,
+                                   OffsetCommitAnswer, OffsetFetchAnswer, SyncGroupAnswer, parse_answer)
 from state.clients.config import CLOSE_TIMEOUT_MS, ClientConfig
 from state.clients.consumer_group import async_consumer as member_clients
 from state.clients.consumer_group.member import Membership
@@ -315,15 +318,14 @@ class ConsumerFleet:
         member = member_clients.offset_fetch_member(client)
         self.send(client, "fetch", "OFFSET_FETCH", partitions=partitions, require_stable=True, **member)
 
-    def on_offset_fetch_response(self, client: SyntheticConsumer, r: dict) -> None:
-        if r["error"] != "NONE":
-            self.note_coordinator_error(client, r["error"])
+    def on_offset_fetch_response(self, client: SyntheticConsumer, r: OffsetFetchAnswer) -> None:
+        if r.error != "NONE":
+            self.note_coordinator_error(client, r.error)
             backoff = client.config.retry_backoff(client.retry_attempts, client.jitter_seed(self.now))
             client.retry_attempts += 1
             self.schedule_poll(client, self.now + backoff)  # the poll loop fetches again
             return
-        fetched = {TopicPartition(res["topic"], res["partition"]): res["offset"]
-                   for res in r["results"] if res["error"] == "NONE"}
+        fetched = r.offsets
         positioned = [tp for tp in client.unpositioned if tp in fetched]
         if not positioned:
             return
@@ -423,16 +425,17 @@ class ConsumerFleet:
             self.timers.schedule(("deliver", client_id, response["request_id"]), client.paused_until, "deliver",
                                  client_id, incarnation, response)
             return
+        answer = parse_answer(response)
         client.awaiting -= 1
         for slot, request_id in list(client.in_flight.items()):
-            if request_id == response["request_id"]:
+            if request_id == answer.request_id:
                 del client.in_flight[slot]
         if client.membership is not None:
-            member_clients.on_member_response(self, client, response)
+            member_clients.on_member_response(self, client, answer)
             return
-        handler = _RESPONSE_HANDLERS.get(response["api"])
+        handler = _RESPONSE_HANDLERS.get(answer.api)
         if handler is not None:
-            handler(self, client, response)
+            handler(self, client, answer)
 
     def route_response(self, request: Event, row: dict, answered_at: int | None = None) -> None:
         """A synthetic client's request was answered (now, or at `answered_at` when closed-form work puts an
@@ -676,8 +679,8 @@ class ConsumerFleet:
         else:
             self.fatal(client, error)
 
-    def _on_find_coordinator_response(self, client: SyntheticConsumer, r: dict) -> None:
-        if r["error"] != "NONE":
+    def _on_find_coordinator_response(self, client: SyntheticConsumer, r: FindCoordinatorAnswer) -> None:
+        if r.error != "NONE":
             # ensureCoordinatorReady sleeps retry.backoff.ms (growing) and looks up again, a close until its
             # timeout: then it gives up committing and leaving.
             backoff = client.config.retry_backoff(client.retry_attempts, client.jitter_seed(self.now))
@@ -689,7 +692,7 @@ class ConsumerFleet:
             else:
                 self.closed(client)
             return
-        client.coordinator = r["coordinator"]
+        client.coordinator = r.coordinator
         if client.closing:
             self._close(client)
         else:
@@ -699,22 +702,22 @@ class ConsumerFleet:
         if error in COORDINATOR_UNKNOWN:
             client.coordinator = None
 
-    def _on_join_response(self, client: SyntheticConsumer, r: dict) -> None:
-        error = r["error"]
+    def _on_join_response(self, client: SyntheticConsumer, r: JoinGroupAnswer) -> None:
+        error = r.error
         self.note_coordinator_error(client, error)
         if error == "NONE":
             client.retry_attempts = 0
-            client.member_id, client.generation, client.protocol = r["member_id"], r["generation_id"], r["protocol_name"]
+            client.member_id, client.generation, client.protocol = r.member_id, r.generation_id, r.protocol_name
             client.phase = Phase.COMPLETING_REBALANCE
             client.heartbeat_enabled = True
             self.client_timer(client, "heartbeat", self.now + client.config.heartbeat_interval_ms)
-            if r["leader_id"] == r["member_id"] and not r["skip_assignment"]:
-                self._lead(client, r["members"])
+            if r.leader_id == r.member_id and not r.skip_assignment:
+                self._lead(client, r.members)
             else:
                 self._send_sync(client, ())
             return
         if error == "MEMBER_ID_REQUIRED":
-            client.member_id = r["member_id"]
+            client.member_id = r.member_id
         elif error == "UNKNOWN_MEMBER_ID":
             client.member_id, client.generation = "", -1
         elif error in ("FENCED_INSTANCE_ID", "INCONSISTENT_GROUP_PROTOCOL", "INVALID_SESSION_TIMEOUT",
@@ -728,12 +731,12 @@ class ConsumerFleet:
                   generation_id=client.generation, protocol_type=consumer_protocol.PROTOCOL_TYPE,
                   protocol_name=client.protocol, assignments=assignments)
 
-    def _lead(self, client: SyntheticConsumer, members: list[dict]) -> None:
+    def _lead(self, client: SyntheticConsumer, members: tuple[JoinMember, ...]) -> None:
         subscriptions = []
         for m in members:
-            sub = consumer_protocol.decode_subscription(m["metadata"])
+            sub = consumer_protocol.decode_subscription(m.metadata)
             subscriptions.append(MemberSubscription(
-                member_id=m["member_id"], topics=sub.topics, group_instance_id=m["group_instance_id"],
+                member_id=m.member_id, topics=sub.topics, group_instance_id=m.group_instance_id,
                 owned_partitions=sub.owned_partitions, generation_id=sub.generation_id, user_data=sub.user_data))
         topics = {t for s in subscriptions for t in s.topics}
         snapshot = {t: self.host.cluster_topics[t] for t in sorted(topics) if t in self.host.cluster_topics}
@@ -756,11 +759,11 @@ class ConsumerFleet:
         if client.phase == Phase.COMPLETING_REBALANCE and client.generation == generation:
             self._send_sync(client, assignments)
 
-    def _on_sync_response(self, client: SyntheticConsumer, r: dict) -> None:
-        error = r["error"]
+    def _on_sync_response(self, client: SyntheticConsumer, r: SyncGroupAnswer) -> None:
+        error = r.error
         self.note_coordinator_error(client, error)
         if error == "NONE":
-            assigned = tuple(TopicPartition(p["topic"], n) for p in r["assignment"] or () for n in p["partitions"])
+            assigned = r.assignment
             owned = set(client.owned)
             revoked = owned - set(assigned)
             revoked_positions = {tp: p for tp, p in self.positions(client).items() if tp in revoked}
@@ -801,15 +804,15 @@ class ConsumerFleet:
         client.rejoin_needed = True
         self._retry_join(client, error)
 
-    def _on_heartbeat_response(self, client: SyntheticConsumer, r: dict) -> None:
-        error = r["error"]
+    def _on_heartbeat_response(self, client: SyntheticConsumer, r: HeartbeatAnswer) -> None:
+        error = r.error
         if error in COORDINATOR_UNKNOWN:
             # Heartbeat.failHeartbeat: the thread tries again after retry.backoff.ms, looking the coordinator up.
             self.note_coordinator_error(client, error)
             if client.heartbeat_enabled:
                 self.client_timer(client, "heartbeat", self.now + client.config.retry_backoff_ms)
             return
-        if r["generation_id"] != client.generation:
+        if r.sent_generation != client.generation:
             return  # an answer about a generation the client already left behind
         if error == "REBALANCE_IN_PROGRESS":
             if client.phase == Phase.STABLE and not client.rejoin_needed:
@@ -823,23 +826,23 @@ class ConsumerFleet:
         elif error == "FENCED_INSTANCE_ID":
             self.fatal(client, error)
 
-    def _on_commit_response(self, client: SyntheticConsumer, r: dict) -> None:
-        errors = {res["error"] for res in r["results"] or ()} | {r["error"]}
+    def _on_commit_response(self, client: SyntheticConsumer, r: OffsetCommitAnswer) -> None:
+        errors = set(r.partition_errors) | {r.error}
         errors.discard("NONE")
         for error in errors:
             self.note_coordinator_error(client, error)
         if "REBALANCE_IN_PROGRESS" in errors:
             client.rejoin_needed = True
         if "UNKNOWN_MEMBER_ID" in errors or "ILLEGAL_GENERATION" in errors:
-            if r["generation_id"] == client.generation:
+            if r.sent_generation == client.generation:
                 self._reset_generation(client, reset_member_id="UNKNOWN_MEMBER_ID" in errors)
                 client.rejoin_needed = True
-        if "FENCED_INSTANCE_ID" in errors and r["generation_id"] == client.generation:
+        if "FENCED_INSTANCE_ID" in errors and r.sent_generation == client.generation:
             self.fatal(client, "FENCED_INSTANCE_ID")
             return
         # The poll loop's own commit was answered while a close or a rejoin waited for it: the close's commit,
         # or onJoinPrepare (its commit, or the JoinGroup), comes next. Any other commit was the one they sent.
-        loop_commit = client.phase == Phase.STABLE and self.is_periodic_request(client, "commit", r["request_id"])
+        loop_commit = client.phase == Phase.STABLE and self.is_periodic_request(client, "commit", r.request_id)
         if client.closing:
             if loop_commit and client.config.commits_on_revoke and client.owned:
                 self._commit(client, self.positions(client))

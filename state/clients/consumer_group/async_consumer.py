@@ -34,6 +34,7 @@ plain data (its continuations and random draws included), stored with the rest o
 
 from __future__ import annotations
 
+from state.clients.answers import Answer
 from state.clients.config import CLOSE_TIMEOUT_MS
 from state.clients.consumer_group import member_actions as actions
 from state.clients.consumer_group.member import Membership
@@ -262,38 +263,38 @@ def offset_fetch_member(client) -> dict:
     return {"member_id": membership.member_id, "member_epoch": membership.member_epoch}
 
 # -- answers ------------------------------------------------------------------------------------------
-def on_member_response(fleet, client, r: dict) -> None:
-    membership, error = client.membership, r["error"]
+def on_member_response(fleet, client, r: Answer) -> None:
+    membership, error = client.membership, r.error
     fleet.note_coordinator_error(client, error)
-    request = client.member_requests.pop(r["request_id"], None)
-    if r["api"] == "ConsumerGroupHeartbeat":
+    request = client.member_requests.pop(r.request_id, None)
+    if r.api == "ConsumerGroupHeartbeat":
         if error == "NETWORK_EXCEPTION":
             membership.on_request_failed(fleet.now, request, DISCONNECTED)
         else:
-            assignment = r["assignment"]
+            assignment = r.assignment
             membership.on_response(fleet.now, request, HeartbeatResponse(
-                error=error, member_id=r["member_id"], member_epoch=r["generation_id"] or 0,
-                heartbeat_interval_ms=r["heartbeat_interval_ms"] or 0,
+                error=error, member_id=r.member_id, member_epoch=r.member_epoch,
+                heartbeat_interval_ms=r.heartbeat_interval_ms,
                 assignment=None if assignment is None else tuple(sorted(
-                    (fleet.host.topic_id(p["topic"]), tuple(sorted(p["partitions"]))) for p in assignment))))
+                    (fleet.host.topic_id(p.topic), tuple(sorted(p.partitions))) for p in assignment))))
             if assignment is not None:
                 fleet.schedule_poll(client, fleet.now)  # a new target: reconciliation starts at a poll
-    elif r["api"] == "OffsetCommit":
-        errors = sorted(({res["error"] for res in r["results"] or ()} | {error}) - {"NONE"})
+    elif r.api == "OffsetCommit":
+        errors = sorted((set(r.partition_errors) | {error}) - {"NONE"})
         if request is not None:
             _commit_answered(fleet, client, request, errors)
-    elif r["api"] == "FindCoordinator":
+    elif r.api == "FindCoordinator":
         if error != "NONE":
             backoff = client.config.retry_backoff(client.retry_attempts, client.jitter_seed(fleet.now))
             client.retry_attempts += 1
             fleet.client_timer(client, "heartbeat", fleet.now + backoff)  # the next pass looks up again
             return
         client.retry_attempts = 0
-        client.coordinator = r["coordinator"]
+        client.coordinator = r.coordinator
         membership.coordinator_found()
         if client.commit_retry is not None:
             _retry_commit(fleet, client)
-    elif r["api"] == "OffsetFetch":
+    elif r.api == "OffsetFetch":
         fleet.on_offset_fetch_response(client, r)
     _pump(fleet, client)
 
