@@ -83,9 +83,6 @@ COORDINATOR = ("state.classic", "state.consumer_group", "state.offsets", "state.
 # What a client may read of the coordinator's packages: the wire's shapes, not the coordinator's state.
 WIRE = ("state.classic.consumer_protocol", "state.classic.group_state", "state.consumer_group.messages",
         "state.consumer_group.topic_id", "state.offsets.production")
-# The closed form of a steady member's quiet period still spans both sides: it takes the member's session timer
-# out of the coordinator's queue and predicts the answers to the requests it elides (docs/architecture.md).
-SPANS_BOTH = {"state/clients/elision.py"}
 
 
 def _imports_of(folder: str) -> Iterator[tuple[str, int, str]]:
@@ -103,7 +100,7 @@ def test_the_coordinator_side_never_imports_the_client_side():
 
 def test_the_client_side_reads_only_the_wire_of_the_coordinator_side():
     found = [f"{path}:{line}: imports {module}" for path, line, module in _imports_of("state/clients")
-             if path not in SPANS_BOTH and module.startswith(COORDINATOR) and not module.startswith(WIRE)]
+             if module.startswith(COORDINATOR) and not module.startswith(WIRE)]
     assert not found, "\n".join(found)
 
 

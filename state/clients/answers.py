@@ -17,7 +17,7 @@ from state.classic.consumer_protocol import TopicPartition
 from state.events import PartitionList
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Answer:
     """What every answer carries: the request it answers (its id, as the correlation id pairs them) and its
     top-level error (NETWORK_EXCEPTION when the connection failed and no broker answered)."""
@@ -27,19 +27,19 @@ class Answer:
     error: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class FindCoordinatorAnswer(Answer):
     coordinator: int | None  # the coordinator epoch the node it names leads (the simulation's node identity)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class JoinMember:
     member_id: str
     group_instance_id: str | None
     metadata: bytes
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class JoinGroupAnswer(Answer):
     member_id: str
     generation_id: int
@@ -49,28 +49,28 @@ class JoinGroupAnswer(Answer):
     members: tuple[JoinMember, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SyncGroupAnswer(Answer):
     assignment: tuple[TopicPartition, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class HeartbeatAnswer(Answer):
     sent_generation: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class OffsetCommitAnswer(Answer):
     sent_generation: int
     partition_errors: tuple[str, ...]  # each partition's error, in the request's order
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class OffsetFetchAnswer(Answer):
     offsets: dict[TopicPartition, int]  # the partitions answered without error: their committed offset (-1: none)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ConsumerGroupHeartbeatAnswer(Answer):
     member_id: str | None
     member_epoch: int

@@ -4,7 +4,8 @@
 `t` in time order (at equal times deadlines fire first, then events in (ts, seq) order); `take_output()`
 returns the rows produced since the last call. With coordsim.periodic.elision, steady clients' periodic
 requests and the lookup loop of clients whose coordinator's broker is down are not among those items: they are
-caught up in closed form before each item (state/clients/elision.py, state/clients/lookup_loop.py).
+caught up in closed form before each item (state/clients/elision.py and its coordinator's half,
+state/runtime/periodic_answers.py; state/clients/lookup_loop.py).
 The object encodes to bytes (`encode`/`decode`, state/runtime/encoding.py), so the Spark engine can keep it as the
 group's state between micro-batches and get the same rows as one uninterrupted local run: outputs never
 depend on how events were batched.
@@ -49,6 +50,7 @@ from state.offsets.manager import OffsetMetadataManager
 from state.runtime.output import Output
 from state.clients.elision import PeriodicElision
 from state.offsets.production import rule_offset
+from state.runtime.periodic_answers import PeriodicAnswers
 from state.runtime.quiet_runs import QuietRuns
 from state.records.group_log import GroupLog, OffsetCommitRecord, Record
 from state.request_rows import request_row
@@ -118,6 +120,7 @@ class GroupRuntime:
         self.requests_sent_to: dict[str, int | None] = {}
         self.quiet = QuietRuns()
         self.elision = PeriodicElision()
+        self.periodic_answers = PeriodicAnswers()  # the coordinator's half of the elision
         self.lookups = LookupLoops()  # the clients going round the lookup loop, in closed form
         self.steps = 0          # events and deadlines applied: the work a run cost
         self._sweep_inputs_seen: tuple | None = None
@@ -204,7 +207,7 @@ class GroupRuntime:
         """Latest pending protocol deadline (the periodic offsets sweep excluded): where a finite run drains to."""
         # Clients' own deadlines (heartbeats, polls) recur for as long as they run: they set no end.
         deadlines = [t.deadline for t in self.timers.pending() if t.kind != "sweep"]
-        deadlines += self.elision.elided_session_deadlines(self)
+        deadlines += self.periodic_answers.session_deadlines(self)
         return max(deadlines) if deadlines else None
 
     def held_count(self) -> int:

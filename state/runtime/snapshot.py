@@ -22,10 +22,10 @@ import zlib
 
 from state.metrics import unconsumed_figures
 from state.runtime.output import Output
-from state.clients.elision import runs_at
+from state.runtime.periodic_answers import runs_at
 from state.runtime.quiet_runs import write_run
 
-FORMAT = 1
+FORMAT = 2  # 2: a run's growth is (first arrival, period, requests folded)
 
 
 class SnapshotError(ValueError):
@@ -34,7 +34,8 @@ class SnapshotError(ValueError):
 
 def take(runtime) -> bytes:
     """The snapshot of `runtime` (a GroupRuntime) at its current time; the runtime is left as it was."""
-    runs, openings = runtime.elision.open_runs(runtime)
+    origins = {client_id: runtime.fleet.clients[client_id].origin for client_id in runtime.periodic_answers.members}
+    runs, openings = runtime.periodic_answers.open_runs(runtime, origins)
     generations = [row for row in (runtime.classic.pending_generation_row(None), runtime.consumer.generation_row(None))
                    if row is not None]
     m = runtime.metrics
