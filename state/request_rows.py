@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 
 from state.classic import consumer_protocol
-from state.events import (CommitPartition, ConsumerGroupHeartbeat, Event, Heartbeat, JoinGroup, LeaveGroup,
+from state.events import (ConsumerGroupHeartbeat, Event, Heartbeat, JoinGroup, LeaveGroup,
                           OffsetCommit, OffsetFetch, Protocol, SyncGroup, group_partitions)
 from state.tables import partitions_column
 
@@ -42,10 +42,25 @@ def _join_group(row: dict, event: JoinGroup) -> None:
                protocols=[_protocol(p) for p in event.protocols])
 
 
+# A group's members often join with the same Subscription (no partitions owned yet, the same generation): each
+# distinct one is decoded once. The entries are only read (written as JSON), so rows may share them.
+_READABLE: dict[bytes, dict] = {}
+_READABLE_MAX = 4_096
+
+
 def _protocol(protocol: Protocol) -> dict:
     """A consumer-protocol JoinGroup protocol in the readable form (`state.events.subscription_protocol`'s)."""
-    subscription = consumer_protocol.decode_subscription(protocol.metadata)
-    entry = {"name": protocol.name, "topics": list(subscription.topics),
+    readable = _READABLE.get(protocol.metadata)
+    if readable is None:
+        if len(_READABLE) >= _READABLE_MAX:
+            _READABLE.clear()
+        readable = _READABLE[protocol.metadata] = _readable(protocol.metadata)
+    return {"name": protocol.name, **readable}
+
+
+def _readable(metadata: bytes) -> dict:
+    subscription = consumer_protocol.decode_subscription(metadata)
+    entry = {"topics": list(subscription.topics),
              "owned_partitions": partitions_column(group_partitions(subscription.owned_partitions)),
              # The Java Subscription (and its decoder here) keeps no negative generation: -1 is the wire's "none".
              "generation_id": -1 if subscription.generation_id is None else subscription.generation_id}
@@ -65,7 +80,9 @@ def _sync_group(row: dict, event: SyncGroup) -> None:
 
 
 def _heartbeat(row: dict, event) -> None:
-    _member(row, event)
+    row["member_id"] = event.member_id
+    if event.group_instance_id is not None:
+        row["group_instance_id"] = event.group_instance_id
     row["generation_id"] = event.generation_id
 
 
@@ -81,12 +98,11 @@ def _leave_group(row: dict, event: LeaveGroup) -> None:
 
 
 def _offset_commit(row: dict, event: OffsetCommit) -> None:
-    _heartbeat(row, event)
-    row["offsets"] = [_commit_partition(p) for p in event.offsets]
-
-
-def _commit_partition(partition: CommitPartition) -> dict:
-    return {"topic": partition.topic, "partition": partition.partition, "offset": partition.offset}
+    row["member_id"] = event.member_id
+    if event.group_instance_id is not None:
+        row["group_instance_id"] = event.group_instance_id
+    row["generation_id"] = event.generation_id
+    row["offsets"] = [{"topic": p.topic, "partition": p.partition, "offset": p.offset} for p in event.offsets]
 
 
 def _offset_fetch(row: dict, event: OffsetFetch) -> None:

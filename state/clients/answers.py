@@ -80,51 +80,54 @@ class ConsumerGroupHeartbeatAnswer(Answer):
 
 def parse_answer(row: dict) -> Answer:
     """The typed answer of a response, from the row it travels as."""
-    api, request_id, error = row["api"], row["request_id"], row["error"]
-    parse = _PARSERS.get(api)
-    if parse is None:  # LeaveGroup: the client only needs to know it was answered
-        return Answer(api, request_id, error)
-    return parse(api, request_id, error, row)
+    return _PARSERS[row["api"]](row)
 
 
-def _find_coordinator(api: str, request_id: str, error: str, row: dict) -> FindCoordinatorAnswer:
-    return FindCoordinatorAnswer(api, request_id, error, row.get("coordinator"))
+def _answer(row: dict) -> Answer:
+    """LeaveGroup's: the client only needs to know it was answered."""
+    return Answer(row["api"], row["request_id"], row["error"])
 
 
-def _join_group(api: str, request_id: str, error: str, row: dict) -> JoinGroupAnswer:
+def _find_coordinator(row: dict) -> FindCoordinatorAnswer:
+    return FindCoordinatorAnswer(row["api"], row["request_id"], row["error"], row.get("coordinator"))
+
+
+def _join_group(row: dict) -> JoinGroupAnswer:
     members = tuple(JoinMember(m["member_id"], m["group_instance_id"], m["metadata"]) for m in row["members"] or ())
-    return JoinGroupAnswer(api, request_id, error, row["member_id"], row["generation_id"], row["protocol_name"],
-                           row["leader_id"], bool(row["skip_assignment"]), members)
+    return JoinGroupAnswer(row["api"], row["request_id"], row["error"], row["member_id"], row["generation_id"],
+                           row["protocol_name"], row["leader_id"], bool(row["skip_assignment"]), members)
 
 
-def _sync_group(api: str, request_id: str, error: str, row: dict) -> SyncGroupAnswer:
-    return SyncGroupAnswer(api, request_id, error, tuple(
+def _sync_group(row: dict) -> SyncGroupAnswer:
+    return SyncGroupAnswer(row["api"], row["request_id"], row["error"], tuple(
         TopicPartition(p["topic"], n) for p in row["assignment"] or () for n in p["partitions"]))
 
 
-def _heartbeat(api: str, request_id: str, error: str, row: dict) -> HeartbeatAnswer:
-    return HeartbeatAnswer(api, request_id, error, row["generation_id"])
+def _heartbeat(row: dict) -> HeartbeatAnswer:
+    return HeartbeatAnswer(row["api"], row["request_id"], row["error"], row["generation_id"])
 
 
-def _offset_commit(api: str, request_id: str, error: str, row: dict) -> OffsetCommitAnswer:
-    return OffsetCommitAnswer(api, request_id, error, row["generation_id"],
-                              tuple(result["error"] for result in row["results"] or ()))
+def _offset_commit(row: dict) -> OffsetCommitAnswer:
+    return OffsetCommitAnswer(row["api"], row["request_id"], row["error"], row["generation_id"],
+                              tuple([result["error"] for result in row["results"] or ()]))
 
 
-def _offset_fetch(api: str, request_id: str, error: str, row: dict) -> OffsetFetchAnswer:
-    return OffsetFetchAnswer(api, request_id, error, {
+def _offset_fetch(row: dict) -> OffsetFetchAnswer:
+    return OffsetFetchAnswer(row["api"], row["request_id"], row["error"], {
         TopicPartition(result["topic"], result["partition"]): result["offset"]
         for result in row["results"] or () if result["error"] == "NONE"})
 
 
-def _consumer_group_heartbeat(api: str, request_id: str, error: str, row: dict) -> ConsumerGroupHeartbeatAnswer:
+def _consumer_group_heartbeat(row: dict) -> ConsumerGroupHeartbeatAnswer:
     assignment = row["assignment"]
     return ConsumerGroupHeartbeatAnswer(
-        api, request_id, error, row["member_id"], row["generation_id"] or 0, row["heartbeat_interval_ms"] or 0,
+        row["api"], row["request_id"], row["error"], row["member_id"], row["generation_id"] or 0,
+        row["heartbeat_interval_ms"] or 0,
         None if assignment is None else tuple(PartitionList(p["topic"], tuple(p["partitions"])) for p in assignment))
 
 
 _PARSERS = {
+    "LeaveGroup": _answer,
     "FindCoordinator": _find_coordinator,
     "JoinGroup": _join_group,
     "SyncGroup": _sync_group,

@@ -8,7 +8,7 @@ the dead broker, the connection fails (NETWORK_EXCEPTION), the client marks the 
 it up again after retry.backoff.ms (its heartbeat thread) or at its next poll, is told the same broker, and
 tries again. The lookups reach a broker and are written (a `requests` and a `responses` row each, at the
 broker `lookup_node` draws); the heartbeats and commits sent to the down broker reach none and get a
-`responses` row of their failed connection only. While the partition has no leader (no replica in sync is live),
+`responses` row of their failed connection only (the brokers' side of it: state/runtime/lookups.py). While the partition has no leader (no replica in sync is live),
 lookups are answered COORDINATOR_NOT_AVAILABLE: the client never learns a coordinator, its heartbeat thread
 looks up again every retry.backoff.ms and its poll loop after the exponential backoff, whose jitter is drawn
 from the client and the time of the answer (ClientConfig.retry_backoff), so the loop computes it as well.
@@ -38,11 +38,10 @@ Anything else goes step by step.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 
-from state.clients.fleet import SYNTHETIC, Phase, SyntheticConsumer
-from state.request_rows import request_row
+from state.clients.fleet import Phase, SyntheticConsumer
+from state.runtime.lookups import write_arrivals
 
 FIND, HEARTBEAT, COMMIT = "find", "heartbeat", "commit"
 # A client's items due in the same millisecond come in its timers' order: its own timers by kind (heartbeat,
@@ -67,7 +66,7 @@ class LookupLoop:
     folded_to: int              # its instants before this are done
     quiet_until: int            # its first instant at or after `folded_to`
     flying: dict[str, tuple[int, int]] = field(default_factory=dict)  # slot -> (sent, seq) of its request
-    wire: list[tuple] = field(default_factory=list)  # (arrival, seq, line, slot, sent) of requests not arrived
+    wire: list[tuple] = field(default_factory=list)  # (arrival, seq, line, chain, sent) of requests not arrived
     answer: dict | None = None  # the `responses` row of the lookup in `flying`, once it arrived
 
 
@@ -135,7 +134,8 @@ class LookupLoops:
                 self._run_loop(rt, rt.fleet.clients[client_id], loop, at, arrived)
             loop.folded_to = max(loop.folded_to, at)
         if arrived:
-            self._write_arrivals(rt, arrived)
+            for client_id, answer in write_arrivals(rt, arrived).items():
+                self.loops[client_id].answer = answer
 
     def wakeup(self) -> int | None:
         """When the first looping client has something due."""
@@ -205,7 +205,8 @@ class LookupLoops:
                     beat = (t, counter)
                 else:
                     commit = (t, counter)
-                wire.append((t + there, counter, lines[send], send, t))
+                # The chain it belongs to, as the fleet names them (None: a lookup).
+                wire.append((t + there, counter, lines[send], None if send == FIND else send, t))
         loop.known, loop.heartbeat, loop.poll, loop.next_commit, loop.counter, loop.attempts = (
             known, heartbeat, poll, next_commit, counter, attempts)
         loop.flying = {slot: request for slot, request in zip(SLOTS, (find, beat, commit)) if request is not None}
@@ -216,36 +217,6 @@ class LookupLoops:
         del wire[:done]
         loop.quiet_until = min([heartbeat] + ([poll] if poll is not None else [])
                                + [sent + rtt for sent, _ in loop.flying.values()] + [w[0] for w in wire[:1]])
-
-    def _write_arrivals(self, rt, arrived: list[tuple]) -> None:
-        """The requests that arrived, in the order the coordinator takes them: a lookup is answered from
-        metadata at the broker it went to; a heartbeat or commit to the down broker reaches no broker, and its
-        failed connection is written."""
-        arrived.sort(key=lambda a: a[:3])
-        # A client's requests of a slot differ only in when they were sent and their number: each is its
-        # first one's rows with those changed.
-        first: dict[tuple[str, str], tuple[dict | None, dict]] = {}
-        for arrival, seq, _, slot, sent, client, loop in arrived:
-            request_id = (client.request_id(seq) if slot == FIND
-                          else rt.fleet.periodic_request_id(client, slot, sent))
-            if (client.client_id, slot) not in first:
-                if slot == FIND:
-                    event = rt.fleet.lookup_request(client, seq, sent)
-                    raw, row = request_row(event), rt.out.response_row(event, arrival, rt.lookup_error)
-                else:
-                    event, raw = rt.fleet.periodic_request(client, slot, sent, seq)[0], None
-                    row = rt.failed_connection(event, arrival, rt.coordinator_epoch)
-                first[client.client_id, slot] = raw, row
-            raw, row = first[client.client_id, slot]
-            row = dict(row, request_ts=arrival, response_ts=arrival, request_id=request_id, request_seq=seq)
-            if slot == FIND:
-                rt.out.request(dict(raw, ts=arrival, seq=seq, request_id=request_id))
-                row["node_id"] = lookup_node(rt.group_id, rt.live_brokers, request_id)
-                loop.answer = row
-            rt.out.emit("responses", row)
-        arrival, seq, line = arrived[-1][:3]
-        rt._last_key = (arrival, seq, SYNTHETIC, line)
-        rt.last_event_ts = max(rt.last_event_ts, arrival)
 
     def _end_loop(self, rt, client: SyntheticConsumer, loop: LookupLoop) -> None:
         """Put back the client's explicit state as of `loop.folded_to`."""
@@ -269,15 +240,3 @@ class LookupLoops:
                 fleet.route_response(event, dict(loop.answer, coordinator=epoch), sent + there)
             else:
                 fleet.route_response(event, rt.failed_connection(event, sent + there, epoch), sent + there)
-
-
-def lookup_node(group_id: str, live: list[int], request_id: str) -> int | None:
-    """The broker a synthetic client's FindCoordinator `request_id` goes to. The Java client sends it to
-    NetworkClient.leastLoadedNode: from a random offset over its metadata's nodes, the first with a ready
-    connection and nothing in flight, else the one with the fewest requests in flight; a node whose
-    connection was refused is in reconnect backoff and never ready. Here: a draw from the group and the
-    request among the brokers up now (None when the input names none: a run without a cluster)."""
-    if not live:
-        return None
-    key = f"{group_id}\x00{request_id}".encode()
-    return live[int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big") % len(live)]

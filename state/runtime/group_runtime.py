@@ -37,7 +37,8 @@ from state.events import (CLIENT_DIRECTIVE_CLASSES, CoordinatorFault, EndOfRun, 
 from state.classic.group import ClassicGroup
 from state.classic.group_state import CLASSIC, GroupState
 from state.java_compat import coordinator_partition
-from state.clients.lookup_loop import LookupLoops, lookup_node
+from state.clients.lookup_loop import LookupLoops
+from state.runtime.lookups import lookup_node
 from state.runtime.member_ids import MemberIds
 from state.classic.manager import ClassicGroupManager
 from state.metrics import GroupMetrics
@@ -93,7 +94,7 @@ class GroupRuntime:
         self.coordinators: list[int | None] = [None]
         self.down_epochs: set[int] = set()
         # The cluster's brokers that are up (a `live_brokers` fault; None: the input names none), where a
-        # synthetic client's FindCoordinator goes (state.clients.lookup_loop.lookup_node).
+        # synthetic client's FindCoordinator goes (state.runtime.lookups.lookup_node).
         self.live_brokers: tuple[int, ...] | None = None
         self.now = -1
         # The group's figures (the `metrics` row): told what happened as the results are carried out, and by the
