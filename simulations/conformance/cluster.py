@@ -45,6 +45,15 @@ def check_free(port: int) -> None:
             raise ConformanceError(f"port {HOST}:{port} is in use: choose other ports or stop what holds it") from None
 
 
+def new_cluster_id() -> str:
+    """A random cluster id as Kafka's Uuid.randomUuid makes one: printed in URL-safe base64, and never one that
+    starts with '-', which StorageTool's `-t` would take for an option (1 in 64 ids)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
 class Cluster:
     def __init__(self, classpath: list[str], work: Path, processes: Processes, nodes: int = 1,
                  settings: dict[str, object] | None = None, ports: list[int] | None = None) -> None:
@@ -96,7 +105,7 @@ class Cluster:
     def start(self) -> None:
         for port in self.ports:
             check_free(port)
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()  # as Kafka's Uuid prints
+        cluster_id = new_cluster_id()
         for node in range(1, self.nodes + 1):
             folder = self.work / f"node-{node}"
             folder.mkdir(parents=True, exist_ok=True)

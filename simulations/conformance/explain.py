@@ -3,9 +3,9 @@ scenario and Kafka version, the answers compared and equal, the records compared
 difference counted under its cause. A difference no rule explains is `unexplained`, and the command fails.
 
 Answer differences (the `divergence` kinds of simulations/capture/compare.py) are explained by
-EXPLAINED_ANSWERS, keyed by the kind and the two errors; every other is unexplained. Record differences are the kinds of
-offsets_topic.RECORD_KINDS; those below are causes, the others (`value`, `size`, `real_only`, `simulated_only`)
-are unexplained.
+EXPLAINED_ANSWERS, keyed by the kind and the two errors, by OVERTAKEN and by SWEPT below; every other is
+unexplained. Record differences are the kinds of offsets_topic.RECORD_KINDS; those below are causes, the others
+(`value`, `size`, `real_only`, `simulated_only`) are unexplained unless they follow a sweep SWEPT found.
 """
 
 from __future__ import annotations
@@ -45,17 +45,57 @@ OVERTAKEN = ("timing: the broker answered it before an earlier request of anothe
 MADE_UP = "timing: the assignment coordsim answered to the member's request before (follows the above)"
 
 
-def answer_causes(divergences: pd.DataFrame) -> Counter:
-    """Each answer difference's cause, counted (`unexplained: <kind> <api>` where no rule applies)."""
+SWEPT = ("timing: the broker's offsets-retention sweep deleted the Empty group between the member id it handed out "
+         "(MEMBER_ID_REQUIRED) and that member's JoinGroup, which it answered UNKNOWN_MEMBER_ID (the broker sweeps "
+         "every offsets.retention.check.interval.ms counted from its partition's load, coordsim at whole multiples "
+         "of it)")
+SWEPT_FOLLOWS = ("timing: follows that sweep (the member's rejoin under a new id until it leaves; the broker's "
+                 "log holds the group's deletion and re-creation, coordsim's does not, so each key's records from "
+                 "the sweep on pair one off)")
+
+
+def answer_causes(divergences: pd.DataFrame, group_deleted_at: list[int] = ()) -> Counter:
+    """Each answer difference's cause, counted (`unexplained: <kind> <api>` where no rule applies);
+    `group_deleted_at`: when the broker deleted the group (its GroupMetadata tombstones)."""
     causes = Counter()
     overtaken = _overtaken(divergences)
+    swept, _ = _swept(divergences, group_deleted_at)
     for row in divergences.itertuples():
         if row.divergence == "none":
             continue
         key = (row.divergence, row.captured_error, row.simulated_error)
-        cause = overtaken.get(row.Index) or EXPLAINED_ANSWERS.get(key)
+        cause = overtaken.get(row.Index) or EXPLAINED_ANSWERS.get(key) or swept.get(row.Index)
         causes[cause or f"unexplained: {row.divergence} ({row.api})"] += 1
     return causes
+
+
+def _swept(divergences: pd.DataFrame, group_deleted_at: list[int]) -> tuple[dict[int, str], int | None]:
+    """The JoinGroup the broker refused (UNKNOWN_MEMBER_ID, coordsim: NONE) with the member id it had handed
+    out on that connection, a tombstone of the group falling between that answer and this one (SWEPT); the
+    differing answers after it on that connection up to its LeaveGroup (SWEPT_FOLLOWS); and the sweep's time."""
+    refused = divergences[(divergences["api"] == "JoinGroup") & (divergences["captured_error"] == "UNKNOWN_MEMBER_ID")
+                          & (divergences["simulated_error"] == "NONE")]
+    for index, row in refused.iterrows():
+        before = divergences.loc[:index - 1]
+        handed = before[(before["connection"] == row["connection"]) & (before["api"] == "JoinGroup")
+                        & (before["captured_error"] == "MEMBER_ID_REQUIRED")
+                        & (before["captured_member_id"] == row["captured_member_id"])]
+        if handed.empty:
+            continue
+        given = handed.iloc[-1]["captured_response_ts"]
+        sweeps = [t for t in group_deleted_at if given <= t <= row["captured_response_ts"]]
+        if not sweeps:
+            continue
+        found = {index: SWEPT}
+        for later, after in divergences.loc[index + 1:].iterrows():
+            if after["connection"] != row["connection"]:
+                continue
+            if after["divergence"] != "none":
+                found[later] = SWEPT_FOLLOWS
+            if after["api"] == "LeaveGroup":
+                break
+        return found, sweeps[0]
+    return {}, None
 
 
 def _overtaken(divergences: pd.DataFrame) -> dict[int, str]:
@@ -80,18 +120,26 @@ def _overtaken(divergences: pd.DataFrame) -> dict[int, str]:
     return found
 
 
-def record_causes(records: pd.DataFrame) -> Counter:
+def record_causes(records: pd.DataFrame, swept_at: int | None = None) -> Counter:
+    """Each record difference's cause, counted; `swept_at`: the sweep SWEPT found, whose records from then
+    on (either side's write time) follow it."""
     causes = Counter()
-    for kind in records["kind"]:
-        if kind != "equal":
-            causes[EXPLAINED_RECORDS.get(kind, f"unexplained: {kind} ({RECORD_KINDS[kind]})")] += 1
+    for kind, real_ts, simulated_ts in zip(records["kind"], records["real_ts"], records["simulated_ts"]):
+        if kind == "equal":
+            continue
+        cause = EXPLAINED_RECORDS.get(kind)
+        written = real_ts if pd.notna(real_ts) else simulated_ts
+        if cause is None and swept_at is not None and pd.notna(written) and written >= swept_at:
+            cause = SWEPT_FOLLOWS
+        causes[cause or f"unexplained: {kind} ({RECORD_KINDS[kind]})"] += 1
     return causes
 
 
 def summary_row(outcome) -> dict:
     """One line of the table for one scenario's outcome (runner.Outcome)."""
     answers, records = outcome.divergences, outcome.records
-    causes = answer_causes(answers) + record_causes(records)
+    _, swept_at = _swept(answers, outcome.group_deleted_at)
+    causes = answer_causes(answers, outcome.group_deleted_at) + record_causes(records, swept_at)
     rejects = Counter(r["reason"].split(":", 1)[0] for r in outcome.rejects)
     return {
         "scenario": outcome.scenario.name, "kafka": outcome.version,

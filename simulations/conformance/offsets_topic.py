@@ -65,21 +65,22 @@ RECORD_KINDS = {
     "simulated_only": "a record only coordsim wrote",
 }
 RECORD_COLUMNS = ["group_id", "record_type", "key", "index", "kind", "bytes_equal", "real_size", "simulated_size",
-                  "differences"]
+                  "differences", "real_ts", "simulated_ts"]
 
 
 def compare_records(dump: list[dict], tables: dict[str, list[dict]], kafka_4_0: bool = False,
                     until: int | None = None) -> pd.DataFrame:
-    """One row per record of either side, `kind` one of RECORD_KINDS; `differences` names the fields. A
+    """One row per record of either side, `kind` one of RECORD_KINDS; `differences` names the fields; `real_ts`
+    and `simulated_ts` are when each side wrote it (the real record's timestamp, the row's `write_ts`). A
     simulated record written after `until` (when the broker's records were read back) is `after_capture`:
     the replay's timers run on past the capture's end, the real cluster was stopped."""
     real = defaultdict(list)
     for line in dump:
         key = base64.b64decode(line["key"])
         value = None if line["value"] is None else base64.b64decode(line["value"])
-        real[key].append((value, record_size(key, value)))
+        real[key].append((value, record_size(key, value), line.get("timestamp")))
     simulated, late = _simulated(tables, kafka_4_0, until)
-    rows = [_late(key, index, size) for key, index, size in late]
+    rows = [_late(key, index, size, ts) for key, index, size, ts in late]
     for key in list(real) + [k for k in simulated if k not in real]:
         ours, theirs = simulated.get(key, []), real.get(key, [])
         for index in range(max(len(ours), len(theirs))):
@@ -91,6 +92,12 @@ def compare_records(dump: list[dict], tables: dict[str, list[dict]], kafka_4_0: 
 _MISSING = object()
 
 
+def group_deletions(dump: list[dict]) -> list[int]:
+    """When the broker deleted a classic group: the timestamps of its GroupMetadata tombstones."""
+    return [line["timestamp"] for line in dump
+            if line["value"] is None and _key_view(base64.b64decode(line["key"]))[0] == "GroupMetadata"]
+
+
 def record_size(key: bytes, value: bytes | None) -> int:
     """The record's bytes in a batch (DefaultRecord at offset and timestamp delta 0: state.records.record_bytes)."""
     body = (b"\x00\x00\x00" + varint(len(key)) + key + (varint(-1) if value is None else varint(len(value)) + value)
@@ -99,9 +106,9 @@ def record_size(key: bytes, value: bytes | None) -> int:
 
 
 def _simulated(tables: dict[str, list[dict]], kafka_4_0: bool, until: int | None) -> tuple[dict[bytes, list], list]:
-    """Each key's simulated (value, size) pairs, in write order: the value as bytes for a classic group's
+    """Each key's simulated (value, size, write_ts), in write order: the value as bytes for a classic group's
     records, as the compared fields for a consumer group's, with the row's `batch_bytes` as its size; and the
-    records written after `until` (key, index, size)."""
+    records written after `until` (key, index, size, write_ts)."""
     written = []
     for row in expand_rows("offsets", tables["offsets"]):
         record = offset_record(row)
@@ -121,27 +128,30 @@ def _simulated(tables: dict[str, list[dict]], kafka_4_0: bool, until: int | None
     for row, key, value, batch_bytes in sorted(written, key=lambda w: (w[0]["write_ts"], w[0]["out_seq"])):
         size = record_size(key, value) if batch_bytes is None else batch_bytes
         if until is not None and row["write_ts"] > until:
-            late.append((key, len(by_key[key]) + sum(k == key for k, _, _ in late), size))
+            late.append((key, len(by_key[key]) + sum(k == key for k, _, _, _ in late), size, row["write_ts"]))
         else:
-            by_key[key].append((value, size))
+            by_key[key].append((value, size, row["write_ts"]))
     return by_key, late
 
 
-def _late(key: bytes, index: int, size: int) -> dict:
+def _late(key: bytes, index: int, size: int, ts: int) -> dict:
     record_type, group, name = _key_view(key)
     return {"group_id": group, "record_type": record_type, "key": name, "index": index, "kind": "after_capture",
-            "bytes_equal": None, "real_size": None, "simulated_size": size, "differences": None}
+            "bytes_equal": None, "real_size": None, "simulated_size": size, "differences": None, "real_ts": None,
+            "simulated_ts": ts}
 
 
 def _pair(key: bytes, index: int, real_written, simulated_written) -> dict:
     record_type, group, name = _key_view(key)
-    real, real_size = real_written if real_written is not _MISSING else (_MISSING, None)
-    simulated, simulated_size = simulated_written if simulated_written is not _MISSING else (_MISSING, None)
+    real, real_size, real_ts = real_written if real_written is not _MISSING else (_MISSING, None, None)
+    simulated, simulated_size, simulated_ts = (simulated_written if simulated_written is not _MISSING
+                                               else (_MISSING, None, None))
     if (real_size is not None and simulated_size is not None and record_type not in ("OffsetCommit", "GroupMetadata")
             and simulated_size == real_size + RECORD_BATCH_OVERHEAD):
         simulated_size = real_size  # the batch's first record: batch_bytes counts the header with it
     row = {"group_id": group, "record_type": record_type, "key": name, "index": index, "bytes_equal": None,
-           "real_size": real_size, "simulated_size": simulated_size, "differences": None}
+           "real_size": real_size, "simulated_size": simulated_size, "differences": None, "real_ts": real_ts,
+           "simulated_ts": simulated_ts}
     if real is _MISSING or simulated is _MISSING:
         if record_type == "ConsumerGroupPartitionMetadata" and simulated is _MISSING:
             return row | {"kind": "partition_metadata"}

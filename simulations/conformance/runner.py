@@ -10,7 +10,7 @@ import json
 import os
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -21,7 +21,8 @@ from simulations.conformance.cluster import Cluster
 from simulations.conformance.driver import Java, compile_driver
 from simulations.conformance.failover import fault_rows, write_faults
 from simulations.conformance.maven import classpath
-from simulations.conformance.offsets_topic import compare_records
+from simulations.conformance.offsets_topic import compare_records, group_deletions
+from simulations.conformance.pipelined import hold_pipelined
 from simulations.conformance.processes import Processes, sigterm_ends_the_suite
 from simulations.conformance.scenarios import GROUP, SCENARIOS, Context, Scenario
 from simulations.conformance.sniffer import Capture
@@ -42,6 +43,7 @@ class Outcome:
     records: pd.DataFrame
     rejects: list[dict]
     work: Path
+    group_deleted_at: list[int] = field(default_factory=list)  # the broker's GroupMetadata tombstones' times
 
 
 def replay_settings(scenario: Scenario, version: str) -> list[str]:
@@ -83,6 +85,7 @@ def compare(scenario: Scenario, version: str, pcap: Path, ports: list[int], dump
     """The capture imported, replayed and compared; `failover` (the capture's start, the coordinator then, the
     brokers killed) gives the replay the coordinator's moves when the script killed a broker."""
     imported = import_capture(pcap, tuple(ports))
+    hold_pipelined(imported.events, imported.captured)
     events_file, captured_file, rejects_file = write_import(imported, work / "events" / "capture.jsonl")
     config = load_config(overrides=replay_settings(scenario, version))
     files = [events_file]
@@ -96,7 +99,8 @@ def compare(scenario: Scenario, version: str, pcap: Path, ports: list[int], dump
     offsets = final_offsets(result.tables, captured_file)
     records = compare_records(dump, result.tables, kafka_4_0=config.kafka_4_0, until=dumped_at)
     records.to_json(work / "records.ndjson", orient="records", lines=True)
-    return Outcome(scenario, version, divergences, offsets, records, list(imported.rejects), work)
+    return Outcome(scenario, version, divergences, offsets, records, list(imported.rejects), work,
+                   group_deletions(dump))
 
 
 _COORDINATOR_SETTINGS = set(load_config().to_kafka())

@@ -157,8 +157,10 @@ _LONG_MASK = (1 << 64) - 1
 
 def in_timeline_hash_map_order(keys: Iterable[str]) -> list[str]:
     """The order a TimelineHashMap (the consumer group's member map, created empty) filled with `keys` in
-    their order iterates them: slot by slot, colliding keys in insertion order. A map that held more members
-    once keeps its larger table in Kafka, which this rebuild from the present keys does not know of."""
+    their order iterates them: slot by slot, and within a slot last put first (a slot keeps its colliding keys
+    in insertion order, and SnapshottableHashTable's CurrentIterator unpacks a slot into a list it takes from
+    the end). A map that held more members once keeps its larger table in Kafka, which this rebuild from the
+    present keys does not know of."""
     slots: list[list[str]] = [[], []]  # BaseHashTable.MIN_CAPACITY
     for size, key in enumerate(keys):
         if (size + 1) * 0.75 > len(slots):
@@ -167,7 +169,7 @@ def in_timeline_hash_map_order(keys: Iterable[str]) -> list[str]:
                 for moved in chain:
                     slots[_slot(moved, len(slots))].append(moved)
         slots[_slot(key, len(slots))].append(key)
-    return [key for chain in slots for key in chain]
+    return [key for chain in slots for key in reversed(chain)]
 
 
 def _slot(key: str, table_size: int) -> int:

@@ -4,7 +4,9 @@ java.util.HashMap order, the order Kafka writes them in."""
 
 from __future__ import annotations
 
+from state.consumer_group import SERVER_ASSIGNORS_4_0
 from state.consumer_group import range as range_assignor
+from state.consumer_group.downgrade import in_timeline_hash_map_order
 from state.consumer_group.group import ConsumerGroupMember
 from state.consumer_group.group_spec import SubscriptionType, in_java_hash_map_order
 from state.consumer_group.target_assignment import TargetAssignmentBuilder
@@ -176,3 +178,27 @@ def test_members_of_one_hashmap_bucket_are_put_in_the_groups_timelinehashmap_ord
     result, assignor = build(builder, {})
     (spec,) = assignor.calls
     assert list(spec.members) == [b, a, c]
+
+
+# Three member ids of one TimelineHashMap slot (the same slot in tables of 2 to 8 slots) and of one HashMap bucket
+# but the first, from a consumer-rolling-restart capture against Kafka 4.0.0: joined in this order.
+SLOT_0 = ("1DtSRCreRtaseK4hJHBloQ", "lsExKBzoQNKJ9oexOne-5w", "jpfHHui7SpyrDEU6uBjjTA")
+
+
+def test_a_timelinehashmap_iterates_the_keys_of_one_slot_last_put_first():
+    # SnapshottableHashTable.CurrentIterator unpacks a slot into a list and takes from its end.
+    assert in_timeline_hash_map_order(SLOT_0) == list(reversed(SLOT_0))
+
+
+def test_members_of_one_timelinehashmap_slot_are_put_into_the_groupspec_last_joined_first():
+    # The first of three members left, the next heartbeat (of the second) computes the target: Kafka 4.0.0's
+    # uniform assignor gave the freed partitions 1 and 3 in the GroupSpec's order, 1 to the third member to
+    # join and 3 to the second, and wrote their TargetAssignmentMember records in that order.
+    gone, second, third = SLOT_0
+    members = {m: ConsumerGroupMember(m, subscribed_topic_names=frozenset(["foo"])) for m in SLOT_0}
+    current = {gone: {FOO: frozenset([1, 3])}, second: {FOO: frozenset([0])}, third: {FOO: frozenset([2])}}
+    builder = TargetAssignmentBuilder(members, {}, current)
+    builder.remove_member(gone)
+    builder.add_or_update_member(members[second])
+    result = builder.build(8, SERVER_ASSIGNORS_4_0["uniform"], HOMOGENEOUS, TopicsImage({"foo": (FOO, 4)}), 0)
+    assert result.records[:2] == [target_record(third, foo=[1, 2]), target_record(second, foo=[0, 3])]
