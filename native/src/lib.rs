@@ -8,7 +8,11 @@ pub mod assignors;
 pub mod classic;
 pub mod consumer_group;
 pub mod java_compat;
+pub mod offsets;
+pub mod quiet_run;
 pub mod records;
+pub mod runtime;
+pub mod sha256;
 
 #[cfg(feature = "python")]
 mod py;

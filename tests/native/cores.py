@@ -12,6 +12,7 @@ module is a failure.
 
 from __future__ import annotations
 
+import importlib
 import os
 from types import ModuleType, SimpleNamespace
 from typing import Callable, Iterable
@@ -131,6 +132,12 @@ def record_bytes(core: str) -> ModuleType | SimpleNamespace:
         return python_record_bytes
     require_native()
     return SimpleNamespace(**{name: getattr(_native_record_bytes, name) for name in RECORD_BYTES})
+
+
+def native_module(name: str) -> ModuleType:
+    """coordsim_native.NAME (a module whose functions take plain values), or skip as `require_native`."""
+    require_native()
+    return importlib.import_module(f"coordsim_native.{name}")
 
 
 def native_java_compat() -> ModuleType:

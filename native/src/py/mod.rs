@@ -7,6 +7,7 @@
 mod assignors;
 mod consumer_protocol;
 mod java_compat;
+mod quiet_run;
 mod record_bytes;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -39,7 +40,11 @@ fn coordsim_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     submodule(m, "assignors", assignors::register)?;
     submodule(m, "consumer_protocol", consumer_protocol::register)?;
     submodule(m, "java_compat", java_compat::register)?;
-    submodule(m, "record_bytes", record_bytes::register)
+    submodule(m, "record_bytes", record_bytes::register)?;
+    submodule(m, "quiet_run", quiet_run::register_quiet_run)?;
+    submodule(m, "production", quiet_run::register_production)?;
+    submodule(m, "topic_id", quiet_run::register_topic_id)?;
+    submodule(m, "member_ids", quiet_run::register_member_ids)
 }
 
 fn submodule(m: &Bound<'_, PyModule>, name: &str, register: fn(&Bound<'_, PyModule>) -> PyResult<()>) -> PyResult<()> {
