@@ -6,7 +6,10 @@
 
 pub mod assignors;
 pub mod classic;
+pub mod config;
 pub mod consumer_group;
+pub mod errors;
+pub mod events;
 pub mod java_compat;
 pub mod offsets;
 pub mod quiet_run;

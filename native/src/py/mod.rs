@@ -5,6 +5,7 @@
 //! into Python.
 
 mod assignors;
+mod classic;
 mod consumer_protocol;
 mod java_compat;
 mod quiet_run;
@@ -44,7 +45,8 @@ fn coordsim_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     submodule(m, "quiet_run", quiet_run::register_quiet_run)?;
     submodule(m, "production", quiet_run::register_production)?;
     submodule(m, "topic_id", quiet_run::register_topic_id)?;
-    submodule(m, "member_ids", quiet_run::register_member_ids)
+    submodule(m, "member_ids", quiet_run::register_member_ids)?;
+    submodule(m, "classic", classic::register)
 }
 
 fn submodule(m: &Bound<'_, PyModule>, name: &str, register: fn(&Bound<'_, PyModule>) -> PyResult<()>) -> PyResult<()> {

@@ -37,7 +37,7 @@ fn topic_id(obj: &Bound<'_, PyAny>) -> PyResult<TopicId> {
     Ok(TopicId { msb, lsb })
 }
 
-fn blob(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+pub(crate) fn blob(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
     Ok(obj.cast::<PyBytes>()?.as_bytes().to_vec())
 }
 
@@ -59,7 +59,7 @@ fn offset_commit_value(v: &Bound<'_, PyAny>) -> PyResult<OffsetCommitValue> {
     })
 }
 
-fn group_metadata_value(v: &Bound<'_, PyAny>) -> PyResult<GroupMetadataValue> {
+pub(crate) fn group_metadata_value(v: &Bound<'_, PyAny>) -> PyResult<GroupMetadataValue> {
     let mut members = Vec::new();
     for m in v.get_item("members")?.try_iter()? {
         let m = m?;
