@@ -1,5 +1,6 @@
-//! Mirrors part of `state/events.py`: the typed requests the classic group manager reads (JoinGroup,
-//! SyncGroup, Heartbeat, LeaveGroup and their parts) and `group_partitions`. Parsing the input's rows into
+//! Mirrors part of `state/events.py`: the typed requests the classic group and offsets managers read
+//! (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch and their parts) and
+//! `group_partitions`. Parsing the input's rows into
 //! them (and the other events) comes with the runtime's port.
 //!
 //! A request carries `handle`, the caller's name for it: the effects that answer a request hold the request
@@ -109,13 +110,51 @@ pub struct LeaveGroup {
     pub members: Vec<LeaveIdentity>,
 }
 
-/// A request an effect answers (or whose connection fails), as the manager was given it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CommitPartition {
+    pub topic: String,
+    pub partition: i32,
+    pub offset: i64,
+    pub leader_epoch: i32,
+    pub metadata: Option<String>,
+    /// v1 only; -1 = use the coordinator's clock
+    pub commit_timestamp: i64,
+    /// A repeated commit's offsets rule (quiet_run.rs's `grown`); None: the same offset every time.
+    pub records_per_second: Option<f64>,
+    pub rate_origin_ts: Option<i64>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct OffsetCommit {
+    pub event: Event,
+    pub member_id: String,
+    pub group_instance_id: Option<String>,
+    pub generation_id: i32,
+    pub retention_time_ms: i64,
+    pub offsets: Vec<CommitPartition>,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OffsetFetch {
+    pub event: Event,
+    /// None = all committed partitions
+    pub partitions: Option<Vec<PartitionList>>,
+    pub require_stable: bool,
+    /// v9+ (KIP-848): a consumer-protocol member's id and epoch; None and -1 from an admin client, a classic
+    /// consumer or an older version.
+    pub member_id: Option<String>,
+    pub member_epoch: i32,
+}
+
+/// A request an effect answers (or whose connection fails), as the manager was given it.
+#[derive(Clone, Debug, PartialEq)]
 pub enum Request {
     JoinGroup(Arc<JoinGroup>),
     SyncGroup(Arc<SyncGroup>),
     Heartbeat(Arc<Heartbeat>),
     LeaveGroup(Arc<LeaveGroup>),
+    OffsetCommit(Arc<OffsetCommit>),
+    OffsetFetch(Arc<OffsetFetch>),
 }
 
 impl Request {
@@ -125,6 +164,8 @@ impl Request {
             Request::SyncGroup(r) => &r.event,
             Request::Heartbeat(r) => &r.event,
             Request::LeaveGroup(r) => &r.event,
+            Request::OffsetCommit(r) => &r.event,
+            Request::OffsetFetch(r) => &r.event,
         }
     }
 }

@@ -1,3 +1,4 @@
-//! Mirrors `state/offsets/`: committed offsets. Ported so far: the production model (production).
+//! Mirrors `state/offsets/`: committed offsets, their manager (manager) and the production model (production).
 
+pub mod manager;
 pub mod production;

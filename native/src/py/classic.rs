@@ -11,37 +11,29 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
-use rustc_hash::FxHashMap;
 
 use super::record_bytes::{blob, group_metadata_value};
+use super::result::{Requests, attr, generation_object, partition_lists, partitions_object};
 use super::{bad_input, guarded};
 use crate::classic::manager::ClassicGroupManager as Manager;
 use crate::config::CoordinatorConfig;
-use crate::events::{
-    CapturedAnswer, Event, Heartbeat, JoinGroup, LeaveGroup, LeaveIdentity, MemberAssignment, PartitionList, Protocol,
-    Request, SyncGroup,
-};
-use crate::records::group_log::{GroupMetadataValue, Record};
+use crate::events::{Heartbeat, JoinGroup, LeaveGroup, LeaveIdentity, MemberAssignment, Protocol, SyncGroup};
 use crate::runtime::member_ids::MemberIds;
-use crate::runtime::result::{
-    AssignmentRow, CoordinatorResult, Effect, GenerationRow, JoinMember, PartitionResult, Timer, TimerKey, Value,
-};
+use crate::runtime::result::CoordinatorResult;
 
-// The reference's effect kinds (state/runtime/result.py).
-const RESPOND: u8 = 0;
-const APPEND: u8 = 1;
-const SCHEDULE: u8 = 2;
-const CANCEL: u8 = 3;
-const CANCEL_ALL: u8 = 4;
-const CREATE_SIMPLE_GROUP: u8 = 5;
-const DELETE_GROUP: u8 = 6;
-const DELETE_CONSUMER_GROUP: u8 = 7;
-const DISCONNECT: u8 = 8;
-const STATE: u8 = 9;
-const MEMBER: u8 = 10;
-const GENERATION: u8 = 11;
-const ASSIGNMENT: u8 = 12;
-const SCHEDULE_IF_ABSENT: u8 = 13;
+/// The settings of the reference's CoordinatorConfig the native managers obey.
+pub(crate) fn coordinator_config(config: &Bound<'_, PyAny>) -> PyResult<CoordinatorConfig> {
+    let version: String = attr(config, "coordsim_kafka_version")?;
+    Ok(CoordinatorConfig {
+        group_min_session_timeout_ms: attr(config, "group_min_session_timeout_ms")?,
+        group_max_session_timeout_ms: attr(config, "group_max_session_timeout_ms")?,
+        group_initial_rebalance_delay_ms: attr(config, "group_initial_rebalance_delay_ms")?,
+        group_max_size: attr(config, "group_max_size")?,
+        offsets_retention_minutes: attr(config, "offsets_retention_minutes")?,
+        offset_metadata_max_bytes: attr(config, "offset_metadata_max_bytes")?,
+        kafka_4_0: version == "4.0",
+    })
+}
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ClassicGroupManager>()
@@ -50,13 +42,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 /// The manager and the Python objects of the requests it still holds, by handle.
 #[pyclass(module = "coordsim_native.classic")]
 pub struct ClassicGroupManager {
-    manager: Manager,
-    requests: FxHashMap<u64, Py<PyAny>>,
-    next_handle: u64,
-}
-
-fn attr<'py, T: FromPyObjectOwned<'py>>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<T> {
-    obj.getattr(name)?.extract().map_err(Into::into)
+    pub(crate) manager: Manager,
+    requests: Requests,
 }
 
 fn protocols(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Protocol>> {
@@ -72,50 +59,10 @@ fn protocols(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Protocol>> {
     Ok(out)
 }
 
-fn partition_lists(obj: &Bound<'_, PyAny>) -> PyResult<Option<Vec<PartitionList>>> {
-    if obj.is_none() {
-        return Ok(None);
-    }
-    let mut out = Vec::new();
-    for p in obj.try_iter()? {
-        let p = p?;
-        out.push(PartitionList { topic: attr(&p, "topic")?, partitions: attr(&p, "partitions")? });
-    }
-    Ok(Some(out))
-}
-
 impl ClassicGroupManager {
-    /// The common fields of a request, under a new handle that remembers its Python object.
-    fn event(&mut self, obj: &Bound<'_, PyAny>) -> PyResult<Event> {
-        let captured = obj.getattr("captured")?;
-        let captured = if captured.is_none() {
-            None
-        } else {
-            Some(CapturedAnswer {
-                connection: attr(&captured, "connection")?,
-                error: attr(&captured, "error")?,
-                member_id: attr(&captured, "member_id")?,
-                generation_id: attr(&captured, "generation_id")?,
-            })
-        };
-        let event = Event {
-            handle: self.next_handle,
-            ts: attr(obj, "ts")?,
-            group_id: attr(obj, "group_id")?,
-            seq: attr(obj, "seq")?,
-            request_id: attr(obj, "request_id")?,
-            client_id: attr(obj, "client_id")?,
-            api_version: attr(obj, "api_version")?,
-            captured,
-        };
-        self.requests.insert(self.next_handle, obj.clone().unbind());
-        self.next_handle += 1;
-        Ok(event)
-    }
-
     fn join_group_of(&mut self, obj: &Bound<'_, PyAny>) -> PyResult<JoinGroup> {
         Ok(JoinGroup {
-            event: self.event(obj)?,
+            event: self.requests.event(obj)?,
             member_id: attr(obj, "member_id")?,
             group_instance_id: attr(obj, "group_instance_id")?,
             protocol_type: attr(obj, "protocol_type")?,
@@ -138,7 +85,7 @@ impl ClassicGroupManager {
             });
         }
         Ok(SyncGroup {
-            event: self.event(obj)?,
+            event: self.requests.event(obj)?,
             member_id: attr(obj, "member_id")?,
             group_instance_id: attr(obj, "group_instance_id")?,
             generation_id: attr(obj, "generation_id")?,
@@ -150,7 +97,7 @@ impl ClassicGroupManager {
 
     fn heartbeat_of(&mut self, obj: &Bound<'_, PyAny>) -> PyResult<Heartbeat> {
         Ok(Heartbeat {
-            event: self.event(obj)?,
+            event: self.requests.event(obj)?,
             member_id: attr(obj, "member_id")?,
             group_instance_id: attr(obj, "group_instance_id")?,
             generation_id: attr(obj, "generation_id")?,
@@ -167,7 +114,7 @@ impl ClassicGroupManager {
                 reason: attr(&i, "reason")?,
             });
         }
-        Ok(LeaveGroup { event: self.event(obj)?, members })
+        Ok(LeaveGroup { event: self.requests.event(obj)?, members })
     }
 
     /// Run one operation: `read` the request (a TypeError naming it when it cannot be), `run` it (a panic is a
@@ -196,217 +143,8 @@ impl ClassicGroupManager {
         if let Some(list) = outcomes {
             list.del_slice(0, taken - result.outcomes.len())?;
         }
-        self.effects(py, result.effects)
+        self.requests.effects(py, result.effects)
     }
-
-    fn request_object(&mut self, py: Python<'_>, request: &Request) -> Py<PyAny> {
-        let handle = request.event().handle;
-        self.requests.remove(&handle).unwrap_or_else(|| py.None())
-    }
-
-    fn effects<'py>(&mut self, py: Python<'py>, effects: Vec<Effect>) -> PyResult<Bound<'py, PyList>> {
-        let out = PyList::empty(py);
-        for effect in effects {
-            let item: Bound<'py, PyTuple> = match effect {
-                Effect::Respond { request, error, fields } => {
-                    let dict = PyDict::new(py);
-                    for (field, value) in fields {
-                        dict.set_item(field.name(), value_object(py, value)?)?;
-                    }
-                    (RESPOND, self.request_object(py, &request), error, dict).into_pyobject(py)?
-                }
-                Effect::Append(records) => {
-                    let values = PyList::empty(py);
-                    for record in records {
-                        match record {
-                            Record::GroupMetadata(value) => {
-                                values.append(value.map(|v| metadata_object(py, v)).transpose()?)?
-                            }
-                            Record::OffsetCommit(_) => unreachable!("the classic manager writes GroupMetadata only"),
-                        }
-                    }
-                    (APPEND, values).into_pyobject(py)?
-                }
-                Effect::Schedule { key, deadline, timer } => {
-                    let (kind, args) = timer_object(py, timer)?;
-                    (SCHEDULE, key_object(py, key)?, deadline, kind, args).into_pyobject(py)?
-                }
-                Effect::ScheduleIfAbsent { key, deadline, timer } => {
-                    let (kind, args) = timer_object(py, timer)?;
-                    (SCHEDULE_IF_ABSENT, key_object(py, key)?, deadline, kind, args).into_pyobject(py)?
-                }
-                Effect::Cancel(key) => (CANCEL, key_object(py, key)?).into_pyobject(py)?,
-                Effect::CancelAll => (CANCEL_ALL,).into_pyobject(py)?,
-                Effect::CreateSimpleGroup => (CREATE_SIMPLE_GROUP,).into_pyobject(py)?,
-                Effect::DeleteGroup(cause) => (DELETE_GROUP, cause).into_pyobject(py)?,
-                Effect::DeleteConsumerGroup(cause) => (DELETE_CONSUMER_GROUP, cause).into_pyobject(py)?,
-                Effect::Disconnect(request) => (DISCONNECT, self.request_object(py, &request)).into_pyobject(py)?,
-                Effect::State { previous, target, cause, generation_id, leader_id, member_count } => {
-                    (STATE, previous.map(|s| s.name()), target.name(), cause, generation_id, leader_id, member_count)
-                        .into_pyobject(py)?
-                }
-                Effect::Member {
-                    change,
-                    member_id,
-                    group_instance_id,
-                    client_id,
-                    client_host,
-                    cause,
-                    generation_id,
-                    member_count,
-                } => (
-                    MEMBER,
-                    change,
-                    member_id,
-                    group_instance_id,
-                    client_id,
-                    client_host,
-                    cause,
-                    generation_id,
-                    member_count,
-                )
-                    .into_pyobject(py)?,
-                Effect::Generation(row) => (GENERATION, generation_object(py, row)?).into_pyobject(py)?,
-                Effect::Assignment(row) => (ASSIGNMENT, assignment_object(py, row)?).into_pyobject(py)?,
-            };
-            out.append(item)?;
-        }
-        Ok(out)
-    }
-}
-
-fn key_object<'py>(py: Python<'py>, key: TimerKey) -> PyResult<Bound<'py, PyTuple>> {
-    match key {
-        TimerKey::Heartbeat(member_id) => ("heartbeat", member_id).into_pyobject(py),
-        TimerKey::Join => ("join",).into_pyobject(py),
-        TimerKey::Sync => ("sync",).into_pyobject(py),
-    }
-}
-
-fn timer_object<'py>(py: Python<'py>, timer: Timer) -> PyResult<(&'static str, Bound<'py, PyTuple>)> {
-    Ok(match timer {
-        Timer::Heartbeat(member_id) => ("heartbeat", (member_id,).into_pyobject(py)?),
-        Timer::InitialJoin(delay, remaining) => ("initial_join", (delay, remaining).into_pyobject(py)?),
-        Timer::Join => ("join", PyTuple::empty(py)),
-        Timer::Sync(generation_id) => ("sync", (generation_id,).into_pyobject(py)?),
-    })
-}
-
-fn partitions_object<'py>(py: Python<'py>, partitions: Vec<PartitionList>) -> PyResult<Bound<'py, PyList>> {
-    let out = PyList::empty(py);
-    for p in partitions {
-        let dict = PyDict::new(py);
-        dict.set_item("topic", p.topic)?;
-        dict.set_item("partitions", p.partitions)?;
-        out.append(dict)?;
-    }
-    Ok(out)
-}
-
-fn result_object<'py>(py: Python<'py>, r: PartitionResult) -> PyResult<Bound<'py, PyDict>> {
-    let dict = PyDict::new(py);
-    dict.set_item("member_id", r.member_id)?;
-    dict.set_item("group_instance_id", r.group_instance_id)?;
-    dict.set_item("topic", r.topic)?;
-    dict.set_item("partition", r.partition)?;
-    dict.set_item("error", r.error)?;
-    dict.set_item("offset", r.offset)?;
-    dict.set_item("leader_epoch", r.leader_epoch)?;
-    dict.set_item("metadata", r.metadata)?;
-    Ok(dict)
-}
-
-fn join_member_object<'py>(py: Python<'py>, m: JoinMember) -> PyResult<Bound<'py, PyDict>> {
-    let dict = PyDict::new(py);
-    dict.set_item("member_id", m.member_id)?;
-    dict.set_item("group_instance_id", m.group_instance_id)?;
-    dict.set_item("metadata", PyBytes::new(py, &m.metadata))?;
-    Ok(dict)
-}
-
-fn value_object(py: Python<'_>, value: Value) -> PyResult<Bound<'_, PyAny>> {
-    Ok(match value {
-        Value::Null => py.None().into_bound(py),
-        Value::Int(n) => n.into_pyobject(py)?.into_any(),
-        Value::Bool(b) => b.into_pyobject(py)?.to_owned().into_any(),
-        Value::Str(s) => s.into_pyobject(py)?.into_any(),
-        Value::Members(members) => {
-            let out = PyList::empty(py);
-            for m in members {
-                out.append(join_member_object(py, m)?)?;
-            }
-            out.into_any()
-        }
-        Value::Partitions(partitions) => partitions_object(py, partitions)?.into_any(),
-        Value::Results(results) => {
-            let out = PyList::empty(py);
-            for r in results {
-                out.append(result_object(py, r)?)?;
-            }
-            out.into_any()
-        }
-    })
-}
-
-/// A GroupMetadataValue as the reference's dict.
-fn metadata_object(py: Python<'_>, v: GroupMetadataValue) -> PyResult<Bound<'_, PyDict>> {
-    let members = PyList::empty(py);
-    for m in v.members {
-        let dict = PyDict::new(py);
-        dict.set_item("member_id", m.member_id)?;
-        dict.set_item("group_instance_id", m.group_instance_id)?;
-        dict.set_item("client_id", m.client_id)?;
-        dict.set_item("client_host", m.client_host)?;
-        dict.set_item("rebalance_timeout_ms", m.rebalance_timeout_ms)?;
-        dict.set_item("session_timeout_ms", m.session_timeout_ms)?;
-        dict.set_item("subscription", PyBytes::new(py, &m.subscription))?;
-        dict.set_item("assignment", PyBytes::new(py, &m.assignment))?;
-        members.append(dict)?;
-    }
-    let dict = PyDict::new(py);
-    dict.set_item("protocol_type", v.protocol_type)?;
-    dict.set_item("generation_id", v.generation_id)?;
-    dict.set_item("protocol_name", v.protocol_name)?;
-    dict.set_item("leader_id", v.leader_id)?;
-    dict.set_item("current_state_ts", v.current_state_ts)?;
-    dict.set_item("members", members)?;
-    Ok(dict)
-}
-
-fn generation_object(py: Python<'_>, row: GenerationRow) -> PyResult<Bound<'_, PyDict>> {
-    let members = PyList::empty(py);
-    for m in row.snapshot.members {
-        let dict = PyDict::new(py);
-        dict.set_item("member_id", m.member_id)?;
-        dict.set_item("group_instance_id", m.group_instance_id)?;
-        dict.set_item("client_id", m.client_id)?;
-        dict.set_item("client_host", m.client_host)?;
-        members.append(dict)?;
-    }
-    let dict = PyDict::new(py);
-    dict.set_item("generation_id", row.snapshot.generation_id)?;
-    dict.set_item("protocol_type", row.snapshot.protocol_type)?;
-    dict.set_item("protocol_name", row.snapshot.protocol_name)?;
-    dict.set_item("leader_id", row.snapshot.leader_id)?;
-    dict.set_item("members", members)?;
-    dict.set_item("member_count", row.member_count)?;
-    dict.set_item("rebalance_start_ts", row.rebalance_start_ts)?;
-    dict.set_item("join_complete_ts", row.join_complete_ts)?;
-    dict.set_item("stable_ts", row.stable_ts)?;
-    dict.set_item("cause", row.cause)?;
-    Ok(dict)
-}
-
-fn assignment_object(py: Python<'_>, row: AssignmentRow) -> PyResult<Bound<'_, PyDict>> {
-    let dict = PyDict::new(py);
-    dict.set_item("generation_id", row.generation_id)?;
-    dict.set_item("member_id", row.member_id)?;
-    dict.set_item("group_instance_id", row.group_instance_id)?;
-    dict.set_item("client_id", row.client_id)?;
-    dict.set_item("topic", row.topic)?;
-    dict.set_item("partition", row.partition)?;
-    dict.set_item("assign_ts", row.assign_ts)?;
-    Ok(dict)
 }
 
 #[pymethods]
@@ -416,21 +154,9 @@ impl ClassicGroupManager {
     #[new]
     #[pyo3(signature = (group_id, config, counter=0))]
     fn new(py: Python<'_>, group_id: &str, config: &Bound<'_, PyAny>, counter: u64) -> PyResult<Self> {
-        let read = || -> PyResult<CoordinatorConfig> {
-            Ok(CoordinatorConfig {
-                group_min_session_timeout_ms: attr(config, "group_min_session_timeout_ms")?,
-                group_max_session_timeout_ms: attr(config, "group_max_session_timeout_ms")?,
-                group_initial_rebalance_delay_ms: attr(config, "group_initial_rebalance_delay_ms")?,
-                group_max_size: attr(config, "group_max_size")?,
-            })
-        };
-        let config = read().map_err(|e| bad_input(py, "ClassicGroupManager: config", e))?;
+        let config = coordinator_config(config).map_err(|e| bad_input(py, "ClassicGroupManager: config", e))?;
         let ids = MemberIds { group_id: group_id.to_string(), counter };
-        Ok(ClassicGroupManager {
-            manager: Manager::new(group_id, config, ids),
-            requests: FxHashMap::default(),
-            next_handle: 0,
-        })
+        Ok(ClassicGroupManager { manager: Manager::new(group_id, config, ids), requests: Requests::default() })
     }
 
     fn join_group<'py>(

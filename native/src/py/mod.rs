@@ -8,8 +8,10 @@ mod assignors;
 mod classic;
 mod consumer_protocol;
 mod java_compat;
+mod offsets;
 mod quiet_run;
 mod record_bytes;
+mod result;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -46,7 +48,8 @@ fn coordsim_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     submodule(m, "production", quiet_run::register_production)?;
     submodule(m, "topic_id", quiet_run::register_topic_id)?;
     submodule(m, "member_ids", quiet_run::register_member_ids)?;
-    submodule(m, "classic", classic::register)
+    submodule(m, "classic", classic::register)?;
+    submodule(m, "offsets", offsets::register)
 }
 
 fn submodule(m: &Bound<'_, PyModule>, name: &str, register: fn(&Bound<'_, PyModule>) -> PyResult<()>) -> PyResult<()> {

@@ -23,12 +23,22 @@ pub struct OffsetCommitValue {
     pub topic_id: Option<TopicId>,
 }
 
+/// The `offsets` table's columns of a commit that are not part of its record: who committed it, and the
+/// partition's log-end offset when it was written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommitContext {
+    pub generation_id: i32,
+    pub member_id: String,
+    pub log_end_offset: Option<i64>,
+}
+
 /// OffsetCommitKey(group, topic, partition) -> OffsetCommitValue, or a tombstone (`value` None).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OffsetCommitRecord {
     pub topic: String,
     pub partition: i32,
     pub value: Option<OffsetCommitValue>,
+    pub context: Option<CommitContext>,
 }
 
 /// One member of GroupMetadataValue.

@@ -68,17 +68,29 @@ pub struct PartitionResult {
     pub metadata: Option<String>,
 }
 
-/// A partition's answer (OffsetCommit, OffsetFetch).
+/// A partition's answer (OffsetCommit, OffsetFetch), without an offset.
 pub fn partition_result(topic: &str, partition: i32, error: &str) -> PartitionResult {
+    fetched_result(topic, partition, error, None, None, None)
+}
+
+/// A partition's answer with the offset an OffsetFetch gives.
+pub fn fetched_result(
+    topic: &str,
+    partition: i32,
+    error: &str,
+    offset: Option<i64>,
+    leader_epoch: Option<i32>,
+    metadata: Option<&str>,
+) -> PartitionResult {
     PartitionResult {
         member_id: None,
         group_instance_id: None,
         topic: Some(topic.to_string()),
         partition: Some(partition),
         error: error.to_string(),
-        offset: None,
-        leader_epoch: None,
-        metadata: None,
+        offset,
+        leader_epoch,
+        metadata: metadata.map(str::to_string),
     }
 }
 
@@ -173,7 +185,7 @@ pub struct AssignmentRow {
 }
 
 /// One effect of an operation (the reference's effect kinds, as tuples there).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Effect {
     /// The answer to a request.
     Respond {
@@ -232,7 +244,7 @@ pub enum Effect {
 }
 
 /// The effects of one operation, in order; built by a manager.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct CoordinatorResult {
     pub effects: Vec<Effect>,
     /// The partition's injected append failures still to come (taken in order).
@@ -246,6 +258,25 @@ impl CoordinatorResult {
 
     pub fn respond(&mut self, request: Request, error: &str, fields: Fields) {
         self.effects.push(Effect::Respond { request, error: error.to_string(), fields });
+    }
+
+    /// An error with Kafka's default fields for the request's API (GENERIC_ERROR_FIELDS); an OffsetCommit's
+    /// applies to each of its partitions.
+    pub fn respond_error(&mut self, request: Request, error: &str) {
+        let fields = match &request {
+            Request::OffsetCommit(req) => vec![(
+                Field::Results,
+                Value::Results(req.offsets.iter().map(|p| partition_result(&p.topic, p.partition, error)).collect()),
+            )],
+            Request::JoinGroup(_) => vec![
+                (Field::MemberId, Value::from("")),
+                (Field::GenerationId, Value::Int(-1)),
+                (Field::LeaderId, Value::from("")),
+            ],
+            Request::SyncGroup(_) => vec![(Field::Assignment, Value::Partitions(Vec::new()))],
+            _ => Vec::new(),
+        };
+        self.respond(request, error, fields);
     }
 
     /// Append `records` in one write: None once they are appended, else the error the write fails with

@@ -15,7 +15,8 @@ import weakref
 
 from state.classic.group_state import GroupState
 from state.classic.manager import ClassicGroupManager
-from state.events import Heartbeat, JoinGroup, LeaveGroup, SyncGroup
+from state.events import Heartbeat, JoinGroup, LeaveGroup, OffsetCommit, OffsetFetch, SyncGroup
+from state.records.group_log import OffsetCommitRecord
 from state.runtime import result as R
 
 # The operations, and whether each takes the partition's write failures (`outcomes`) after its arguments.
@@ -49,14 +50,22 @@ def normal(value):
         return [normal(v) for v in value]
     if isinstance(value, GroupState):
         return str(value)
-    if isinstance(value, (JoinGroup, SyncGroup, Heartbeat, LeaveGroup)):
+    if isinstance(value, (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch)):
         return ("request", id(value))
     return value
 
 
+def _record(record):
+    """A record as the native managers give it: a GroupMetadata record's value, an OffsetCommit record as
+    (topic, partition, value, context)."""
+    if isinstance(record, OffsetCommitRecord):
+        return (record.topic, record.partition, record.value, record.context)
+    return record.value
+
+
 def normal_python(effects: list[tuple]) -> list:
-    """The reference's effects; an APPEND's records as their values, as the native manager gives them."""
-    return [normal((R.APPEND, [r.value for r in e[1]]) if e[0] == R.APPEND else e) for e in effects]
+    """The reference's effects, an APPEND's records as the native managers give them."""
+    return [normal((R.APPEND, [_record(r) for r in e[1]]) if e[0] == R.APPEND else e) for e in effects]
 
 
 def check(python: ClassicGroupManager, native, name: str, outcomes: list[str] | None,

@@ -31,6 +31,7 @@ from state.events import (
     CapturedAnswer, Heartbeat, JoinGroup, LeaveGroup, LeaveIdentity, MemberAssignment, Protocol, SyncGroup,
     group_partitions,
 )
+from state.records.group_log import GroupMetadataRecord
 from state.runtime import result as R
 from state.runtime.member_ids import MemberIds
 from tests.native import cores
@@ -110,7 +111,8 @@ class Driver:
             self.pending[effect[3]["member_id"]] = effect[1]  # the client rejoins with that id
         elif kind == R.APPEND:
             for record in effect[1]:
-                self.last_value = record.value
+                if isinstance(record, GroupMetadataRecord):  # the group's last value, for a load
+                    self.last_value = record.value
 
     def advance(self, ms: int) -> None:
         """Time passes: the timers due fire, earliest first (then in the order they were set)."""
