@@ -177,12 +177,13 @@ def use(core: str, modules: Iterable[ModuleType], monkeypatch) -> None:
     """Make each module call `core`'s implementation through the names it imported the reference's by:
     `assign` and the registry's client side (the classic assignors), `uniform` and `range_assignor` (the
     server-side ones), and state.records.record_bytes's and state.classic.consumer_protocol's functions. On the
-    native core, every classic group manager is shadowed by the native one (tests/native/classic/shadow.py)."""
+    native core, every classic group and offsets manager is shadowed by the native one
+    (tests/native/classic/shadow.py)."""
     if core == "python":
         return
     from tests.native.classic import shadow
 
-    shadow.shadow(monkeypatch, native_module("classic"))
+    shadow.shadow(monkeypatch, native_module("classic"), native_module("offsets"))
     native = {"assign": classic_assign(core), "uniform": server_assignor(core, "uniform"),
               "range_assignor": server_assignor(core, "range")}
     native.update(vars(record_bytes(core)))

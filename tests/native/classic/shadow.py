@@ -1,12 +1,14 @@
-"""The native classic group manager as a shadow of the reference's: every operation a
-state.classic.manager.ClassicGroupManager runs is run on a coordsim_native.classic.ClassicGroupManager of the
-same group as well, with the same arguments, and the two must return the same effects (effect for effect,
-every field in order), leave the same write failures and hold the same group. The parity test drives both
-directly; `shadow` makes every runtime a test builds (tests/state/classic's Kafka-named cases, through the
-`core` fixture) check the native manager this way.
+"""The native classic group and offsets managers as shadows of the reference's: every operation a
+state.classic.manager.ClassicGroupManager or a state.offsets.manager.OffsetMetadataManager runs is run on a
+coordsim_native.classic.ClassicGroupManager (coordsim_native.offsets.OffsetMetadataManager) of the same group
+as well, with the same arguments, and the two must return the same effects (effect for effect, every field
+in order), leave the same write failures and hold the same group (the same offsets). The parity tests drive
+both directly; `shadow` makes every runtime a test builds (tests/state/classic's and tests/state/offsets'
+Kafka-named cases, through the `core` fixture) check the native managers this way.
 
 A manager that the reference changes outside these operations (a consumer group downgraded into it, a
-runtime decoded from its stored state or given a new config) loses its shadow from then on.
+runtime decoded from its stored state or given a new config) loses its shadow from then on, and so does an
+offsets manager whose group is a consumer group (not ported yet) or whose classic manager has no shadow.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import weakref
 
 from state.classic.group_state import GroupState
 from state.classic.manager import ClassicGroupManager
+from state.offsets.manager import OffsetMetadataManager
 from state.events import Heartbeat, JoinGroup, LeaveGroup, OffsetCommit, OffsetFetch, SyncGroup
 from state.records.group_log import OffsetCommitRecord
 from state.runtime import result as R
@@ -77,9 +80,9 @@ def check(python: ClassicGroupManager, native, name: str, outcomes: list[str] | 
     assert native.ids_counter == python.ids.counter, name
 
 
-def shadow(monkeypatch, native_classic) -> None:
-    """Make every ClassicGroupManager built from now on shadowed by a native one (`native_classic`:
-    coordsim_native.classic)."""
+def shadow(monkeypatch, native_classic, native_offsets) -> None:
+    """Make every ClassicGroupManager and OffsetMetadataManager built from now on shadowed by a native one
+    (`native_classic`, `native_offsets`: coordsim_native.classic and .offsets)."""
     shadows: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
     init = ClassicGroupManager.__init__
 
@@ -98,6 +101,75 @@ def shadow(monkeypatch, native_classic) -> None:
         return adopt(self, *args)
 
     monkeypatch.setattr(ClassicGroupManager, "adopt_downgraded", adopt_downgraded)
+    _shadow_offsets(monkeypatch, native_offsets, shadows)
+
+
+def _shadow_offsets(monkeypatch, native_offsets, classic_shadows: weakref.WeakKeyDictionary) -> None:
+    """Make every OffsetMetadataManager built from now on shadowed by a native one, which reads the group of
+    its classic manager's shadow."""
+    shadows: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+    init, next_expiry_due = OffsetMetadataManager.__init__, OffsetMetadataManager.next_expiry_due
+
+    def __init__(self, config, classic, consumer, image) -> None:
+        init(self, config, classic, consumer, image)
+        shadows[self] = (native_offsets.OffsetMetadataManager(config), config)
+
+    def native_of(self):
+        """The native manager and the native classic manager it reads, or None (the shadow dropped)."""
+        pair, classic = shadows.get(self), classic_shadows.get(self.classic)
+        if pair is None:
+            return None
+        if pair[1] is not self.config or classic is None or self.consumer.consumer_group is not None:
+            del shadows[self]
+            return None
+        return pair[0], classic[0]
+
+    def compared(name: str, image: bool):
+        operation = getattr(OffsetMetadataManager, name)
+
+        def run(self, *args):
+            natives = native_of(self)
+            if natives is None:
+                return operation(self, *args)
+            native, classic = natives
+            outcomes, native_outcomes = args[-1], list(args[-1])
+            result = operation(self, *args)
+            effects = getattr(native, name)(*args[:-1], native_outcomes, classic, *((self.image,) if image else ()))
+            assert normal(effects) == normal_python(result.effects), name
+            assert native_outcomes == outcomes, name
+            return result
+
+        return run
+
+    def due(self, now):
+        natives = native_of(self)
+        expected = next_expiry_due(self, now)
+        if natives is not None:
+            assert natives[0].next_expiry_due(now, natives[1]) == expected
+        return expected
+
+    def kept(name: str, native_call):
+        operation = getattr(OffsetMetadataManager, name)
+
+        def run(self, *args):
+            natives = native_of(self)
+            operation(self, *args)
+            if natives is not None:
+                native_call(natives[0], *args)
+                assert natives[0].offsets() == dict(sorted(self.offsets.items())), name
+                assert natives[0].version == self.version, name
+
+        return run
+
+    monkeypatch.setattr(OffsetMetadataManager, "__init__", __init__)
+    monkeypatch.setattr(OffsetMetadataManager, "commit_offset", compared("commit_offset", True))
+    monkeypatch.setattr(OffsetMetadataManager, "fetch_offsets", compared("fetch_offsets", False))
+    monkeypatch.setattr(OffsetMetadataManager, "cleanup_expired_offsets", compared("cleanup_expired_offsets", False))
+    monkeypatch.setattr(OffsetMetadataManager, "next_expiry_due", due)
+    monkeypatch.setattr(OffsetMetadataManager, "replay", kept(
+        "replay", lambda native, record: native.replay(record.topic, record.partition, record.value)))
+    monkeypatch.setattr(OffsetMetadataManager, "load", kept("load", lambda native, log: native.load(log.offsets())))
+    monkeypatch.setattr(OffsetMetadataManager, "unload", kept("unload", lambda native: native.unload()))
 
 
 def _shadowed(operation, name: str, takes_outcomes: bool, shadows: weakref.WeakKeyDictionary):

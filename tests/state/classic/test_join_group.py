@@ -14,7 +14,7 @@ from state.events import EventError, parse_event
 
 from tests.state.conftest import java_hashmap_order, make_ctx
 
-# Every classic group manager these cases build runs on both cores (tests/native/classic/shadow.py).
+# Every classic group and offsets manager these cases build runs on both cores (tests/native/classic/shadow.py).
 pytestmark = pytest.mark.usefixtures("core")
 
 

@@ -9,7 +9,7 @@ import pytest
 from tests.state.runtime.test_faults import fail_next_write, move
 from tests.state.classic.test_static_membership import FOLLOWER, SUPERSET
 
-# Every classic group manager these cases build runs on both cores (tests/native/classic/shadow.py).
+# Every classic group and offsets manager these cases build runs on both cores (tests/native/classic/shadow.py).
 pytestmark = pytest.mark.usefixtures("core")
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from tests.state.conftest import make_ctx
 
-# Every classic group manager these cases build runs on both cores (tests/native/classic/shadow.py).
+# Every classic group and offsets manager these cases build runs on both cores (tests/native/classic/shadow.py).
 pytestmark = pytest.mark.usefixtures("core")
 
 
