@@ -6,6 +6,7 @@
 //! treeified buckets (8+ collisions in one bucket at capacity >= 64) are not modelled.
 
 use rustc_hash::FxHashMap;
+use std::borrow::Borrow;
 use std::cmp::Ordering;
 use std::hash::Hash;
 
@@ -109,15 +110,32 @@ impl<K: JavaHash + Eq + Hash + Clone, V> JavaHashMap<K, V> {
         self.next_seq += 1;
     }
 
-    pub fn remove(&mut self, key: &K) -> Option<V> {
+    pub fn remove<Q: Hash + Eq + ?Sized>(&mut self, key: &Q) -> Option<V>
+    where
+        K: Borrow<Q>,
+    {
         self.data.remove(key).map(|(_, v)| v)
     }
 
-    pub fn get(&self, key: &K) -> Option<&V> {
+    pub fn get<Q: Hash + Eq + ?Sized>(&self, key: &Q) -> Option<&V>
+    where
+        K: Borrow<Q>,
+    {
         self.data.get(key).map(|(_, v)| v)
     }
 
-    pub fn contains_key(&self, key: &K) -> bool {
+    /// The value to change in place: the key keeps its place.
+    pub fn get_mut<Q: Hash + Eq + ?Sized>(&mut self, key: &Q) -> Option<&mut V>
+    where
+        K: Borrow<Q>,
+    {
+        self.data.get_mut(key).map(|(_, v)| v)
+    }
+
+    pub fn contains_key<Q: Hash + Eq + ?Sized>(&self, key: &Q) -> bool
+    where
+        K: Borrow<Q>,
+    {
         self.data.contains_key(key)
     }
 

@@ -6,9 +6,16 @@
 
 pub mod assignors;
 pub mod classic;
+pub mod config;
 pub mod consumer_group;
+pub mod errors;
+pub mod events;
 pub mod java_compat;
+pub mod offsets;
+pub mod quiet_run;
 pub mod records;
+pub mod runtime;
+pub mod sha256;
 
 #[cfg(feature = "python")]
 mod py;

@@ -12,6 +12,7 @@ module is a failure.
 
 from __future__ import annotations
 
+import importlib
 import os
 from types import ModuleType, SimpleNamespace
 from typing import Callable, Iterable
@@ -133,6 +134,18 @@ def record_bytes(core: str) -> ModuleType | SimpleNamespace:
     return SimpleNamespace(**{name: getattr(_native_record_bytes, name) for name in RECORD_BYTES})
 
 
+def native_module(name: str) -> ModuleType:
+    """coordsim_native.NAME, or skip as `require_native` (and where the installed build predates NAME)."""
+    require_native()
+    try:
+        return importlib.import_module(f"coordsim_native.{name}")
+    except ImportError as error:
+        stale = f"the installed coordsim_native has no {name} ({error}): rebuild it with `pip install ./native`"
+        if os.environ.get("CI"):
+            pytest.fail(stale)
+        pytest.skip(stale)
+
+
 def native_java_compat() -> ModuleType:
     """coordsim_native.java_compat (its functions take plain values; tests/native/test_java_compat.py)."""
     require_native()
@@ -169,9 +182,14 @@ def consumer_protocol(core: str) -> ModuleType | SimpleNamespace:
 def use(core: str, modules: Iterable[ModuleType], monkeypatch) -> None:
     """Make each module call `core`'s implementation through the names it imported the reference's by:
     `assign` and the registry's client side (the classic assignors), `uniform` and `range_assignor` (the
-    server-side ones), and state.records.record_bytes's and state.classic.consumer_protocol's functions."""
+    server-side ones), and state.records.record_bytes's and state.classic.consumer_protocol's functions. On the
+    native core, every classic group and offsets manager is shadowed by the native one
+    (tests/native/classic/shadow.py)."""
     if core == "python":
         return
+    from tests.native.classic import shadow
+
+    shadow.shadow(monkeypatch, native_module("classic"), native_module("offsets"))
     native = {"assign": classic_assign(core), "uniform": server_assignor(core, "uniform"),
               "range_assignor": server_assignor(core, "range")}
     native.update(vars(record_bytes(core)))

@@ -2,12 +2,13 @@
 //! `org.apache.kafka.common.Uuid`, with the three Java behaviours that change the server-side assignors'
 //! output: its text form (URL-safe base64 without padding, Uuid.toString), hashCode (its java.util.HashSet
 //! bucket) and compareTo (signed most significant half, then signed least significant half: the derived
-//! `Ord`), and back from the text (Uuid.fromString). Deriving the id of a topic whose input names none comes
-//! with the runtime's port.
+//! `Ord`), and back from the text (Uuid.fromString); and the id coordsim derives for a topic whose input
+//! names none (`derived_topic_id`).
 
 use std::fmt;
 
 use crate::java_compat::JavaHash;
+use crate::sha256::uuid4_bytes;
 
 /// A Kafka Uuid as its two signed 64-bit halves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -74,6 +75,26 @@ impl fmt::Display for TopicId {
         }
         f.write_str(&out)
     }
+}
+
+// Kafka's Uuid.ZERO_UUID ("no id") and METADATA_TOPIC_ID (AAAAAAAAAAAAAAAAAAAAAQ), which randomUuid never returns.
+const RESERVED: [TopicId; 2] = [TopicId { msb: 0, lsb: 0 }, TopicId { msb: 0, lsb: 1 }];
+
+/// The id coordsim gives a topic whose TOPIC_METADATA row names none. Kafka draws a random Uuid when it
+/// creates a topic (Uuid.randomUuid: a version 4 UUID, drawn again when it is reserved or its text starts
+/// with '-'); here the draws are SHA-256 of "coordsim-topic-id", the name and the draw's number, so a topic
+/// has the same id in every run and on every engine.
+pub fn derived_topic_id(name: &str) -> TopicId {
+    (0u64..)
+        .map(|draw| {
+            let raw = uuid4_bytes(format!("coordsim-topic-id\0{name}\0{draw}").as_bytes());
+            TopicId {
+                msb: i64::from_be_bytes(raw[..8].try_into().expect("8 bytes")),
+                lsb: i64::from_be_bytes(raw[8..].try_into().expect("8 bytes")),
+            }
+        })
+        .find(|id| !RESERVED.contains(id) && !id.to_string().starts_with('-'))
+        .expect("a draw that is neither reserved nor starts with '-'")
 }
 
 #[cfg(test)]

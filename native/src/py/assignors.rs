@@ -230,8 +230,9 @@ fn assign_server<'py>(
     let counts =
         read_counts(partition_counts, topic_id).map_err(|e| bad_input(py, "assign_server: partition_counts", e))?;
     let what = || format!("assign_server({assignor_name:?}) of {} members", spec.members.len());
-    let result =
-        guarded(what, || assign(&spec, &counts, kafka_4_0).map_err(|CorePartitionError(m)| PartitionAssignorError::new_err(m)))?;
+    let result = guarded(what, || {
+        assign(&spec, &counts, kafka_4_0).map_err(|CorePartitionError(m)| PartitionAssignorError::new_err(m))
+    })?;
     let out = PyDict::new(py);
     for (member_id, topics) in result {
         let member = PyDict::new(py);

@@ -5,9 +5,13 @@
 //! into Python.
 
 mod assignors;
+mod classic;
 mod consumer_protocol;
 mod java_compat;
+mod offsets;
+mod quiet_run;
 mod record_bytes;
+mod result;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -39,7 +43,13 @@ fn coordsim_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     submodule(m, "assignors", assignors::register)?;
     submodule(m, "consumer_protocol", consumer_protocol::register)?;
     submodule(m, "java_compat", java_compat::register)?;
-    submodule(m, "record_bytes", record_bytes::register)
+    submodule(m, "record_bytes", record_bytes::register)?;
+    submodule(m, "quiet_run", quiet_run::register_quiet_run)?;
+    submodule(m, "production", quiet_run::register_production)?;
+    submodule(m, "topic_id", quiet_run::register_topic_id)?;
+    submodule(m, "member_ids", quiet_run::register_member_ids)?;
+    submodule(m, "classic", classic::register)?;
+    submodule(m, "offsets", offsets::register)
 }
 
 fn submodule(m: &Bound<'_, PyModule>, name: &str, register: fn(&Bound<'_, PyModule>) -> PyResult<()>) -> PyResult<()> {

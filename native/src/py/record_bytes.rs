@@ -37,7 +37,7 @@ fn topic_id(obj: &Bound<'_, PyAny>) -> PyResult<TopicId> {
     Ok(TopicId { msb, lsb })
 }
 
-fn blob(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+pub(crate) fn blob(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
     Ok(obj.cast::<PyBytes>()?.as_bytes().to_vec())
 }
 
@@ -47,7 +47,7 @@ fn value<T>(obj: &Bound<'_, PyAny>, read: impl FnOnce(&Bound<'_, PyAny>) -> PyRe
     if v.is_none() { Ok(None) } else { read(&v).map(Some) }
 }
 
-fn offset_commit_value(v: &Bound<'_, PyAny>) -> PyResult<OffsetCommitValue> {
+pub(crate) fn offset_commit_value(v: &Bound<'_, PyAny>) -> PyResult<OffsetCommitValue> {
     let topic_id: Option<String> = v.get_item("topic_id")?.extract()?;
     Ok(OffsetCommitValue {
         offset: v.get_item("offset")?.extract()?,
@@ -59,7 +59,7 @@ fn offset_commit_value(v: &Bound<'_, PyAny>) -> PyResult<OffsetCommitValue> {
     })
 }
 
-fn group_metadata_value(v: &Bound<'_, PyAny>) -> PyResult<GroupMetadataValue> {
+pub(crate) fn group_metadata_value(v: &Bound<'_, PyAny>) -> PyResult<GroupMetadataValue> {
     let mut members = Vec::new();
     for m in v.get_item("members")?.try_iter()? {
         let m = m?;
@@ -189,6 +189,7 @@ fn any_record(r: &Bound<'_, PyAny>) -> PyResult<AnyRecord> {
             topic: r.getattr("topic")?.extract()?,
             partition: r.getattr("partition")?.extract()?,
             value: value(r, offset_commit_value)?,
+            context: None, // the `offsets` table's columns: no part of the record's bytes
         }))),
         "GroupMetadataRecord" => Ok(AnyRecord::Classic(Record::GroupMetadata(value(r, group_metadata_value)?))),
         other => consumer_group_record(other, r)?

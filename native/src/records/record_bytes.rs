@@ -334,8 +334,13 @@ fn classic_member_metadata(out: &mut Vec<u8>, v: Option<&ClassicMemberMetadata>)
 /// The record as DefaultRecord.writeTo writes it in a v2 batch: its length (varint), then attributes (0),
 /// timestamp delta (varlong), offset delta (varint), key length and key, value length (-1 for a tombstone)
 /// and value, and the header count (0: coordinator records have no headers).
-pub fn record_bytes(record: &AnyRecord, group_id: &str, offset_delta: i32, timestamp_delta: i64,
-                    kafka_4_0: bool) -> Vec<u8> {
+pub fn record_bytes(
+    record: &AnyRecord,
+    group_id: &str,
+    offset_delta: i32,
+    timestamp_delta: i64,
+    kafka_4_0: bool,
+) -> Vec<u8> {
     let key = key_bytes(record, group_id);
     let value = value_bytes(record, kafka_4_0);
     let mut body = vec![0u8];
@@ -357,8 +362,13 @@ pub fn record_bytes(record: &AnyRecord, group_id: &str, offset_delta: i32, times
     out
 }
 
-pub fn record_size(record: &AnyRecord, group_id: &str, offset_delta: i32, timestamp_delta: i64,
-                   kafka_4_0: bool) -> usize {
+pub fn record_size(
+    record: &AnyRecord,
+    group_id: &str,
+    offset_delta: i32,
+    timestamp_delta: i64,
+    kafka_4_0: bool,
+) -> usize {
     record_bytes(record, group_id, offset_delta, timestamp_delta, kafka_4_0).len()
 }
 

@@ -12,6 +12,9 @@ from state.classic.group import ClassicGroup
 from state.classic.group_state import VALID_PREVIOUS_STATES, GroupState, IllegalStateTransition, check_transition
 from tests.state.conftest import java_hash, make_ctx
 
+# Every classic group and offsets manager these cases build runs on both cores (tests/native/classic/shadow.py).
+pytestmark = pytest.mark.usefixtures("core")
+
 E, P, C, S, D = (GroupState.EMPTY, GroupState.PREPARING_REBALANCE, GroupState.COMPLETING_REBALANCE,
                  GroupState.STABLE, GroupState.DEAD)
 

@@ -7,7 +7,12 @@ past several deadlines at once the port sleeps to the deadline that matters."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.state.conftest import make_ctx
+
+# Every classic group and offsets manager these cases build runs on both cores (tests/native/classic/shadow.py).
+pytestmark = pytest.mark.usefixtures("core")
 
 
 def test_empty_group_id_is_invalid():

@@ -14,6 +14,9 @@ from state.events import EventError, parse_event
 
 from tests.state.conftest import java_hashmap_order, make_ctx
 
+# Every classic group and offsets manager these cases build runs on both cores (tests/native/classic/shadow.py).
+pytestmark = pytest.mark.usefixtures("core")
+
 
 # -- request-level checks (GroupMetadataManager.classicGroupJoin) --------------------------------------------
 

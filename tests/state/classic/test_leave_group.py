@@ -7,6 +7,9 @@ import pytest
 
 from tests.state.conftest import java_hashmap_order, make_ctx
 
+# Every classic group and offsets manager these cases build runs on both cores (tests/native/classic/shadow.py).
+pytestmark = pytest.mark.usefixtures("core")
+
 
 def results(handle) -> list[tuple]:
     return [(r["member_id"], r["group_instance_id"], r["error"]) for r in handle.results]

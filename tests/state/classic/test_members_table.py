@@ -4,8 +4,13 @@ included, which no other table lists)."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.state.runtime.test_faults import fail_next_write, move
 from tests.state.classic.test_static_membership import FOLLOWER, SUPERSET
+
+# Every classic group and offsets manager these cases build runs on both cores (tests/native/classic/shadow.py).
+pytestmark = pytest.mark.usefixtures("core")
 
 
 def changes(ctx, since: int = 0) -> list[tuple[str, str, str, int]]:

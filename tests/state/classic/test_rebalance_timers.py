@@ -8,7 +8,12 @@ Ported from Kafka's `testDelay*`, `testResetRebalanceDelay*`, `testNewMember*`, 
 
 from __future__ import annotations
 
+import pytest
+
 from tests.state.conftest import make_ctx
+
+# Every classic group and offsets manager these cases build runs on both cores (tests/native/classic/shadow.py).
+pytestmark = pytest.mark.usefixtures("core")
 
 NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
 

@@ -13,6 +13,9 @@ import pytest
 
 from tests.state.conftest import java_hashmap_order
 
+# Every classic group and offsets manager these cases build runs on both cores (tests/native/classic/shadow.py).
+pytestmark = pytest.mark.usefixtures("core")
+
 SUPERSET = ("range", "roundrobin")
 LEADER, FOLLOWER = "leader-instance-id", "follower-instance-id"
 

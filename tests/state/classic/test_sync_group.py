@@ -8,6 +8,9 @@ import pytest
 
 from tests.state.conftest import make_ctx
 
+# Every classic group and offsets manager these cases build runs on both cores (tests/native/classic/shadow.py).
+pytestmark = pytest.mark.usefixtures("core")
+
 
 def two_member_completing(ctx):
     """A Stable single-member group, then a second member joins and the leader rejoins: both are in

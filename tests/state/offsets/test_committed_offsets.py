@@ -3,8 +3,13 @@ refreshCommittedOffsetsIfNeeded does for partitions that have no position yet.""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.state.harness import GroupContext
 from tests.state.clients.test_fleet import start
+
+# Every classic group and offsets manager these cases build runs on both cores (tests/native/classic/shadow.py).
+pytestmark = pytest.mark.usefixtures("core")
 
 
 def fetches(ctx: GroupContext) -> list[dict]:

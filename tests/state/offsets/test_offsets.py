@@ -13,6 +13,9 @@ import pytest
 from state.consumer_group.topic_id import derived_topic_id
 from tests.state.conftest import make_ctx
 
+# Every classic group and offsets manager these cases build runs on both cores (tests/native/classic/shadow.py).
+pytestmark = pytest.mark.usefixtures("core")
+
 FOO0, BAR0 = ("foo", 0), ("bar", 0)
 
 
