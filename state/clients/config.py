@@ -7,7 +7,7 @@ import functools
 import hashlib
 import json
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
 from state.config import ConfigError
@@ -65,6 +65,14 @@ class ClientConfig:
     coordsim_manual_commit_interval_ms: int = 0
     # The application's ConsumerRebalanceListener commits synchronously in onPartitionsRevoked.
     coordsim_commit_on_revoke: bool = True
+    # Derived, not settings: half of the round trip each way (the request the lower half). Read on every client
+    # step, so computed once.
+    request_latency_ms: int = field(init=False, repr=False, compare=False)
+    response_latency_ms: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "request_latency_ms", self.coordsim_network_rtt_ms // 2)
+        object.__setattr__(self, "response_latency_ms", self.coordsim_network_rtt_ms - self.request_latency_ms)
 
     @staticmethod
     def kafka_name(field_name: str) -> str:
@@ -164,13 +172,6 @@ class ClientConfig:
         onJoinPrepare and close, or the application's onPartitionsRevoked."""
         return self.enable_auto_commit or (self.coordsim_manual_commit != "none" and self.coordsim_commit_on_revoke)
 
-    @property
-    def request_latency_ms(self) -> int:
-        return self.coordsim_network_rtt_ms // 2
-
-    @property
-    def response_latency_ms(self) -> int:
-        return self.coordsim_network_rtt_ms - self.coordsim_network_rtt_ms // 2
 
 
 @functools.lru_cache(maxsize=256)
@@ -180,7 +181,7 @@ def _parsed_config(text: str) -> ClientConfig:
 
 @functools.cache
 def _fields_by_kafka_name() -> dict:
-    return {ClientConfig.kafka_name(f.name): f for f in fields(ClientConfig)}
+    return {ClientConfig.kafka_name(f.name): f for f in fields(ClientConfig) if f.init}
 
 
 def _convert(key: str, kind: Any, value: Any) -> Any:

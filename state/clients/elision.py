@@ -67,17 +67,25 @@ class PeriodicElision:
         of the queue. A step that concerned one client (its own timer, answer, directive or periodic request)
         changed nothing another client's steadiness depends on, so only that client is tried; a step that
         concerned the whole group tries them all."""
+        clients = rt.fleet.clients
+        if whole_group:
+            candidates = clients.values()
+        else:  # every step comes here: the one client's own state is the cheapest reason not to
+            client = clients.get(target)
+            if client is None or client.in_flight or client.client_id in self.elided or not client.alive:
+                return
+            candidates = (client,)
         protocol = rt.periodic_answers.accepts(rt)
         if protocol is None:
             return
-        clients = rt.fleet.clients
-        for client in clients.values() if whole_group else filter(None, (clients.get(target),)):
+        for client in candidates:
             # A request in flight is the usual reason not to: checked before anything costlier. A classic
             # client in a classic group, a consumer-protocol one (`membership`) in a consumer group; a classic
             # client inside a consumer group (an online migration) stays explicit.
-            if (not client.in_flight and client.client_id not in self.elided and client.alive
-                    and (client.phase == Phase.STABLE and protocol == CLASSIC if client.membership is None
-                         else protocol != CLASSIC)):
+            if client.in_flight or client.client_id in self.elided or not client.alive:
+                continue
+            classic = client.membership is None
+            if (client.phase == Phase.STABLE and protocol == CLASSIC) if classic else protocol != CLASSIC:
                 self._try_elide(rt, client, protocol)
 
     def _try_elide(self, rt, client: SyntheticConsumer, protocol: str) -> None:
@@ -236,20 +244,15 @@ class PeriodicElision:
             self._fold(rt, rt.fleet.clients[client_id], elided, at, opened)
         rt.periodic_answers.in_arrival_order(rt, opened)
 
-    @staticmethod
-    def _count_before(chain: Chain, offset: int, at: int) -> int:
-        """How many instants k have first + k * period + offset < at."""
-        return count_before(chain.first + offset, chain.period, at)
-
     def _fold(self, rt, client: SyntheticConsumer, elided: ElidedClient, at: int, opened: list) -> bool:
         """Run the client's chains' timers due before `at` in closed form, and tell the coordinator's half
         which of their requests arrived by then. True if any did."""
         for chain in (elided.heartbeat, elided.commit):
             if chain is not None:
-                chain.done = max(chain.done, self._count_before(chain, 0, at))
+                chain.done = max(chain.done, count_before(chain.first, chain.period, at))
         changed = rt.periodic_answers.fold(rt, client.client_id, client.origin, at, opened)
         if elided.metadata is not None:
-            elided.metadata.done = self._count_before(elided.metadata, 0, at)
+            elided.metadata.done = count_before(elided.metadata.first, elided.metadata.period, at)
         elided.folded_to, elided.quiet_until = at, self._next_instant(rt, client, elided, at)
         return changed
 
@@ -324,7 +327,7 @@ class PeriodicElision:
         its heartbeat timer where its background thread would have set it."""
         heartbeat, poll = elided.heartbeat, elided.commit
         round_trip = client.config.request_latency_ms + client.config.response_latency_ms
-        answers = min(heartbeat.done, self._count_before(heartbeat, round_trip, at))
+        answers = min(heartbeat.done, count_before(heartbeat.first + round_trip, heartbeat.period, at))
         client.membership.catch_up(
             sent=heartbeat.first + (heartbeat.done - 1) * heartbeat.period if heartbeat.done else None,
             answered=heartbeat.first + (answers - 1) * heartbeat.period + round_trip if answers else None,

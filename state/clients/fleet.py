@@ -32,6 +32,7 @@ directives, but its membership is KIP-848's: state/clients/consumer_group/async_
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from operator import attrgetter
 from enum import Enum
@@ -129,9 +130,11 @@ class SyntheticConsumer:
     frozen: dict[TopicPartition, int] = field(default_factory=dict)
     started: dict[TopicPartition, tuple[int, int]] = field(default_factory=dict)
 
-    @property
-    def origin(self) -> str:
-        return f"{self.client_id}#{self.incarnation}"
+    # The process: its requests' origin and the prefix of their ids. Read on every request, so built once.
+    origin: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.origin = f"{self.client_id}#{self.incarnation}"
 
     def request_id(self, seq: int) -> str:
         """The id of its request number `seq` (any but a periodic one)."""
@@ -143,9 +146,7 @@ class SyntheticConsumer:
 
     @property
     def rebalance_protocol(self) -> RebalanceProtocol:
-        common = set.intersection(*(set(assignors.supported_protocols(n))
-                                    for n in self.config.partition_assignment_strategy))
-        return max(common)
+        return _rebalance_protocol(tuple(self.config.partition_assignment_strategy))
 
     def next_poll(self, t: int) -> int:
         """The first poll() at or after t: polls come every coordsim.poll.interval.ms, after any stall."""
@@ -876,3 +877,11 @@ _RESPONSE_HANDLERS = {
     "FindCoordinator": ConsumerFleet._on_find_coordinator_response,
     "OffsetFetch": ConsumerFleet.on_offset_fetch_response,
 }
+
+
+@functools.lru_cache(maxsize=64)
+def _rebalance_protocol(strategies: tuple[str, ...]) -> RebalanceProtocol:
+    """The rebalance protocol of a client's assignors: the most advanced one they all support (what
+    ConsumerCoordinator picks)."""
+    common = set.intersection(*(set(assignors.supported_protocols(n)) for n in strategies))
+    return max(common)
