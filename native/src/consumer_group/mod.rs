@@ -1,9 +1,11 @@
 //! Mirrors `state/consumer_group/`: the KIP-848 consumer group. Ported so far: the two server-side
-//! assignors and what they are given (group_spec, topic_id), and the records (records) as record_bytes
-//! sizes them.
+//! assignors and what they are given (group_spec, topic_id), the records (records) and the group their
+//! replay gives (group), with the current partition epochs of reconciliation.
 
+pub mod group;
 pub mod group_spec;
 pub mod range;
+pub mod reconciliation;
 pub mod records;
 pub mod topic_id;
 pub mod uniform;

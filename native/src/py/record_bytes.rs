@@ -126,7 +126,7 @@ fn partition_epochs(obj: &Bound<'_, PyAny>) -> PyResult<PartitionEpochs> {
     Ok(out)
 }
 
-fn consumer_group_record(class: &str, r: &Bound<'_, PyAny>) -> PyResult<Option<ConsumerGroupRecord>> {
+pub(crate) fn consumer_group_record(class: &str, r: &Bound<'_, PyAny>) -> PyResult<Option<ConsumerGroupRecord>> {
     let member_id = || r.getattr("member_id")?.extract::<String>();
     Ok(Some(match class {
         "ConsumerGroupMetadata" => ConsumerGroupRecord::Metadata(value(r, |v| {

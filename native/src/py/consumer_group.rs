@@ -1,0 +1,151 @@
+//! `coordsim_native.consumer_group.ConsumerGroup`: consumer_group/group.rs's group, given the reference's
+//! record objects to replay (state.consumer_group.records, read as py/record_bytes.rs reads them), and
+//! `snapshot()`: every replayed field as plain values, in the layout tests/native/consumer_group's
+//! `snapshot` gives the reference's group, maps in their order (the subscribed topic names sorted: the
+//! reference counts them in a frozenset's order, which varies from process to process).
+
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+
+use super::guarded;
+use super::record_bytes::consumer_group_record;
+use crate::consumer_group::group::{ConsumerGroup as Group, ConsumerGroupMember, ReplayError};
+use crate::consumer_group::group_spec::SubscriptionType;
+use crate::consumer_group::records::{PartitionEpochs, ResolvedRegularExpression};
+use crate::consumer_group::topic_id::TopicId;
+use crate::dict::Counter;
+
+create_exception!(
+    coordsim_native.consumer_group,
+    PartitionEpochConflict,
+    PyException,
+    "A partition claimed at an epoch not later than its holder's (state.consumer_group.reconciliation)."
+);
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("PartitionEpochConflict", m.py().get_type::<PartitionEpochConflict>())?;
+    m.add_class::<ConsumerGroup>()
+}
+
+type Topic = (i64, i64);
+
+fn topic(t: &TopicId) -> Topic {
+    (t.msb, t.lsb)
+}
+
+fn epochs(partitions: &PartitionEpochs) -> Vec<(Topic, Vec<(i32, i32)>)> {
+    partitions.iter().map(|(t, ps)| (topic(t), ps.clone())).collect()
+}
+
+fn counts(counter: &Counter) -> Vec<(String, i64)> {
+    counter.iter().map(|(k, v)| (k.clone(), *v)).collect()
+}
+
+type Assignment = Vec<(Topic, Vec<i32>)>;
+type Resolved = (Vec<String>, i64, i64);
+type Classic = Option<(i32, Vec<(String, Vec<u8>)>)>;
+type Current = (i8, i32, i32, Vec<(Topic, Vec<(i32, i32)>)>, Vec<(Topic, Vec<(i32, i32)>)>);
+type Member = (
+    String,
+    Option<String>,
+    Option<String>,
+    i32,
+    String,
+    String,
+    Vec<String>,
+    String,
+    Option<String>,
+    Classic,
+    Current,
+);
+
+fn member(m: &ConsumerGroupMember) -> Member {
+    let classic = m.classic_member_metadata.as_ref().map(|c| {
+        (c.session_timeout_ms, c.supported_protocols.iter().map(|p| (p.name.clone(), p.metadata.clone())).collect())
+    });
+    let c = &m.current;
+    let current = (
+        c.state,
+        c.member_epoch,
+        c.previous_member_epoch,
+        epochs(&c.assigned_partitions),
+        epochs(&c.partitions_pending_revocation),
+    );
+    (
+        m.member_id.clone(),
+        m.instance_id.clone(),
+        m.rack_id.clone(),
+        m.rebalance_timeout_ms,
+        m.client_id.clone(),
+        m.client_host.clone(),
+        m.subscribed_topic_names.clone(),
+        m.subscribed_topic_regex.clone(),
+        m.server_assignor_name.clone(),
+        classic,
+        current,
+    )
+}
+
+fn resolved(r: &ResolvedRegularExpression) -> Resolved {
+    (r.topics.clone(), r.version, r.timestamp)
+}
+
+#[pyclass(module = "coordsim_native.consumer_group")]
+pub struct ConsumerGroup {
+    group: Group,
+}
+
+#[pymethods]
+impl ConsumerGroup {
+    #[new]
+    #[pyo3(signature = (group_id, kafka_4_0=false))]
+    fn new(group_id: &str, kafka_4_0: bool) -> Self {
+        ConsumerGroup { group: Group::new(group_id, kafka_4_0) }
+    }
+
+    /// The reference's ValueError for a record sequence no coordinator writes, PartitionEpochConflict for
+    /// a partition claimed too early, TypeError for what is not a consumer group record.
+    fn replay(&mut self, record: &Bound<'_, PyAny>) -> PyResult<()> {
+        let class: String = record.get_type().name()?.extract()?;
+        let record = consumer_group_record(&class, record)?
+            .ok_or_else(|| PyTypeError::new_err(format!("not a consumer group record: {class}")))?;
+        let group_id = self.group.group_id.clone();
+        guarded(
+            || format!("ConsumerGroup.replay({:?}) of group {group_id}", record.key()),
+            || {
+                self.group.replay(&record).map_err(|e| match e {
+                    ReplayError::Invalid(message) => PyValueError::new_err(message),
+                    ReplayError::Conflict(conflict) => PartitionEpochConflict::new_err(conflict.0),
+                })
+            },
+        )
+    }
+
+    fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let g = &self.group;
+        let header =
+            (g.group_id.clone(), g.group_epoch, g.metadata_hash, g.assignment_epoch, g.assignment_timestamp_ms);
+        let members: Vec<Member> = g.members.values().map(member).collect();
+        let target: Vec<(String, Assignment)> = g
+            .target_assignment
+            .iter()
+            .map(|(id, a)| (id.clone(), a.iter().map(|(t, ps)| (topic(t), ps.clone())).collect()))
+            .collect();
+        let statics: Vec<(String, String)> = g.static_members.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let mut names = counts(&g.subscribed_topic_names);
+        names.sort();
+        let regexes: Vec<(String, Resolved)> =
+            g.resolved_regexes.iter().map(|(k, v)| (k.clone(), resolved(v))).collect();
+        let counters =
+            (names, counts(&g.server_assignors), counts(&g.subscribed_regexes), regexes, counts(&g.regex_topic_names));
+        let partition_epochs: Vec<(Topic, Vec<(i32, i32)>)> =
+            g.partition_epochs.sorted().into_iter().map(|(t, ps)| (topic(&t), ps)).collect();
+        let subscription_type = match g.subscription_type() {
+            SubscriptionType::Homogeneous => "HOMOGENEOUS",
+            SubscriptionType::Heterogeneous => "HETEROGENEOUS",
+        };
+        let derived = (g.state().name(), subscription_type, g.preferred_server_assignor());
+        Ok((header, members, target, statics, counters, partition_epochs, derived).into_pyobject(py)?.into_any())
+    }
+}
