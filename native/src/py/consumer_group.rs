@@ -8,11 +8,16 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
-use super::guarded;
-use super::record_bytes::consumer_group_record;
+use rustc_hash::FxHashMap;
+
+use super::record_bytes::{consumer_group_record, current_assignment};
+use super::{bad_input, guarded};
 use crate::consumer_group::group::{ConsumerGroup as Group, ConsumerGroupMember, ReplayError};
 use crate::consumer_group::group_spec::SubscriptionType;
-use crate::consumer_group::records::{PartitionEpochs, ResolvedRegularExpression};
+use crate::consumer_group::reconciliation::{
+    FencedMemberEpochError as FencedError, Reconciliation, reconcile as core_reconcile,
+};
+use crate::consumer_group::records::{CurrentAssignment, PartitionEpochs, ResolvedRegularExpression};
 use crate::consumer_group::topic_id::TopicId;
 use crate::dict::Counter;
 
@@ -23,9 +28,70 @@ create_exception!(
     "A partition claimed at an epoch not later than its holder's (state.consumer_group.reconciliation)."
 );
 
+create_exception!(
+    coordsim_native.consumer_group,
+    FencedMemberEpochError,
+    PyException,
+    "The member must drop all its partitions and rejoin (state.consumer_group.reconciliation)."
+);
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("PartitionEpochConflict", m.py().get_type::<PartitionEpochConflict>())?;
+    m.add("FencedMemberEpochError", m.py().get_type::<FencedMemberEpochError>())?;
+    m.add_function(wrap_pyfunction!(reconcile, m)?)?;
     m.add_class::<ConsumerGroup>()
+}
+
+/// (topic id, partitions) pairs from a mapping of the reference's TopicIds to collections of partitions.
+fn topic_partitions(obj: &Bound<'_, PyAny>) -> PyResult<Vec<(TopicId, Vec<i32>)>> {
+    obj.call_method0("items")?
+        .try_iter()?
+        .map(|item| {
+            let ((msb, lsb), partitions): ((i64, i64), Vec<i32>) = item?.extract()?;
+            Ok((TopicId { msb, lsb }, partitions))
+        })
+        .collect()
+}
+
+/// As state.consumer_group.reconciliation.reconcile, `member` the reference's CurrentAssignment and
+/// `current_partition_epochs` a dict {(topic id, partition): epoch} of the held partitions; None where the
+/// reference returns the member itself, else the new CurrentAssignment as (state, member epoch, previous
+/// epoch, assigned, pending), each PartitionEpochs as [((msb, lsb), [(partition, epoch)])].
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn reconcile(
+    py: Python<'_>,
+    member: &Bound<'_, PyAny>,
+    target_epoch: i32,
+    target: &Bound<'_, PyAny>,
+    subscribed: Vec<(i64, i64)>,
+    current_partition_epochs: FxHashMap<((i64, i64), i32), i32>,
+    owned: Option<Bound<'_, PyAny>>,
+    subscription_changed: bool,
+    kafka_4_0: bool,
+) -> PyResult<Option<Current>> {
+    let member = current_assignment(member).map_err(|e| bad_input(py, "reconcile: member", e))?;
+    let target = topic_partitions(target).map_err(|e| bad_input(py, "reconcile: target", e))?;
+    let owned = owned.map(|o| topic_partitions(&o)).transpose().map_err(|e| bad_input(py, "reconcile: owned", e))?;
+    let subscribed = subscribed.into_iter().map(|(msb, lsb)| TopicId { msb, lsb }).collect();
+    let r = Reconciliation {
+        target_epoch,
+        target: &target,
+        subscribed: &subscribed,
+        current_partition_epoch: |t: &TopicId, p: i32| {
+            current_partition_epochs.get(&((t.msb, t.lsb), p)).copied().unwrap_or(-1)
+        },
+        owned: owned.as_deref(),
+        subscription_changed,
+        kafka_4_0,
+    };
+    guarded(
+        || format!("reconcile of a member at epoch {}", member.member_epoch),
+        || match core_reconcile(&member, &r) {
+            Ok(next) => Ok(next.as_ref().map(current)),
+            Err(FencedError(message)) => Err(FencedMemberEpochError::new_err(message)),
+        },
+    )
 }
 
 type Topic = (i64, i64);
@@ -64,14 +130,6 @@ fn member(m: &ConsumerGroupMember) -> Member {
     let classic = m.classic_member_metadata.as_ref().map(|c| {
         (c.session_timeout_ms, c.supported_protocols.iter().map(|p| (p.name.clone(), p.metadata.clone())).collect())
     });
-    let c = &m.current;
-    let current = (
-        c.state,
-        c.member_epoch,
-        c.previous_member_epoch,
-        epochs(&c.assigned_partitions),
-        epochs(&c.partitions_pending_revocation),
-    );
     (
         m.member_id.clone(),
         m.instance_id.clone(),
@@ -83,7 +141,17 @@ fn member(m: &ConsumerGroupMember) -> Member {
         m.subscribed_topic_regex.clone(),
         m.server_assignor_name.clone(),
         classic,
-        current,
+        current(&m.current),
+    )
+}
+
+fn current(c: &CurrentAssignment) -> Current {
+    (
+        c.state,
+        c.member_epoch,
+        c.previous_member_epoch,
+        epochs(&c.assigned_partitions),
+        epochs(&c.partitions_pending_revocation),
     )
 }
 

@@ -126,6 +126,17 @@ fn partition_epochs(obj: &Bound<'_, PyAny>) -> PyResult<PartitionEpochs> {
     Ok(out)
 }
 
+/// A reconciliation.CurrentAssignment.
+pub(crate) fn current_assignment(v: &Bound<'_, PyAny>) -> PyResult<CurrentAssignment> {
+    Ok(CurrentAssignment {
+        state: v.getattr("state")?.extract()?,
+        member_epoch: v.getattr("member_epoch")?.extract()?,
+        previous_member_epoch: v.getattr("previous_member_epoch")?.extract()?,
+        assigned_partitions: partition_epochs(&v.getattr("assigned_partitions")?)?,
+        partitions_pending_revocation: partition_epochs(&v.getattr("partitions_pending_revocation")?)?,
+    })
+}
+
 pub(crate) fn consumer_group_record(class: &str, r: &Bound<'_, PyAny>) -> PyResult<Option<ConsumerGroupRecord>> {
     let member_id = || r.getattr("member_id")?.extract::<String>();
     Ok(Some(match class {
@@ -158,15 +169,7 @@ pub(crate) fn consumer_group_record(class: &str, r: &Bound<'_, PyAny>) -> PyResu
         },
         "ConsumerGroupCurrentMemberAssignment" => ConsumerGroupRecord::CurrentMemberAssignment {
             member_id: member_id()?,
-            value: value(r, |v| {
-                Ok(CurrentAssignment {
-                    state: v.getattr("state")?.extract()?,
-                    member_epoch: v.getattr("member_epoch")?.extract()?,
-                    previous_member_epoch: v.getattr("previous_member_epoch")?.extract()?,
-                    assigned_partitions: partition_epochs(&v.getattr("assigned_partitions")?)?,
-                    partitions_pending_revocation: partition_epochs(&v.getattr("partitions_pending_revocation")?)?,
-                })
-            })?,
+            value: value(r, current_assignment)?,
         },
         "ConsumerGroupRegularExpression" => ConsumerGroupRecord::RegularExpression {
             regex: r.getattr("regex")?.extract()?,
