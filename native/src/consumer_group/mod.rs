@@ -2,6 +2,7 @@
 //! assignors and what they are given (group_spec, topic_id), the records (records) and the group their
 //! replay gives (group), with the current partition epochs of reconciliation.
 
+pub mod downgrade;
 pub mod group;
 pub mod group_spec;
 pub mod range;

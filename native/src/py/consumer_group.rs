@@ -39,7 +39,14 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("PartitionEpochConflict", m.py().get_type::<PartitionEpochConflict>())?;
     m.add("FencedMemberEpochError", m.py().get_type::<FencedMemberEpochError>())?;
     m.add_function(wrap_pyfunction!(reconcile, m)?)?;
+    m.add_function(wrap_pyfunction!(in_timeline_hash_map_order, m)?)?;
     m.add_class::<ConsumerGroup>()
+}
+
+/// As state.consumer_group.downgrade.in_timeline_hash_map_order, over a list of names.
+#[pyfunction]
+fn in_timeline_hash_map_order(keys: Vec<String>) -> Vec<String> {
+    crate::consumer_group::downgrade::in_timeline_hash_map_order(&keys)
 }
 
 /// (topic id, partitions) pairs from a mapping of the reference's TopicIds to collections of partitions.
