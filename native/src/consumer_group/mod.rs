@@ -8,5 +8,7 @@ pub mod group_spec;
 pub mod range;
 pub mod reconciliation;
 pub mod records;
+pub mod target_assignment;
 pub mod topic_id;
+pub mod topics;
 pub mod uniform;

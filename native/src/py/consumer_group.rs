@@ -10,15 +10,21 @@ use pyo3::prelude::*;
 
 use rustc_hash::FxHashMap;
 
-use super::record_bytes::{consumer_group_record, current_assignment};
+use super::assignors::PartitionAssignorError;
+use super::record_bytes::{consumer_group_record, current_assignment, member_subscription};
 use super::{bad_input, guarded};
 use crate::consumer_group::group::{ConsumerGroup as Group, ConsumerGroupMember, ReplayError};
 use crate::consumer_group::group_spec::SubscriptionType;
 use crate::consumer_group::reconciliation::{
     FencedMemberEpochError as FencedError, Reconciliation, reconcile as core_reconcile,
 };
-use crate::consumer_group::records::{CurrentAssignment, PartitionEpochs, ResolvedRegularExpression};
+use crate::consumer_group::records::{
+    ConsumerGroupRecord, CurrentAssignment, PartitionEpochs, ResolvedRegularExpression,
+};
+use crate::consumer_group::target_assignment::{TargetAssignmentBuilder, topic_partitions as sorted_topics};
 use crate::consumer_group::topic_id::TopicId;
+use crate::consumer_group::topics::TopicsImage;
+use crate::consumer_group::{range as server_range, uniform};
 use crate::dict::Counter;
 
 create_exception!(
@@ -40,6 +46,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("FencedMemberEpochError", m.py().get_type::<FencedMemberEpochError>())?;
     m.add_function(wrap_pyfunction!(reconcile, m)?)?;
     m.add_function(wrap_pyfunction!(in_timeline_hash_map_order, m)?)?;
+    m.add_function(wrap_pyfunction!(build_target_assignment, m)?)?;
     m.add_class::<ConsumerGroup>()
 }
 
@@ -223,4 +230,83 @@ impl ConsumerGroup {
         let derived = (g.state().name(), subscription_type, g.preferred_server_assignor());
         Ok((header, members, target, statics, counters, partition_epochs, derived).into_pyobject(py)?.into_any())
     }
+}
+
+/// A reference ConsumerGroupMember: its id, subscription and current assignment.
+fn group_member(obj: &Bound<'_, PyAny>) -> PyResult<ConsumerGroupMember> {
+    let member_id: String = obj.getattr("member_id")?.extract()?;
+    let mut member = ConsumerGroupMember::new(&member_id)
+        .with_subscription(&member_subscription(&obj.call_method0("subscription")?)?);
+    member.current = current_assignment(&obj.getattr("current")?)?;
+    Ok(member)
+}
+
+type MemberTarget = (String, Assignment);
+type TargetRecord = (String, Option<String>, Vec<(Topic, Vec<i32>)>, i32, i64);
+
+/// As a state.consumer_group.target_assignment.TargetAssignmentBuilder made from `group`'s members, static
+/// members, target assignment and resolved regexes, given `ops` in order (("update", a reference
+/// ConsumerGroupMember) or ("remove", member id)), then built with the server assignor `assignor`
+/// ("uniform" or "range"; `kafka_4_0` picks Kafka 4.0's uniform) over `topics` ({name: (topic id, partition
+/// count)}). Returns (records, target): each record ("member", member id, partitions, 0, 0) or ("metadata",
+/// None, [], assignment epoch, timestamp), the target [(member id, [(topic id, partitions)])].
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn build_target_assignment(
+    py: Python<'_>,
+    group: PyRef<'_, ConsumerGroup>,
+    ops: Vec<(String, Bound<'_, PyAny>)>,
+    group_epoch: i32,
+    assignor: &str,
+    kafka_4_0: bool,
+    homogeneous: bool,
+    topics: FxHashMap<String, ((i64, i64), i32)>,
+    now: i64,
+) -> PyResult<(Vec<TargetRecord>, Vec<MemberTarget>)> {
+    let g = &group.group;
+    let mut builder =
+        TargetAssignmentBuilder::new(&g.members, &g.static_members, &g.target_assignment, &g.resolved_regexes);
+    for (i, (op, arg)) in ops.iter().enumerate() {
+        match op.as_str() {
+            "update" => {
+                builder.add_or_update_member(group_member(arg).map_err(|e| bad_input(py, &format!("ops[{i}]"), e))?)
+            }
+            _ => builder.remove_member(&arg.extract::<String>()?),
+        }
+    }
+    let topics = TopicsImage {
+        topics: topics.into_iter().map(|(name, ((msb, lsb), count))| (name, (TopicId { msb, lsb }, count))).collect(),
+    };
+    let subscription_type = if homogeneous { SubscriptionType::Homogeneous } else { SubscriptionType::Heterogeneous };
+    let uniform_assign = |spec: &_, counts: &_| uniform::assign(spec, counts, kafka_4_0);
+    let result = guarded(
+        || format!("build_target_assignment({assignor:?}) of group {}", g.group_id),
+        || {
+            let assign: crate::consumer_group::target_assignment::Assignor<'_> =
+                if assignor == "range" { &server_range::assign } else { &uniform_assign };
+            builder
+                .build(group_epoch, assign, subscription_type, &topics, now)
+                .map_err(|e| PartitionAssignorError::new_err(e.0))
+        },
+    )?;
+    let records = result
+        .records
+        .iter()
+        .map(|r| match r {
+            ConsumerGroupRecord::TargetAssignmentMember { member_id, value } => {
+                let partitions = value.iter().flatten().map(|(t, ps)| (topic(t), ps.clone())).collect();
+                ("member".to_string(), Some(member_id.clone()), partitions, 0, 0)
+            }
+            ConsumerGroupRecord::TargetAssignmentMetadata(Some(m)) => {
+                ("metadata".to_string(), None, Vec::new(), m.assignment_epoch, m.assignment_timestamp_ms)
+            }
+            other => unreachable!("a target assignment writes no {:?}", other.key()),
+        })
+        .collect();
+    let target = result
+        .target_assignment
+        .iter()
+        .map(|(id, a)| (id.clone(), sorted_topics(a).into_iter().map(|(t, ps)| (topic(&t), ps)).collect()))
+        .collect();
+    Ok((records, target))
 }

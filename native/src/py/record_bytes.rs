@@ -84,7 +84,7 @@ pub(crate) fn group_metadata_value(v: &Bound<'_, PyAny>) -> PyResult<GroupMetada
     })
 }
 
-fn member_subscription(v: &Bound<'_, PyAny>) -> PyResult<MemberSubscription> {
+pub(crate) fn member_subscription(v: &Bound<'_, PyAny>) -> PyResult<MemberSubscription> {
     let classic = v.getattr("classic_member_metadata")?;
     let classic_member_metadata = if classic.is_none() {
         None
