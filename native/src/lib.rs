@@ -8,6 +8,7 @@ pub mod assignors;
 pub mod classic;
 pub mod config;
 pub mod consumer_group;
+pub mod dict;
 pub mod errors;
 pub mod events;
 pub mod java_compat;

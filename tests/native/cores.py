@@ -184,12 +184,15 @@ def use(core: str, modules: Iterable[ModuleType], monkeypatch) -> None:
     `assign` and the registry's client side (the classic assignors), `uniform` and `range_assignor` (the
     server-side ones), and state.records.record_bytes's and state.classic.consumer_protocol's functions. On the
     native core, every classic group and offsets manager is shadowed by the native one
-    (tests/native/classic/shadow.py)."""
+    (tests/native/classic/shadow.py), and every consumer group by the native group
+    (tests/native/consumer_group/shadow.py)."""
     if core == "python":
         return
     from tests.native.classic import shadow
+    from tests.native.consumer_group import shadow as consumer_group_shadow
 
     shadow.shadow(monkeypatch, native_module("classic"), native_module("offsets"))
+    consumer_group_shadow.shadow(monkeypatch, native_module("consumer_group"))
     native = {"assign": classic_assign(core), "uniform": server_assignor(core, "uniform"),
               "range_assignor": server_assignor(core, "range")}
     native.update(vars(record_bytes(core)))

@@ -114,3 +114,29 @@ pub fn java_int_set_order(partitions: &[i32]) -> Vec<i32> {
     sorted.sort_unstable();
     java_hash_set_order(&sorted)
 }
+
+/// `ConsumerGroup.subscriptionType` from each member's (topic names, regex); "" is no regex. Without
+/// regexes the group is homogeneous iff every topic name is subscribed by every member (no members, or
+/// nobody subscribing to anything, is homogeneous); with regexes, iff every member uses the same one and
+/// nobody subscribes by name. A member's names are a set.
+pub fn subscription_type<'a>(subscriptions: impl Iterator<Item = (&'a [String], &'a str)>) -> SubscriptionType {
+    let mut members = 0usize;
+    let mut name_counts: FxHashMap<&str, usize> = FxHashMap::default();
+    let mut regex_counts: FxHashMap<&str, usize> = FxHashMap::default();
+    for (names, regex) in subscriptions {
+        members += 1;
+        let distinct: FxHashSet<&str> = names.iter().map(String::as_str).collect();
+        for name in distinct {
+            *name_counts.entry(name).or_default() += 1;
+        }
+        if !regex.is_empty() {
+            *regex_counts.entry(regex).or_default() += 1;
+        }
+    }
+    let homogeneous = if regex_counts.is_empty() {
+        name_counts.values().all(|&count| count == members)
+    } else {
+        regex_counts.len() == 1 && regex_counts.values().all(|&count| count == members) && name_counts.is_empty()
+    };
+    if homogeneous { SubscriptionType::Homogeneous } else { SubscriptionType::Heterogeneous }
+}

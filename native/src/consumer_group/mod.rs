@@ -1,9 +1,14 @@
 //! Mirrors `state/consumer_group/`: the KIP-848 consumer group. Ported so far: the two server-side
-//! assignors and what they are given (group_spec, topic_id), and the records (records) as record_bytes
-//! sizes them.
+//! assignors and what they are given (group_spec, topic_id), the records (records) and the group their
+//! replay gives (group), with the current partition epochs of reconciliation.
 
+pub mod downgrade;
+pub mod group;
 pub mod group_spec;
 pub mod range;
+pub mod reconciliation;
 pub mod records;
+pub mod target_assignment;
 pub mod topic_id;
+pub mod topics;
 pub mod uniform;

@@ -1,4 +1,4 @@
-//! Mirrors `state/consumer_group/records.py` (the records, not yet their replay): the records a consumer
+//! Mirrors `state/consumer_group/records.py` (the records; their replay is group.rs's): the records a consumer
 //! group's coordinator appends to `__consumer_offsets` (Kafka's GroupCoordinatorRecordHelpers, trunk). Each
 //! record is its key's fields plus its value; `None` is a tombstone. The type ids are CoordinatorRecordType's.
 

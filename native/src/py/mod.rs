@@ -6,6 +6,7 @@
 
 mod assignors;
 mod classic;
+mod consumer_group;
 mod consumer_protocol;
 mod java_compat;
 mod offsets;
@@ -41,6 +42,7 @@ pub(crate) fn bad_input(py: Python<'_>, what: &str, err: PyErr) -> PyErr {
 #[pymodule]
 fn coordsim_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     submodule(m, "assignors", assignors::register)?;
+    submodule(m, "consumer_group", consumer_group::register)?;
     submodule(m, "consumer_protocol", consumer_protocol::register)?;
     submodule(m, "java_compat", java_compat::register)?;
     submodule(m, "record_bytes", record_bytes::register)?;

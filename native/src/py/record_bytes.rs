@@ -84,7 +84,7 @@ pub(crate) fn group_metadata_value(v: &Bound<'_, PyAny>) -> PyResult<GroupMetada
     })
 }
 
-fn member_subscription(v: &Bound<'_, PyAny>) -> PyResult<MemberSubscription> {
+pub(crate) fn member_subscription(v: &Bound<'_, PyAny>) -> PyResult<MemberSubscription> {
     let classic = v.getattr("classic_member_metadata")?;
     let classic_member_metadata = if classic.is_none() {
         None
@@ -126,7 +126,18 @@ fn partition_epochs(obj: &Bound<'_, PyAny>) -> PyResult<PartitionEpochs> {
     Ok(out)
 }
 
-fn consumer_group_record(class: &str, r: &Bound<'_, PyAny>) -> PyResult<Option<ConsumerGroupRecord>> {
+/// A reconciliation.CurrentAssignment.
+pub(crate) fn current_assignment(v: &Bound<'_, PyAny>) -> PyResult<CurrentAssignment> {
+    Ok(CurrentAssignment {
+        state: v.getattr("state")?.extract()?,
+        member_epoch: v.getattr("member_epoch")?.extract()?,
+        previous_member_epoch: v.getattr("previous_member_epoch")?.extract()?,
+        assigned_partitions: partition_epochs(&v.getattr("assigned_partitions")?)?,
+        partitions_pending_revocation: partition_epochs(&v.getattr("partitions_pending_revocation")?)?,
+    })
+}
+
+pub(crate) fn consumer_group_record(class: &str, r: &Bound<'_, PyAny>) -> PyResult<Option<ConsumerGroupRecord>> {
     let member_id = || r.getattr("member_id")?.extract::<String>();
     Ok(Some(match class {
         "ConsumerGroupMetadata" => ConsumerGroupRecord::Metadata(value(r, |v| {
@@ -158,15 +169,7 @@ fn consumer_group_record(class: &str, r: &Bound<'_, PyAny>) -> PyResult<Option<C
         },
         "ConsumerGroupCurrentMemberAssignment" => ConsumerGroupRecord::CurrentMemberAssignment {
             member_id: member_id()?,
-            value: value(r, |v| {
-                Ok(CurrentAssignment {
-                    state: v.getattr("state")?.extract()?,
-                    member_epoch: v.getattr("member_epoch")?.extract()?,
-                    previous_member_epoch: v.getattr("previous_member_epoch")?.extract()?,
-                    assigned_partitions: partition_epochs(&v.getattr("assigned_partitions")?)?,
-                    partitions_pending_revocation: partition_epochs(&v.getattr("partitions_pending_revocation")?)?,
-                })
-            })?,
+            value: value(r, current_assignment)?,
         },
         "ConsumerGroupRegularExpression" => ConsumerGroupRecord::RegularExpression {
             regex: r.getattr("regex")?.extract()?,

@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from state.consumer_group import uniform
+from state.consumer_group.uniform import NAME as UNIFORM
 from state.consumer_group.group import ConsumerGroup, ConsumerGroupMember, ConsumerGroupState, preferred_server_assignor
 from state.consumer_group.group_spec import SubscriptionType
 from state.consumer_group.heartbeat import HeartbeatContext
@@ -35,6 +35,9 @@ from tests.state.consumer_group.coordinator_context import (
 )
 
 ZAR = FOO._replace(lsb=FOO.lsb + 1)
+
+# On the native core every group's replay is shadowed by the native group (tests/native/consumer_group/shadow.py).
+pytestmark = pytest.mark.usefixtures("core")
 
 
 def add(group: ConsumerGroup, m: ConsumerGroupMember) -> None:
@@ -185,7 +188,7 @@ def test_replaying_a_run_of_heartbeats_gives_the_same_group():
     through joins, reconciliation, a static member's leave and return, a leave and both timeouts."""
     ctx = Context(FOO_BAR, group_consumer_assignment_interval_ms=0)
     ctx.context = HeartbeatContext.from_config(ctx.config, ctx.topics)  # the real uniform assignor
-    ctx.join("a", server_assignor=uniform.NAME)
+    ctx.join("a", server_assignor=UNIFORM)
     ctx.join("b", instance_id="b-instance")
     ctx.join("c", names=("foo",), rebalance_timeout_ms=1000)
     for _ in range(3):
