@@ -80,9 +80,7 @@ def _sync_group(row: dict, event: SyncGroup) -> None:
 
 
 def _heartbeat(row: dict, event) -> None:
-    row["member_id"] = event.member_id
-    if event.group_instance_id is not None:
-        row["group_instance_id"] = event.group_instance_id
+    _member(row, event)
     row["generation_id"] = event.generation_id
 
 
@@ -98,10 +96,7 @@ def _leave_group(row: dict, event: LeaveGroup) -> None:
 
 
 def _offset_commit(row: dict, event: OffsetCommit) -> None:
-    row["member_id"] = event.member_id
-    if event.group_instance_id is not None:
-        row["group_instance_id"] = event.group_instance_id
-    row["generation_id"] = event.generation_id
+    _heartbeat(row, event)
     row["offsets"] = [{"topic": p.topic, "partition": p.partition, "offset": p.offset} for p in event.offsets]
 
 

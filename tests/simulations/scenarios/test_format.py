@@ -150,6 +150,9 @@ def test_yaml_anchors_and_merge_keys_work():
      "got 'sometimes'"),
     (MINIMAL + "    config:\n      session.timeout: 10000\n",
      "s.yaml:8: group_sets[0].config.session.timeout: unknown consumer setting 'session.timeout'"),
+    # Derived from coordsim.network.rtt.ms, not settings of their own.
+    (MINIMAL + "    config:\n      request.latency.ms: 5\n",
+     "s.yaml:8: group_sets[0].config.request.latency.ms: unknown consumer setting 'request.latency.ms'"),
     (MINIMAL + "    assignors: [range, fancy]\n", "s.yaml:7: group_sets[0].assignors: partition.assignment.strategy: "
                                                   "unknown assignor 'fancy'"),
     (MINIMAL + "    assignors: [range]\n    config: {partition.assignment.strategy: range}\n",
