@@ -136,7 +136,8 @@ class PeriodicElision:
             commit = Chain(p, period)
         if metadata is not None:
             snapshot = client.metadata_snapshot
-            current = {t: rt.cluster_topics[t] for t in snapshot if t in rt.cluster_topics} if snapshot else None
+            known = rt.image.topics
+            current = {t: known[t] for t in snapshot if t in known} if snapshot else None
             if metadata.deadline <= now or current != snapshot:
                 return
         opening: dict = {}
@@ -202,7 +203,7 @@ class PeriodicElision:
         if not client.consuming:
             return False
         rate = client.config.coordsim_consume_records_per_second
-        if rate and any(rate <= rt.production.get(tp.topic, (0, 0.0, 0))[1] or self._behind(rt, client, tp, rate)
+        if rate and any(rate <= rt.image.production.get(tp.topic, (0, 0.0, 0))[1] or self._behind(rt, client, tp, rate)
                         for tp in client.owned):
             return False  # it may fall behind: its positions are not the log end's in closed form
         return rt.periodic_answers.commit_run_follows(rt, name, client.owned, latency, opening)
@@ -214,7 +215,7 @@ class PeriodicElision:
         if tp not in client.started:
             return False
         since, position = client.started[tp]
-        origin, produced, base = rt.production.get(tp.topic, (rt.now, 0.0, 0))
+        origin, produced, base = rt.image.production.get(tp.topic, (rt.now, 0.0, 0))
         return position + rate * (rt.now - since) / 1000 < base + produced * (rt.now - origin) / 1000
 
     def catch_up(self, rt, at: int, target: str | None, whole_group: bool) -> bool:

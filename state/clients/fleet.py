@@ -46,6 +46,7 @@ from state.clients.answers import (FindCoordinatorAnswer, HeartbeatAnswer, JoinG
 from state.clients.config import CLOSE_TIMEOUT_MS, ClientConfig
 from state.clients.consumer_group import async_consumer as member_clients
 from state.clients.consumer_group.member import Membership
+from state.cluster_image import ClusterImage
 from state.events import (EVENT_CLASSES, NEWEST_API_VERSION, ClientCrash, ClientPause, ClientStart, ClientStop,
                           CommitPartition, Event, LeaveIdentity, MemberAssignment, Subscribe, group_partitions,
                           member_assignment, subscription_protocol)
@@ -160,16 +161,12 @@ class ClientHost(Protocol):
 
     now: int
     discoverable_coordinator: int | None  # what a starting client's first lookup finds (None: no coordinator)
-    cluster_topics: dict[str, int]
-    topic_ids: dict  # topic name -> TopicId, as the cluster's metadata gives them
-    # TopicId -> name, every id the metadata gave: a client names the partitions it still owns of a deleted
-    # topic by the name they had (the Java client's assignedTopicNamesCache, AbstractMembershipManager)
-    topic_names: dict
+    # The cluster's topics, as a client learns them from any broker's Metadata and ListOffsets answers: their
+    # ids (a client names the partitions it still owns of a deleted topic by the name they had, the Java
+    # client's assignedTopicNamesCache), partition counts and log-end offsets.
+    image: ClusterImage
     metrics: GroupMetrics  # the run's figures, told when clients start and stop consuming (state/metrics.py)
 
-    def topic_id(self, topic: str): ...
-
-    def log_end_offset(self, tp, at: int | None = None) -> int: ...
     def committed_offset(self, tp) -> int | None: ...
     def transmit(self, event: Event, sent_to: int | None) -> None: ...
     def reject(self, event: Event, reason: str) -> None: ...
@@ -187,6 +184,7 @@ class ConsumerFleet:
 
     # The host's clock. Read on every client step: a property over a C getter costs no Python frame.
     now = property(attrgetter("host.now"))
+    image = property(attrgetter("host.image"))
 
     # ======================================================================================================
     # Directives
@@ -289,16 +287,18 @@ class ConsumerFleet:
         owned = client.owned
         if client.unpositioned:
             owned = tuple(tp for tp in owned if tp not in client.unpositioned)
+        image, now = self.image, self.now
         if not client.consuming:
-            return {tp: client.frozen.get(tp, self.host.log_end_offset(tp)) for tp in owned}
+            return {tp: client.frozen.get(tp, image.log_end_offset(tp, now)) for tp in owned}
+        t = now if at is None else at
         rate = client.config.coordsim_consume_records_per_second
         if not rate:
-            return {tp: self.host.log_end_offset(tp, at) for tp in owned}
-        t = self.now if at is None else at
+            return {tp: image.log_end_offset(tp, t) for tp in owned}
         positions = {}
         for tp in owned:
-            since, position = client.started.get(tp, (t, self.host.log_end_offset(tp, t)))
-            positions[tp] = min(self.host.log_end_offset(tp, at), rule_offset((rate, since, position), t))
+            log_end = image.log_end_offset(tp, t)
+            since, position = client.started.get(tp, (t, log_end))
+            positions[tp] = min(log_end, rule_offset((rate, since, position), t))
         return positions
 
     def resume_consuming(self, client: SyntheticConsumer, positions: dict[TopicPartition, int]) -> None:
@@ -334,10 +334,11 @@ class ConsumerFleet:
         self._started(client, positioned)
         if client.config.coordsim_consume_records_per_second:
             # Read from the committed offset, else from where auto.offset.reset says.
-            reset = lambda tp: 0 if client.config.auto_offset_reset == "earliest" else self.host.log_end_offset(tp)
+            reset = lambda tp: (0 if client.config.auto_offset_reset == "earliest"
+                                else self.image.log_end_offset(tp, self.now))
             positions = {tp: fetched[tp] if fetched[tp] >= 0 else reset(tp) for tp in positioned}
         else:
-            positions = {tp: self.host.log_end_offset(tp) for tp in positioned}
+            positions = {tp: self.image.log_end_offset(tp, self.now) for tp in positioned}
         if client.consuming:
             client.started.update((tp, (self.now, position)) for tp, position in positions.items())
         else:
@@ -351,7 +352,8 @@ class ConsumerFleet:
         consumed = {tp: self.position_of(other, tp) for tp, other in figures.consumers(client.client_id,
                                                                                      partitions).items()}
         committed = {tp: self.host.committed_offset(tp) for tp in partitions}
-        log_end = {} if earliest else {tp: self.host.log_end_offset(tp) for tp in partitions if committed[tp] is None}
+        log_end = {} if earliest else {tp: self.image.log_end_offset(tp, self.now) for tp in partitions
+                                       if committed[tp] is None}
         figures.start_consuming(self.now, client.client_id, partitions, consumed, committed, log_end, earliest)
 
     def freeze(self, client: SyntheticConsumer) -> None:
@@ -740,7 +742,8 @@ class ConsumerFleet:
                 member_id=m.member_id, topics=sub.topics, group_instance_id=m.group_instance_id,
                 owned_partitions=sub.owned_partitions, generation_id=sub.generation_id, user_data=sub.user_data))
         topics = {t for s in subscriptions for t in s.topics}
-        snapshot = {t: self.host.cluster_topics[t] for t in sorted(topics) if t in self.host.cluster_topics}
+        known = self.image.topics
+        snapshot = {t: known[t] for t in sorted(topics) if t in known}
         try:
             plan = assignors.assign(client.protocol, subscriptions, snapshot)
         except AssignorError:
@@ -861,7 +864,8 @@ class ConsumerFleet:
     def _refresh_metadata(self, client: SyntheticConsumer) -> None:
         snapshot = client.metadata_snapshot
         if snapshot is not None and client.phase == Phase.STABLE:
-            current = {t: self.host.cluster_topics[t] for t in snapshot if t in self.host.cluster_topics}
+            known = self.image.topics
+            current = {t: known[t] for t in snapshot if t in known}
             if current != snapshot:
                 # Only the leader compares metadata with what it assigned: it rejoins to reassign.
                 self._request_rejoin(client)

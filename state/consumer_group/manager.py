@@ -89,6 +89,7 @@ from state.consumer_group.records import (
 )
 from state.consumer_group.topic_id import TopicId, derived_topic_id
 from state.consumer_group.topics import TopicsImage
+from state.cluster_image import ClusterImage
 from state.config import CoordinatorConfig
 from state.runtime.result import CoordinatorResult, Operations
 from state.errors import append_error_to_response_error
@@ -110,10 +111,10 @@ CLASSIC_MEMBERSHIP_REQUESTS = ("JOIN_GROUP", "SYNC_GROUP", "HEARTBEAT", "LEAVE_G
 
 class ConsumerGroupManager(Operations):
     """One group id's consumer group and the operations on it (see the module's docstring). The topics'
-    metadata (ids, the image a heartbeat reads) is the runtime's, read through `image`."""
+    metadata (ids, partition counts, the image's versions) is the cluster's, read through `image`."""
 
-    def __init__(self, group_id: str, config: CoordinatorConfig, ids: MemberIds, image, classic: ClassicGroupManager
-                 ) -> None:
+    def __init__(self, group_id: str, config: CoordinatorConfig, ids: MemberIds, image: ClusterImage,
+                 classic: ClassicGroupManager) -> None:
         self.group_id = group_id
         self.config = config
         self.ids = ids
@@ -134,7 +135,10 @@ class ConsumerGroupManager(Operations):
             group.metadata_expired = True
 
     def _context(self) -> HeartbeatContext:
-        return self.image.heartbeat_context()
+        image = self.image
+        topics = TopicsImage({topic: (image.topic_id(topic), count) for topic, count in image.topics.items()})
+        return HeartbeatContext.from_config(self.config, topics, metadata_version=image.metadata_version,
+                                            new_topics_version=image.new_topics_version)
 
     def _by_topic_id(self, partitions: tuple[PartitionList, ...] | None) -> TopicPartitions | None:
         if partitions is None:

@@ -15,7 +15,8 @@ map changes only by replaying what was appended (`replay`), so replaying the tab
 `OffsetMetadataManager` is Kafka's manager of that name for one group: its handlers read the group and the
 offsets and return a `CoordinatorResult` (state/runtime/result.py), which the runtime carries out. It
 reads the group through the two group managers (the classic group or the consumer group the id names, never
-both) and the cluster's metadata through `image` (topic ids, the production model's log-end offsets).
+both) and the cluster's topics through `image` (state/cluster_image.py: topic ids, the production model's
+log-end offsets).
 
 The sweep runs every offsets.retention.check.interval.ms (ticks aligned to multiples of the interval since
 the epoch). Instead of waking every group at every tick, the runtime schedules the sweep only at the first
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from state.cluster_image import ClusterImage
 from state.config import CoordinatorConfig
 from state.consumer_group.group import ConsumerGroup, ConsumerGroupState
 from state.consumer_group.offset_commit import validate_offset_commit, validate_offset_fetch
@@ -50,19 +52,13 @@ class ConsumerGroups(Protocol):
     consumer_group: ConsumerGroup | None
 
 
-class Image(Protocol):
-    """What the coordinator knows of the cluster's topics."""
-
-    def topic_id(self, topic: str): ...
-
-    def reported_log_end_offset(self, tp, at: int | None = None) -> int | None: ...
 
 
 class OffsetMetadataManager:
     """The committed offsets of one group and the requests and sweep that change them."""
 
     def __init__(self, config: CoordinatorConfig, classic: ClassicGroups, consumer: ConsumerGroups,
-                 image: Image) -> None:
+                 image: ClusterImage) -> None:
         self.config = config
         # The group the offsets belong to: a classic group or a consumer group (never both), or none.
         self.classic, self.consumer = classic, consumer

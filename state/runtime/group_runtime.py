@@ -24,12 +24,10 @@ from typing import Iterable
 from state.runtime import encoding, snapshot
 from state.runtime.captured_ids import IdMap
 from state.cluster import NO_LEADER
+from state.cluster_image import ClusterImage
 from state.config import CoordinatorConfig
 from state.clients.fleet import ConsumerFleet
 from state.consumer_group.group import ConsumerGroup
-from state.consumer_group.heartbeat import HeartbeatContext
-from state.consumer_group.topic_id import TopicId, derived_topic_id
-from state.consumer_group.topics import TopicsImage
 from state.consumer_group.manager import CLASSIC_MEMBERSHIP_REQUESTS, CONSUMER_GROUP_TIMER, ConsumerGroupManager
 from state.errors import NETWORK_EXCEPTION
 from state.events import (CLIENT_DIRECTIVE_CLASSES, CoordinatorFault, EndOfRun, Event, TopicMetadata,
@@ -50,7 +48,6 @@ from state.runtime.result import (APPEND, ASSIGNMENT, CANCEL, CANCEL_ALL, CONSUM
 from state.offsets.manager import OffsetMetadataManager
 from state.runtime.output import Output
 from state.clients.elision import PeriodicElision
-from state.offsets.production import rule_offset
 from state.runtime.periodic_answers import PeriodicAnswers
 from state.runtime.quiet_runs import QuietRuns
 from state.records.group_log import GroupLog, OffsetCommitRecord, Record
@@ -74,11 +71,13 @@ class GroupRuntime:
         # The ids the coordinator hands out, and the group the id names, each with its manager: a classic
         # group, or a KIP-848 consumer group, never both.
         self.ids = MemberIds(group_id)
+        # The cluster's topics and what is produced to them, which the managers and the clients read.
+        self.image = ClusterImage()
         self.classic = ClassicGroupManager(group_id, config, self.ids)
-        self.consumer = ConsumerGroupManager(group_id, config, self.ids, self, self.classic)
-        # The group's committed offsets and the requests and sweep that change them; it reads the group and
-        # the topics' metadata from here.
-        self.offset_manager = OffsetMetadataManager(config, self.classic, self.consumer, self)
+        self.consumer = ConsumerGroupManager(group_id, config, self.ids, self.image, self.classic)
+        # The group's committed offsets and the requests and sweep that change them; it reads the group from
+        # the two group managers.
+        self.offset_manager = OffsetMetadataManager(config, self.classic, self.consumer, self.image)
         # The coordinator's timers (sessions, rebalance and sync deadlines, the offsets sweep, the load); the
         # client side keeps its own (polls, heartbeats, answers on their way back) in the fleet, so a
         # coordinator that unloads the group drops its own and never touches the clients'.
@@ -109,14 +108,6 @@ class GroupRuntime:
         self._held: list[tuple[tuple, Event]] = []
         self._last_key: tuple | None = None  # the sort key of the last event applied
         self.last_event_ts = -1
-        self.cluster_topics: dict[str, int] = {}
-        self.topic_ids: dict[str, TopicId] = {}
-        self.topic_names: dict[TopicId, str] = {}  # every id a TOPIC_METADATA row gave, a deleted topic's too
-        # The coordinator's metadata image version (TOPIC_METADATA rows that changed a topic) and the last one
-        # that created a topic: what refreshes a consumer group's regexes (state.consumer_group.regex).
-        self.metadata_version = 0
-        self.new_topics_version = -1
-        self.production: dict[str, tuple[int, float, int]] = {}  # topic -> (since_ts, records/s, base offset)
         # A synthetic request on the wire: request id -> the coordinator epoch it was sent to (None: a lookup).
         self.requests_sent_to: dict[str, int | None] = {}
         self.quiet = QuietRuns()
@@ -258,53 +249,6 @@ class GroupRuntime:
         group = self.classic.group if self.classic.group is not None else self.consumer.consumer_group
         return (None, 0) if group is None else (group.state.value, len(group.members))
 
-    # -- the cluster's topics as the coordinator knows them ------------------------------------------------
-    def _note_topic_ids(self, event: TopicMetadata) -> None:
-        """The ids of the topics a TOPIC_METADATA row declares: the row's, else the one the topic already has,
-        else the one derived from its name. A change to a subscribed topic (by name or through a resolved
-        regex) makes the consumer group recompute its metadata hash at its next heartbeat (Kafka: the metadata
-        image changed). A row that changes anything is a new image version; one that creates a topic also
-        makes the next heartbeat resolve the group's regexes again (onMetadataUpdate's
-        lastMetadataImageWithNewTopics), subject to the 10 s minimum between two resolutions."""
-        changed, created = [], False
-        for topic, partitions in event.topics:
-            given = event.topic_ids.get(topic)
-            topic_id = TopicId.from_string(given) if given else self.topic_ids.get(topic) or derived_topic_id(topic)
-            if self.topic_ids.get(topic) != topic_id or self.cluster_topics.get(topic) != partitions:
-                changed.append(topic)
-            created |= topic not in self.cluster_topics or self.topic_ids.get(topic) != topic_id
-            self.topic_ids[topic] = topic_id
-            self.topic_names[topic_id] = topic
-        self.consumer.topics_changed(changed)
-        if changed:
-            self.metadata_version += 1
-            if created:
-                self.new_topics_version = self.metadata_version
-
-    def _shrunk_topic(self, event: TopicMetadata) -> str | None:
-        """Why a TOPIC_METADATA row cannot be: it gives a topic fewer partitions under the same id. Kafka never
-        removes a partition (CreatePartitions only adds; the assignors index partitions by number up to the
-        count), and a topic deleted and created again with fewer partitions has a new id."""
-        for topic, partitions in event.topics:
-            known = self.cluster_topics.get(topic)
-            given = event.topic_ids.get(topic)
-            same_id = not given or TopicId.from_string(given) == self.topic_id(topic)
-            if known is not None and partitions < known and same_id:
-                return (f"topic {topic!r} has {known} partitions and this row gives {partitions}: Kafka never "
-                        "removes a topic's partitions; a topic deleted and created again has a new topic_id, "
-                        "give it in the row")
-        return None
-
-    def topic_id(self, topic: str) -> TopicId:
-        """A topic's id; a topic the coordinator was never told of gets the id derived from its name."""
-        return self.topic_ids.get(topic) or derived_topic_id(topic)
-
-    def heartbeat_context(self) -> HeartbeatContext:
-        image = TopicsImage({topic: (self.topic_id(topic), partitions)
-                             for topic, partitions in self.cluster_topics.items()})
-        return HeartbeatContext.from_config(self.config, image, metadata_version=self.metadata_version,
-                                            new_topics_version=self.new_topics_version)
-
     # -- the coordinator's identity --------------------------------------------------------------------------
     def broker_of(self, epoch: int | None) -> int | None:
         """The broker of a coordinator epoch (None: no cluster, no leader, or no such epoch)."""
@@ -362,13 +306,14 @@ class GroupRuntime:
                 self.out.request(request_row(event))
         if isinstance(event, TopicMetadata):
             # The cluster's topics as clients see them, and what is produced to them.
-            shrunk = self._shrunk_topic(event)
+            shrunk = self.image.shrunk_topic(event)
             if shrunk:
                 self.reject(event, shrunk)
                 return
-            self._note_topic_ids(event)
-            self.cluster_topics.update(dict(event.topics))
-            self._update_production(event)
+            changed, log_end = self.image.apply(event, self.now)
+            self.consumer.topics_changed(changed)
+            for row in log_end:
+                self.out.log_end(row)
             return
         if event.type in CLIENT_DIRECTIVE_CLASSES:
             self.fleet.handle_client_directive(event)
@@ -377,7 +322,7 @@ class GroupRuntime:
         handler = self._handle_request if sent_to in (None, self.coordinator_epoch) \
             else partial(self._answer_not_coordinator, sent_to=sent_to)
         if event.run is not None:
-            self.quiet.handle(self.out, self.production, event, handler)
+            self.quiet.handle(self.out, self.image.production, event, handler)
         else:
             handler(event)
 
@@ -477,36 +422,11 @@ class GroupRuntime:
     def reject(self, event: Event, reason: str) -> None:
         self.out.reject(event, reason)
 
-    def _update_production(self, event: TopicMetadata) -> None:
-        for topic, _ in event.topics:
-            rate = event.records_per_second.get(topic)
-            if rate is not None:
-                self.production[topic] = (self.now, rate, self._produced(topic))
-                self.out.log_end({"ts": self.now, "topic": topic, "records_per_second": rate,
-                                  "base_offset": self.production[topic][2]})
-
-    def _produced(self, topic: str, at: int | None = None) -> int:
-        at = self.now if at is None else at
-        since, rate, base = self.production.get(topic, (at, 0.0, 0))
-        return rule_offset((rate, since, base), at)
-
-    def log_end_offset(self, tp, at: int | None = None) -> int:
-        """Records produced to a partition so far (or by time `at`, under the current rates): each partition
-        of a topic gets the topic's per-partition rate (TOPIC_METADATA records_per_second), from the moment it
-        was declared."""
-        return self._produced(tp[0], at)
-
     def committed_offset(self, tp) -> int | None:
         """The offset committed for a partition, as the group's log holds it whoever has it loaded (the run's
         figures compare a new owner's start with it; a client learns it by OffsetFetch)."""
         committed = self.log.committed(*tp)
         return None if committed is None else committed["offset"]
-
-    def reported_log_end_offset(self, tp, at: int | None = None) -> int | None:
-        """The log-end offset a broker would report for the partition (now, or at `at` under the current
-        rates), or None when the run has no production model for its topic (no TOPIC_METADATA rate, as in a
-        replay of captured requests)."""
-        return self._produced(tp[0], at) if tp[0] in self.production else None
 
     def respond_generic_error(self, request: Event, error: str, **fields) -> None:
         """An error raised before any handler logic: the response carries only Kafka's default fields (and
@@ -726,10 +646,10 @@ class GroupRuntime:
         runtime.fleet.host = runtime
         offsets = runtime.offset_manager
         classic = runtime.classic
-        offsets.classic, offsets.consumer, offsets.image = classic, runtime.consumer, runtime
+        offsets.classic, offsets.consumer, offsets.image = classic, runtime.consumer, runtime.image
         classic.ids, classic.now, classic.op = runtime.ids, -1, None
         consumer = runtime.consumer
-        consumer.ids, consumer.image, consumer.classic, consumer.now, consumer.op = (runtime.ids, runtime,
+        consumer.ids, consumer.image, consumer.classic, consumer.now, consumer.op = (runtime.ids, runtime.image,
                                                                                      classic, -1, None)
         runtime.reconfigure(config)
         return runtime

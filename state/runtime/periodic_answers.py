@@ -108,7 +108,7 @@ class PeriodicAnswers:
         if [(r["topic"], r["partition"]) for r in run.offsets] != [tuple(tp) for tp in owned]:
             return False
         for row, rule in zip(run.offsets, run.rules):
-            since, rate, base = rt.production.get(row["topic"], (0, 0.0, 0))
+            since, rate, base = rt.image.production.get(row["topic"], (0, 0.0, 0))
             if rule != ((rate, since + latency, base) if rate else (0.0, 0, base)):
                 return False
         return True
@@ -130,7 +130,7 @@ class PeriodicAnswers:
                 for record in records:
                     rt.out.offset(rt.offset_row(record, event.ts))
                 rt.out.response(event, event.ts, "NONE", results=results)
-        run = rt.quiet.open_run(rt.production, event, rows)
+        run = rt.quiet.open_run(rt.image.production, event, rows)
         if run is None:
             return False
         run.count = 0  # none of its requests has arrived yet

@@ -276,7 +276,7 @@ def on_member_response(fleet, client, r: Answer) -> None:
                 error=error, member_id=r.member_id, member_epoch=r.member_epoch,
                 heartbeat_interval_ms=r.heartbeat_interval_ms,
                 assignment=None if assignment is None else tuple(sorted(
-                    (fleet.host.topic_id(p.topic), tuple(sorted(p.partitions))) for p in assignment))))
+                    (fleet.image.topic_id(p.topic), tuple(sorted(p.partitions))) for p in assignment))))
             if assignment is not None:
                 fleet.schedule_poll(client, fleet.now)  # a new target: reconciliation starts at a poll
     elif r.api == "OffsetCommit":
@@ -333,7 +333,7 @@ def _retry_commit(fleet, client) -> None:
 
 # -- topic ids ----------------------------------------------------------------------------------------
 def _topic_name(fleet, topic_id) -> str:
-    return fleet.host.topic_names[topic_id]
+    return fleet.image.topic_names[topic_id]
 
 
 def _by_name(fleet, partitions) -> tuple[TopicPartition, ...]:

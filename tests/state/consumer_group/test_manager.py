@@ -296,7 +296,7 @@ def test_the_consumer_group_round_trips_through_encoding(ctx):
     decoded = GroupRuntime.decode(ctx.runtime.encode(), ctx.config)
     assert decoded.consumer_group == ctx.runtime.consumer_group
     assert decoded.timers.pending() == ctx.runtime.timers.pending()
-    assert decoded.topic_ids == {"foo": TopicId.from_string(FOO_ID)}
+    assert decoded.image.topic_ids == {"foo": TopicId.from_string(FOO_ID)}
 
 
 def test_coordsim_kafka_version_4_0_gives_kafka_4_0_0s_epochs():

@@ -114,7 +114,7 @@ def test_an_attribute_the_schema_does_not_list_is_refused() -> None:
 
 def test_an_object_of_a_class_outside_the_schema_is_refused() -> None:
     runtime = GroupRuntime("g", CONFIG)
-    runtime.production["t"] = CoordinatorConfig()
+    runtime.image.production["t"] = CoordinatorConfig()
     with pytest.raises(encoding.StateError, match="state.config.CoordinatorConfig is not in the stored schema"):
         runtime.encode()
 
