@@ -261,12 +261,21 @@ class ConsumerFleet:
         if client.coordinator is None:
             self.find_coordinator(client)  # close() commits and leaves once the coordinator is found again
             return
-        if client.phase == Phase.STABLE and client.config.commits_on_revoke and client.owned:
+        positions = self._commits_before_leaving(client)
+        if positions:
             # auto-commit on close, or onLeavePrepare revoking every partition: the close continues when the
             # commit is answered
-            self._commit(client, self.positions(client))
+            self._commit(client, positions)
         else:
             self._leave_and_stop(client)
+
+    def _commits_before_leaving(self, client: SyntheticConsumer) -> dict[TopicPartition, int]:
+        """What a closing Stable member commits before it leaves (auto-commit, or onPartitionsRevoked):
+        allConsumed(), the partitions with a position; none (and no request: commitSync of nothing sends
+        nothing) while their committed offsets are still being fetched."""
+        if client.phase != Phase.STABLE or not client.config.commits_on_revoke:
+            return {}
+        return self.positions(client)
 
     def _leave_and_stop(self, client: SyntheticConsumer) -> None:
         if (client.group_instance_id is None and client.member_id and client.config.internal_leave_group_on_close):
@@ -608,9 +617,13 @@ class ConsumerFleet:
             revoking = self._committed_before_join(client)
             if client.phase == Phase.STABLE and revoking:
                 # onJoinPrepare commits synchronously first; the join goes out once the commit is answered.
+                # It commits allConsumed(): a partition whose committed offset is still being fetched has no
+                # position, and an empty commit sends nothing (ConsumerCoordinator.commitOffsetsSync).
                 positions = self.positions(client)
-                self._commit(client, {tp: positions[tp] for tp in revoking})
-                return
+                offsets = {tp: positions[tp] for tp in revoking if tp in positions}
+                if offsets:
+                    self._commit(client, offsets)
+                    return
             self._join(client)
         elif client.phase == Phase.STABLE and config.commits_periodically and self.now >= client.next_auto_commit:
             if config.commit_blocks_poll and "commit" in client.in_flight:
@@ -788,7 +801,8 @@ class ConsumerFleet:
             client.next_auto_commit = self.now + client.config.commit_interval_ms
             subscribed = set(client.topics)
             cooperative_revocation = revoked and client.rebalance_protocol == RebalanceProtocol.COOPERATIVE
-            if cooperative_revocation and client.config.commits_on_revoke and not client.config.enable_auto_commit:
+            if (cooperative_revocation and client.config.commits_on_revoke and not client.config.enable_auto_commit
+                    and revoked_positions):
                 # onPartitionsRevoked commits the revoked partitions synchronously; the follow-up rejoin goes
                 # out once that commit is answered.
                 client.rejoin_needed = True
@@ -848,8 +862,9 @@ class ConsumerFleet:
         # or onJoinPrepare (its commit, or the JoinGroup), comes next. Any other commit was the one they sent.
         loop_commit = client.phase == Phase.STABLE and self.is_periodic_request(client, "commit", r.request_id)
         if client.closing:
-            if loop_commit and client.config.commits_on_revoke and client.owned:
-                self._commit(client, self.positions(client))
+            positions = self._commits_before_leaving(client) if loop_commit else None
+            if positions:
+                self._commit(client, positions)
             else:
                 self._leave_and_stop(client)
         elif client.rejoin_needed and "join" not in client.in_flight:

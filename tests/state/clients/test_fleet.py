@@ -469,6 +469,41 @@ def test_cooperative_commit_on_revoke_commits_only_the_revoked_partitions_after_
     assert m["duplicate_records"] == 0 and m["skipped_records"] == 0
 
 
+def fetching_offsets(ctx: GroupContext, client_id: str) -> None:
+    """Sleep until the client owns partitions whose committed offsets are still being fetched."""
+    for _ in range(300):
+        if ctx.runtime.fleet.clients[client_id].unpositioned:
+            return
+        ctx.sleep(100)
+    raise AssertionError(f"{client_id} never fetched offsets")
+
+
+def non_heartbeats(ctx: GroupContext, client_id: str) -> list[tuple[int, str, list | None]]:
+    return [r for r in requests_of(ctx, client_id) if r[1] != "HEARTBEAT"]
+
+
+def test_a_rejoin_while_the_offset_fetch_is_out_commits_nothing_of_the_partitions_without_a_position():
+    # ConsumerCoordinator.onJoinPrepare commits subscriptions.allConsumed(): the partitions whose committed
+    # offsets are still being fetched have no position, and commitOffsetsSync of nothing sends no request.
+    ctx = GroupContext()
+    start(ctx, 1, config={"coordsim.network.rtt.ms": 3_000})
+    fetching_offsets(ctx, "c0")
+    ctx.send("SUBSCRIBE", client_id="c0", topics=["orders", "other"])
+    ctx.sleep(20_000)
+    types = [t for _, t, _ in non_heartbeats(ctx, "c0")]
+    assert types[:6] == ["JOIN_GROUP", "JOIN_GROUP", "SYNC_GROUP", "OFFSET_FETCH", "JOIN_GROUP", "SYNC_GROUP"]
+
+
+def test_a_close_while_the_offset_fetch_is_out_leaves_without_an_empty_offset_commit():
+    ctx = GroupContext()
+    start(ctx, 1, config={"coordsim.network.rtt.ms": 3_000})
+    fetching_offsets(ctx, "c0")
+    ctx.send("CLIENT_STOP", client_id="c0")
+    ctx.sleep(20_000)
+    assert [t for _, t, _ in non_heartbeats(ctx, "c0")] == ["JOIN_GROUP", "JOIN_GROUP", "SYNC_GROUP", "OFFSET_FETCH",
+                                                             "LEAVE_GROUP"]
+
+
 def test_a_close_during_the_loops_commit_sync_commits_again_where_processing_stopped_then_leaves():
     ctx = GroupContext()
     start(ctx, 2, config=MANUAL)
