@@ -29,8 +29,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from state.clients.fleet import Phase, SyntheticConsumer
-from state.runtime.periodic_answers import CLASSIC, Arrivals, count_before
+from state.clients.fleet import ConsumerFleet, Phase, SyntheticConsumer
+from state.runtime.periodic_answers import CLASSIC, Arrivals, PeriodicAnswers, count_before
 from state.runtime.quiet_runs import COMMIT_CHAIN, HEARTBEAT_CHAIN
 from state.runtime.timers import request_item
 
@@ -55,19 +55,19 @@ class ElidedClient:
     quiet_until: int = 0
 
 class PeriodicElision:
-    """The group's elided clients, by client id. Each operation is given the group's runtime (`rt`): the clock,
-    the clients and the cluster's topics and production are read from it, the coordinator's half through
-    `rt.periodic_answers` (state/runtime/periodic_answers.py)."""
+    """The group's elided clients, by client id. Each operation is given the group's clients (`fleet`: their
+    clock, timers and requests, and the cluster's topics and production as clients learn them) and the
+    coordinator's half (`answers`, state/runtime/periodic_answers.py), never the runtime itself."""
 
     def __init__(self) -> None:
         self.elided: dict[str, ElidedClient] = {}
 
-    def elide_quiet_clients(self, rt, target: str | None, whole_group: bool) -> None:
+    def elide_quiet_clients(self, fleet: ConsumerFleet, answers: PeriodicAnswers, target: str | None, whole_group: bool) -> None:
         """After a step: take the periodic timers of the clients it may have brought to the steady state out
         of the queue. A step that concerned one client (its own timer, answer, directive or periodic request)
         changed nothing another client's steadiness depends on, so only that client is tried; a step that
         concerned the whole group tries them all."""
-        clients = rt.fleet.clients
+        clients = fleet.clients
         if whole_group:
             candidates = clients.values()
         else:  # every step comes here: the one client's own state is the cheapest reason not to
@@ -75,7 +75,7 @@ class PeriodicElision:
             if client is None or client.in_flight or client.client_id in self.elided or not client.alive:
                 return
             candidates = (client,)
-        protocol = rt.periodic_answers.accepts(rt)
+        protocol = answers.accepts()
         if protocol is None:
             return
         for client in candidates:
@@ -86,28 +86,28 @@ class PeriodicElision:
                 continue
             classic = client.membership is None
             if (client.phase == Phase.STABLE and protocol == CLASSIC) if classic else protocol != CLASSIC:
-                self._try_elide(rt, client, protocol)
+                self._try_elide(fleet, answers, client, protocol)
 
-    def _try_elide(self, rt, client: SyntheticConsumer, protocol: str) -> None:
-        now, cfg = rt.now, client.config
+    def _try_elide(self, fleet: ConsumerFleet, answers: PeriodicAnswers, client: SyntheticConsumer, protocol: str
+                   ) -> None:
+        now, cfg = fleet.now, client.config
         latency = cfg.request_latency_ms + cfg.response_latency_ms
-        if (client.closing or client.awaiting or client.paused_until > now or client.poll_stalled_until > now
-                or client.coordinator != rt.coordinator_epoch):
+        if client.closing or client.awaiting or client.paused_until > now or client.poll_stalled_until > now:
             return
-        membership, answers = client.membership, rt.periodic_answers
+        membership = client.membership
         if membership is None:
             if (not client.heartbeat_enabled or client.rejoin_needed
-                    or not answers.is_current(rt, protocol, client.member_id, client.generation)
+                    or not answers.is_current(protocol, client.member_id, client.generation, client.coordinator)
                     or latency >= cfg.heartbeat_interval_ms):
                 return
             interval = cfg.heartbeat_interval_ms
             identity = (client.member_id, client.generation, client.group_instance_id)
         else:
-            interval = self._steady_member_interval(rt, client, protocol, latency)
+            interval = self._steady_member_interval(fleet, answers, client, protocol, latency)
             if interval is None:
                 return
             identity = (membership.member_id, membership.member_epoch, client.group_instance_id)
-        timers = {t.key[2]: t for t in rt.fleet.periodic_timers(client)}
+        timers = {t.key[2]: t for t in fleet.periodic_timers(client)}
         heartbeat, poll, metadata = (timers.pop(kind, None) for kind in ("heartbeat", "poll", "metadata"))
         if timers or heartbeat is None or heartbeat.deadline <= now:
             return
@@ -116,38 +116,38 @@ class PeriodicElision:
         # next request, predicted below once every cheaper check passed (a classic client's only: a member
         # of a consumer group waits for its first steady heartbeat and commit to open them).
         heartbeat_name, commit_name = f"{origin}/{HEARTBEAT_CHAIN}", f"{origin}/{COMMIT_CHAIN}"
-        heartbeat_open = answers.run_takes(rt, heartbeat_name, heartbeat.deadline + there, interval, identity)
+        heartbeat_open = answers.run_takes(heartbeat_name, heartbeat.deadline + there, interval, identity)
         if heartbeat_open is False or (heartbeat_open is None and membership is not None):
             return
         commit = None
         commit_open = None  # whether the open commit run takes the next commit (None: no run open)
         if poll is not None:
             p = poll.deadline
-            period = self._poll_period(rt, client, p, interval)
+            period = self._poll_period(client, p, interval)
             if p <= now or period is None or latency >= period:
                 return
             if client.owned and cfg.commits_periodically:
-                commit_open = answers.run_takes(rt, commit_name, p + there, period, identity)
+                commit_open = answers.run_takes(commit_name, p + there, period, identity)
                 if commit_open is None:
                     if not client.consuming or client.unpositioned or membership is not None:
                         return  # its commits would not fold
-                elif not (commit_open and self._commits_fold(rt, client, commit_name, {})):
+                elif not (commit_open and self._commits_fold(fleet, answers, client, commit_name, {})):
                     return
             commit = Chain(p, period)
         if metadata is not None:
             snapshot = client.metadata_snapshot
-            known = rt.image.topics
+            known = fleet.image.topics
             current = {t: known[t] for t in snapshot if t in known} if snapshot else None
             if metadata.deadline <= now or current != snapshot:
                 return
         opening: dict = {}
         if heartbeat_open is None and not answers.predict(
-                rt, rt.fleet.periodic_request(client, HEARTBEAT_CHAIN, heartbeat.deadline)[0], opening):
+                fleet.periodic_request(client, HEARTBEAT_CHAIN, heartbeat.deadline)[0], opening):
             return
         sends_commits = bool(client.owned) and cfg.commits_periodically
         if commit is not None and sends_commits and commit_open is None and not (
-                answers.predict(rt, rt.fleet.periodic_request(client, COMMIT_CHAIN, commit.first)[0], opening)
-                and self._commits_fold(rt, client, commit_name, opening)):
+                answers.predict(fleet.periodic_request(client, COMMIT_CHAIN, commit.first)[0], opening)
+                and self._commits_fold(fleet, answers, client, commit_name, opening)):
             return
         # The requests the coordinator answers in closed form: every heartbeat, and the commits if the poll loop
         # sends them; a consumer member's commits keep no session.
@@ -155,26 +155,28 @@ class PeriodicElision:
         if commit is not None and sends_commits:
             chains[COMMIT_CHAIN] = Arrivals(commit.first + there, commit.period, membership is None)
         member_id = client.member_id if membership is None else membership.member_id
-        if not answers.start(rt, client.client_id, protocol, member_id,
+        if not answers.start(client.client_id, protocol, member_id,
                              request_item(client.request_counter, member_id), chains, opening):
             return
         for t in (heartbeat, poll, metadata):
             if t is not None:
-                rt.fleet.timers.cancel(t.key)
+                fleet.timers.cancel(t.key)
         self.elided[client.client_id] = ElidedClient(
             heartbeat=Chain(heartbeat.deadline, interval), commit=commit, sends_commits=sends_commits,
             metadata=None if metadata is None else Chain(metadata.deadline, cfg.metadata_max_age_ms))
 
-    def _steady_member_interval(self, rt, client: SyntheticConsumer, protocol: str, round_trip: int) -> int | None:
+    def _steady_member_interval(self, fleet: ConsumerFleet, answers: PeriodicAnswers, client: SyntheticConsumer,
+                                protocol: str, round_trip: int) -> int | None:
         """A consumer-protocol client's heartbeat interval if it is steady: its member Stable at the group's
         epoch (the group Stable: nothing to revoke or receive), nothing awaited, pending or to retry."""
         membership = client.membership
         if (client.member_requests or client.commit_retry is not None or client.unpositioned
-                or not rt.periodic_answers.is_current(rt, protocol, membership.member_id, membership.member_epoch)):
+                or not answers.is_current(protocol, membership.member_id, membership.member_epoch,
+                                          client.coordinator)):
             return None
-        return membership.steady_interval(rt.now, round_trip)
+        return membership.steady_interval(fleet.now, round_trip)
 
-    def _poll_period(self, rt, client: SyntheticConsumer, p: int, heartbeat_interval: int) -> int | None:
+    def _poll_period(self, client: SyntheticConsumer, p: int, heartbeat_interval: int) -> int | None:
         """The time from the poll at `p` to the next, the same from then on; None if the polls are not yet (or
         not at all) at a fixed cadence. A classic client's poll loop is a chain only while it commits."""
         cfg = client.config
@@ -195,7 +197,8 @@ class PeriodicElision:
         # Its poll timer never expires, nor comes before the next heartbeat is due.
         return period if period + heartbeat_interval < cfg.max_poll_interval_ms else None
 
-    def _commits_fold(self, rt, client: SyntheticConsumer, name: str, opening: dict) -> bool:
+    def _commits_fold(self, fleet: ConsumerFleet, answers: PeriodicAnswers, client: SyntheticConsumer, name: str,
+                      opening: dict) -> bool:
         """Every periodic commit of the client's folds into its commit run `name` (open, or predicted in
         `opening`): it commits its positions under the production rates the run's offsets rules were made
         from."""
@@ -203,22 +206,24 @@ class PeriodicElision:
         if not client.consuming:
             return False
         rate = client.config.coordsim_consume_records_per_second
-        if rate and any(rate <= rt.image.production.get(tp.topic, (0, 0.0, 0))[1] or self._behind(rt, client, tp, rate)
+        production = fleet.image.production
+        if rate and any(rate <= production.get(tp.topic, (0, 0.0, 0))[1] or self._behind(fleet, client, tp, rate)
                         for tp in client.owned):
             return False  # it may fall behind: its positions are not the log end's in closed form
-        return rt.periodic_answers.commit_run_follows(rt, name, client.owned, latency, opening)
+        return answers.commit_run_follows(name, client.owned, latency, opening)
 
-    def _behind(self, rt, client: SyntheticConsumer, tp, rate: float) -> bool:
+    def _behind(self, fleet: ConsumerFleet, client: SyntheticConsumer, tp, rate: float) -> bool:
         """The client processes `tp` faster than it is produced to, but has not caught up with its log end yet
         (it was paused, or started behind): until it has, its commits are not the log end's. Compared before
         rounding, where both lines are straight, so caught up now means caught up at every later commit."""
         if tp not in client.started:
             return False
         since, position = client.started[tp]
-        origin, produced, base = rt.image.production.get(tp.topic, (rt.now, 0.0, 0))
-        return position + rate * (rt.now - since) / 1000 < base + produced * (rt.now - origin) / 1000
+        now = fleet.now
+        origin, produced, base = fleet.image.production.get(tp.topic, (now, 0.0, 0))
+        return position + rate * (now - since) / 1000 < base + produced * (now - origin) / 1000
 
-    def catch_up(self, rt, at: int, target: str | None, whole_group: bool) -> bool:
+    def catch_up(self, fleet: ConsumerFleet, answers: PeriodicAnswers, at: int, target: str | None, whole_group: bool) -> bool:
         """Before an item at `at`: fold every elided request that arrived before `at`, and give back their
         explicit state to the clients the item concerns (`target`, or all when `whole_group`) and to those
         with a periodic instant at `at` itself. True if anything changed."""
@@ -229,35 +234,36 @@ class PeriodicElision:
             if (not whole_group and client_id != target and elided.folded_to is not None
                     and elided.folded_to <= at < elided.quiet_until):
                 continue  # checked every item, so the common answer is a comparison away
-            client = rt.fleet.clients[client_id]
-            changed |= self._fold(rt, client, elided, at, opened)
+            client = fleet.clients[client_id]
+            changed |= self._fold(answers, client, elided, at, opened)
             # `at` is one of its periodic instants if the first one at or after it is `at` itself.
             if whole_group or client_id == target or elided.quiet_until == at:
-                self._restore(rt, client, elided, at)
+                self._restore(fleet, answers, client, elided, at)
                 changed = True
-        rt.periodic_answers.in_arrival_order(rt, opened)
+        answers.in_arrival_order(opened)
         return changed
 
-    def fold_elided(self, rt, at: int) -> None:
+    def fold_elided(self, fleet: ConsumerFleet, answers: PeriodicAnswers, at: int) -> None:
         """Fold the elided requests that arrived before `at` (the end of a run)."""
         opened: list[tuple[tuple, str]] = []
         for client_id, elided in self.elided.items():
-            self._fold(rt, rt.fleet.clients[client_id], elided, at, opened)
-        rt.periodic_answers.in_arrival_order(rt, opened)
+            self._fold(answers, fleet.clients[client_id], elided, at, opened)
+        answers.in_arrival_order(opened)
 
-    def _fold(self, rt, client: SyntheticConsumer, elided: ElidedClient, at: int, opened: list) -> bool:
+    def _fold(self, answers: PeriodicAnswers, client: SyntheticConsumer, elided: ElidedClient, at: int,
+              opened: list) -> bool:
         """Run the client's chains' timers due before `at` in closed form, and tell the coordinator's half
         which of their requests arrived by then. True if any did."""
         for chain in (elided.heartbeat, elided.commit):
             if chain is not None:
                 chain.done = max(chain.done, count_before(chain.first, chain.period, at))
-        changed = rt.periodic_answers.fold(rt, client.client_id, client.origin, at, opened)
+        changed = answers.fold(client.client_id, client.origin, at, opened)
         if elided.metadata is not None:
             elided.metadata.done = count_before(elided.metadata.first, elided.metadata.period, at)
-        elided.folded_to, elided.quiet_until = at, self._next_instant(rt, client, elided, at)
+        elided.folded_to, elided.quiet_until = at, self._next_instant(client, elided, at)
         return changed
 
-    def _next_instant(self, rt, client: SyntheticConsumer, elided: ElidedClient, at: int) -> int:
+    def _next_instant(self, client: SyntheticConsumer, elided: ElidedClient, at: int) -> int:
         """The first of the client's periodic instants at or after `at`: when one of its chains' timers
         runs (first + k * period, k >= 0), its request arrives (+ request latency) or its answer comes back
         (+ the round trip). `_fold` changes nothing before it."""
@@ -275,21 +281,21 @@ class PeriodicElision:
                     first = instant
         return first
 
-    def _restore(self, rt, client: SyntheticConsumer, elided: ElidedClient, at: int) -> None:
+    def _restore(self, fleet: ConsumerFleet, answers: PeriodicAnswers, client: SyntheticConsumer, elided: ElidedClient,
+                 at: int) -> None:
         """Put back the explicit state the client would have at `at` had it run step by step."""
         del self.elided[client.client_id]
         cfg = client.config
         latency, back = cfg.request_latency_ms, cfg.response_latency_ms
-        answers = rt.periodic_answers
         arrived = answers.arrivals(client.client_id)  # per chain that sends, its requests that arrived
-        answers.stop(rt, client.client_id)
+        answers.stop(client.client_id)
         membership = client.membership
         awaited = None  # a consumer member's steady heartbeat still awaited
         for chain, key in ((elided.heartbeat, HEARTBEAT_CHAIN), (elided.commit, COMMIT_CHAIN)):
             if chain is None:
                 continue
             kind = "heartbeat" if key == HEARTBEAT_CHAIN else "poll"
-            rt.fleet.client_timer(client, kind, chain.first + chain.done * chain.period)
+            fleet.client_timer(client, kind, chain.first + chain.done * chain.period)
             sends = key == HEARTBEAT_CHAIN or elided.sends_commits
             if key == COMMIT_CHAIN and chain.done and (membership is None or sends):
                 client.next_auto_commit = chain.first + (chain.done - 1) * chain.period + cfg.commit_interval_ms
@@ -302,28 +308,28 @@ class PeriodicElision:
                 awaited = membership.steady_request()
             if arrived[key] < chain.done:  # on the wire
                 if member_heartbeat:
-                    event, sent_to = rt.fleet.periodic_request(client, key, sent)
+                    event, sent_to = fleet.periodic_request(client, key, sent)
                     client.member_requests[event.request_id] = awaited
-                    rt.transmit(event, sent_to)
+                    fleet.host.transmit(event, sent_to)
                 else:
-                    rt.fleet.send_periodic(client, key, sent)
+                    fleet.send_periodic(client, key, sent)
             elif sent + latency + back >= at:  # answered, the answer on its way back
-                row = answers.answer(rt, f"{client.origin}/{key}", sent + latency,
-                                     rt.fleet.periodic_request_id(client, key, sent), client.request_counter)
+                row = answers.answer(f"{client.origin}/{key}", sent + latency,
+                                     fleet.periodic_request_id(client, key, sent), client.request_counter)
                 if member_heartbeat:
                     client.member_requests[row["request_id"]] = awaited
                 else:
                     client.in_flight[key] = row["request_id"]
                 client.awaiting += 1
-                rt.fleet.timers.schedule(("deliver", client.client_id, row["request_id"]), sent + latency + back,
-                                     "deliver", client.client_id, client.incarnation, row)
+                fleet.timers.schedule(("deliver", client.client_id, row["request_id"]), sent + latency + back,
+                                      "deliver", client.client_id, client.incarnation, row)
         if membership is not None:
-            self._restore_membership(rt, client, elided, at, awaited)
+            self._restore_membership(fleet, client, elided, at, awaited)
         if elided.metadata is not None:
             m = elided.metadata
-            rt.fleet.client_timer(client, "metadata", m.first + m.done * m.period)
+            fleet.client_timer(client, "metadata", m.first + m.done * m.period)
 
-    def _restore_membership(self, rt, client: SyntheticConsumer, elided: ElidedClient, at: int, awaited) -> None:
+    def _restore_membership(self, fleet: ConsumerFleet, client: SyntheticConsumer, elided: ElidedClient, at: int, awaited) -> None:
         """Where the elided heartbeats and polls leave a consumer-protocol client's membership at `at`, and
         its heartbeat timer where its background thread would have set it."""
         heartbeat, poll = elided.heartbeat, elided.commit
@@ -336,4 +342,4 @@ class PeriodicElision:
             polled=poll.first + (poll.done - 1) * poll.period if poll is not None and poll.done else None)
         deadline = client.membership.next_deadline(at)
         if deadline is not None:
-            rt.fleet.client_timer(client, "heartbeat", max(deadline, at))
+            fleet.client_timer(client, "heartbeat", max(deadline, at))

@@ -122,6 +122,7 @@ TRANSIENT: dict[str, tuple[str, ...]] = {
     "state.offsets.manager.OffsetMetadataManager": ("config", "classic", "consumer", "image"),
     "state.classic.manager.ClassicGroupManager": ("config", "ids", "now", "op"),
     "state.consumer_group.manager.ConsumerGroupManager": ("config", "ids", "image", "classic", "now", "op"),
+    "state.runtime.periodic_answers.PeriodicAnswers": ("runtime",),
 }
 # Classes of `state` stored the way pickle writes them; their shape is part of the schema id all the same.
 NAMED_TUPLES = (Timer, TopicPartition, TopicId)

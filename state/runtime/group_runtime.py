@@ -112,7 +112,7 @@ class GroupRuntime:
         self.requests_sent_to: dict[str, int | None] = {}
         self.quiet = QuietRuns()
         self.elision = PeriodicElision()
-        self.periodic_answers = PeriodicAnswers()  # the coordinator's half of the elision
+        self.periodic_answers = PeriodicAnswers(self)  # the coordinator's half of the elision
         self.lookups = LookupLoops()  # the clients going round the lookup loop, in closed form
         self.steps = 0          # events and deadlines applied: the work a run cost
         self._sweep_inputs_seen: tuple | None = None
@@ -168,7 +168,7 @@ class GroupRuntime:
             self.steps += 1
             self._reschedule_sweep()
             if elision:
-                self.elision.elide_quiet_clients(self, *concerns)
+                self.elision.elide_quiet_clients(self.fleet, self.periodic_answers, *concerns)
                 self.lookups.elide(self, *concerns)
         if self.lookups.loops:
             self.lookups.fold(self, t + 1)  # what is due by `t` is written by now, as step by step
@@ -176,7 +176,8 @@ class GroupRuntime:
 
     def _catch_up(self, at: int, target: str | None, whole_group: bool) -> bool:
         """Closed-form work caught up before an item at `at`; True if a queue changed (look again)."""
-        periodic = bool(self.elision.elided) and self.elision.catch_up(self, at, target, whole_group)
+        periodic = bool(self.elision.elided) and self.elision.catch_up(self.fleet, self.periodic_answers, at,
+                                                                         target, whole_group)
         return (bool(self.lookups.loops) and self.lookups.catch_up(self, at, target, whole_group)) or periodic
 
     def _set_clock(self, now: int) -> None:
@@ -199,7 +200,7 @@ class GroupRuntime:
         """Latest pending protocol deadline (the periodic offsets sweep excluded): where a finite run drains to."""
         # Clients' own deadlines (heartbeats, polls) recur for as long as they run: they set no end.
         deadlines = [t.deadline for t in self.timers.pending() if t.kind != "sweep"]
-        deadlines += self.periodic_answers.session_deadlines(self)
+        deadlines += self.periodic_answers.session_deadlines()
         return max(deadlines) if deadlines else None
 
     def held_count(self) -> int:
@@ -213,7 +214,7 @@ class GroupRuntime:
     def finish(self) -> None:
         """End of run: open quiet runs are written, a generation still completing is written without a
         stable time, and the group's figures are written to `metrics`."""
-        self.elision.fold_elided(self, self.now + 1)
+        self.elision.fold_elided(self.fleet, self.periodic_answers, self.now + 1)
         self.lookups.fold(self, self.now + 1)
         self.quiet.close_all(self.out)
         self.execute(self.classic.finish(self.now))
@@ -643,7 +644,7 @@ class GroupRuntime:
         runtime, next_seq = encoding.loads(blob)
         runtime.out = runtime._new_output(next_seq)
         runtime._sweep_inputs_seen = None  # the sweep's inputs hold object ids, meaningless once decoded
-        runtime.fleet.host = runtime
+        runtime.fleet.host = runtime.periodic_answers.runtime = runtime
         offsets = runtime.offset_manager
         classic = runtime.classic
         offsets.classic, offsets.consumer, offsets.image = classic, runtime.consumer, runtime.image

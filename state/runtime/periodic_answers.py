@@ -7,8 +7,9 @@ times when it elides the member (`start`). From then on this side owns what the 
 requests: the member's session timer is out of the queue, the requests that arrived are folded into their
 quiet runs (state/runtime/quiet_runs.py) with the commits appended in closed form (`fold`), and when the
 client is given back its explicit state the session timer restarts at the last request that reset it and the
-answers on their way back are the runs' (`stop`, `answer`). Each operation is given the group's runtime (`rt`),
-of which it reads and changes the coordinator's side only: the group, its timers, its log and its quiet runs.
+answers on their way back are the runs' (`stop`, `answer`). The client's half is given this object, never the
+runtime: this half holds the group's runtime (`runtime`), of which it reads and changes the coordinator's side
+only: the group, its timers, its log and its quiet runs.
 """
 
 from __future__ import annotations
@@ -60,15 +61,16 @@ def count_before(first: int, period: int, at: int) -> int:
 class PeriodicAnswers:
     """The members answered in closed form, by client id (the elided clients, in the order they were elided)."""
 
-    def __init__(self) -> None:
+    def __init__(self, runtime) -> None:
         self.members: dict[str, AnsweredMember] = {}
+        self.runtime = runtime  # the group's runtime, whose coordinator side this half reads and changes
 
     # -- whether the group answers a member's periodic requests in closed form ------------------------------
-    @staticmethod
-    def accepts(rt) -> str | None:
+    def accepts(self) -> str | None:
         """CLASSIC or CONSUMER if the group answers its members' periodic requests alike from now on: nothing
         loading or failing to write, a classic group Stable, or a consumer group Stable whose next heartbeat
         does not refresh its metadata; else None."""
+        rt = self.runtime
         if rt.loading_until is not None or rt.write_failures:
             return None
         group = rt.classic.group
@@ -79,19 +81,22 @@ class PeriodicAnswers:
             return None
         return CONSUMER
 
-    @staticmethod
-    def is_current(rt, protocol: str, member_id: str, generation: int) -> bool:
-        """The member is in the group at `generation` (a classic generation, or a consumer member's epoch)."""
+    def is_current(self, protocol: str, member_id: str, generation: int, sent_to: int) -> bool:
+        """The member's requests, sent to coordinator epoch `sent_to`, reach the group's coordinator, and it is in
+        the group at `generation` (a classic generation, or a consumer member's epoch)."""
+        rt = self.runtime
+        if sent_to != rt.coordinator_epoch:
+            return False
         if protocol == CLASSIC:
             group = rt.classic.group
             return generation == group.generation_id and group.has_member(member_id)
         member = rt.consumer.consumer_group.members.get(member_id)
         return member is not None and member.member_epoch == generation and not member.use_classic_protocol
 
-    @staticmethod
-    def run_takes(rt, name: str, arrival: int, period: int, identity: tuple) -> bool | None:
+    def run_takes(self, name: str, arrival: int, period: int, identity: tuple) -> bool | None:
         """Whether the open run `name` takes the chain's next request, arriving at `arrival` `period` after the
         last: answered to `identity` (member id, generation or member epoch, instance id). None: no run open."""
+        rt = self.runtime
         run = rt.quiet.runs.get(name)
         if run is None:
             return None
@@ -99,11 +104,11 @@ class PeriodicAnswers:
         return (run.last_ts + period == arrival and run.interval in (None, period)
                 and (response["member_id"], response["generation_id"], response["group_instance_id"]) == identity)
 
-    @staticmethod
-    def commit_run_follows(rt, name: str, owned: tuple, latency: int, opening: dict) -> bool:
+    def commit_run_follows(self, name: str, owned: tuple, latency: int, opening: dict) -> bool:
         """Every commit of `owned` (the positions of a client consuming at the log end) folds into the commit run
         `name`, open or predicted (in `opening`): its offsets rules are production's, as of a commit arriving
         `latency` after it was sent."""
+        rt = self.runtime
         run = rt.quiet.runs[name] if name in rt.quiet.runs else opening[name][1]
         if [(r["topic"], r["partition"]) for r in run.offsets] != [tuple(tp) for tp in owned]:
             return False
@@ -113,11 +118,11 @@ class PeriodicAnswers:
                 return False
         return True
 
-    @staticmethod
-    def predict(rt, event, opening: dict) -> bool:
+    def predict(self, event, opening: dict) -> bool:
         """Predict the run `event` (a periodic request not sent yet) opens, into `opening`: answered as a Stable
         group answers a current member's heartbeat or commit (handle_heartbeat, handle_offset_commit), the group
         unchanged until then. False if it would not open a run."""
+        rt = self.runtime
         try:
             validate_member(rt.classic.group, event.member_id, event.group_instance_id)
         except MemberError:
@@ -138,20 +143,22 @@ class PeriodicAnswers:
         return True
 
     # -- a member answered in closed form -----------------------------------------------------------------
-    def start(self, rt, client_id: str, protocol: str, member_id: str, item: tuple,
+    def start(self, client_id: str, protocol: str, member_id: str, item: tuple,
               chains: dict[str, Arrivals], opening: dict) -> bool:
         """Take the member's session timer out of the queue and answer `chains` in closed form from now on, the
         runs `predict` put in `opening` opening as their first requests arrive; False (nothing changed) if it
         has no session timer."""
+        rt = self.runtime
         session = rt.timers.take(_session_key(protocol, member_id))
         if session is None:
             return False
         self.members[client_id] = AnsweredMember(protocol, member_id, item, session, chains, opening=opening)
         return True
 
-    def fold(self, rt, client_id: str, origin: str, at: int, opened: list) -> bool:
+    def fold(self, client_id: str, origin: str, at: int, opened: list) -> bool:
         """Fold the member's requests that arrived before `at` into their runs (the commits appended); a run
         that opens is added to `opened` with its first request's sort key. True if any arrived."""
+        rt = self.runtime
         member = self.members[client_id]
         changed = False
         for key, chain in member.chains.items():
@@ -178,23 +185,25 @@ class PeriodicAnswers:
         """Per chain of the member's, how many of its requests arrived (were folded)."""
         return {key: chain.arrived for key, chain in self.members[client_id].chains.items()}
 
-    @staticmethod
-    def in_arrival_order(rt, opened: list[tuple[tuple, str]]) -> None:
+    def in_arrival_order(self, opened: list[tuple[tuple, str]]) -> None:
         """Runs that opened in closed form during one catch-up (the last ones in `runs`) take their places in
         the order their first requests arrived, as handled one by one they would have: the open runs are
         written in that order at the end of the run."""
+        rt = self.runtime
         if len(opened) > 1:
             for _, key in sorted(opened):
                 rt.quiet.runs[key] = rt.quiet.runs.pop(key)
 
-    def answer(self, rt, name: str, arrival: int, request_id: str, seq: int) -> dict:
+    def answer(self, name: str, arrival: int, request_id: str, seq: int) -> dict:
         """The answer to the run `name`'s request `request_id` that arrived at `arrival`: the run's."""
+        rt = self.runtime
         return dict(rt.quiet.runs[name].response, request_ts=arrival, response_ts=arrival, request_id=request_id,
                     request_seq=seq)
 
-    def stop(self, rt, client_id: str) -> None:
+    def stop(self, client_id: str) -> None:
         """The member's requests are answered one by one again: its session timer restarts at the last folded
         request that reset it (or comes back as it was)."""
+        rt = self.runtime
         member = self.members.pop(client_id)
         session = member.session
         if member.last_reset is None:
@@ -205,8 +214,9 @@ class PeriodicAnswers:
                                      *session.args)
 
     # -- what the runtime and its snapshots read -------------------------------------------------------------
-    def session_deadlines(self, rt) -> list[int]:
+    def session_deadlines(self) -> list[int]:
         """Where the members' session timers would stand now."""
+        rt = self.runtime
         deadlines = []
         for member in self.members.values():
             last = [chain.first + (n - 1) * chain.period for chain in member.chains.values()
@@ -214,13 +224,14 @@ class PeriodicAnswers:
             deadlines.append(max(last) + _session_timeout(rt, member) if last else member.session.deadline)
         return deadlines
 
-    def open_runs(self, rt, origins: dict[str, str]) -> tuple[list, list]:
+    def open_runs(self, origins: dict[str, str]) -> tuple[list, list]:
         """The open runs as plain data, without changing them, for a live snapshot (state/runtime/snapshot.py):
         the runs in the order finish() writes them, and the runs the members' next requests will open, each
         after the sort key of its first request (`runs_at` reads them back). A run of a member's chain carries
         how it grows, (first arrival, period, requests folded so far): its requests keep arriving at those
         instants until the client's explicit state is put back, which happens only at an item of the group's
         (its next wakeup, or an event). `origins`: each member's client origin, by client id."""
+        rt = self.runtime
         growth: dict[str, tuple] = {}
         openings = []
         for client_id, member in self.members.items():

@@ -35,7 +35,7 @@ class SnapshotError(ValueError):
 def take(runtime) -> bytes:
     """The snapshot of `runtime` (a GroupRuntime) at its current time; the runtime is left as it was."""
     origins = {client_id: runtime.fleet.clients[client_id].origin for client_id in runtime.periodic_answers.members}
-    runs, openings = runtime.periodic_answers.open_runs(runtime, origins)
+    runs, openings = runtime.periodic_answers.open_runs(origins)
     generations = [row for row in (runtime.classic.pending_generation_row(None), runtime.consumer.generation_row(None))
                    if row is not None]
     m = runtime.metrics
