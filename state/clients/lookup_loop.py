@@ -40,8 +40,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from state.clients.fleet import Phase, SyntheticConsumer
-from state.runtime.lookups import write_arrivals
+from state.clients.fleet import ConsumerFleet, Phase, SyntheticConsumer
+from state.runtime.lookups import LookupAnswers
 
 FIND, HEARTBEAT, COMMIT = "find", "heartbeat", "commit"
 # A client's items due in the same millisecond come in its timers' order: its own timers by kind (heartbeat,
@@ -72,36 +72,38 @@ class LookupLoop:
 
 class LookupLoops:
     """The group's clients going round the lookup loop in closed form, by client id. Each operation is given
-    the group's runtime (`rt`): its clock, its clients and the coordinator's state the loop depends on."""
+    the group's clients (`fleet`: their clock, timers and requests) and the brokers' half (`brokers`,
+    state/runtime/lookups.py: what FindCoordinator names, the rows of the requests that arrive), never the
+    runtime itself."""
 
     def __init__(self) -> None:
         self.loops: dict[str, LookupLoop] = {}
 
-    def elide(self, rt, target: str | None, whole_group: bool) -> None:
+    def elide(self, fleet: ConsumerFleet, brokers: LookupAnswers, target: str | None, whole_group: bool) -> None:
         """After a step: take over the loop of the clients it concerned that go round it with nothing on the
         wire."""
-        if rt.coordinator_epoch not in rt.down_epochs and not rt.leaderless:
+        if not brokers.loop_goes_round():
             return
-        clients = rt.fleet.clients
+        clients = fleet.clients
         for client in clients.values() if whole_group else filter(None, (clients.get(target),)):
             if not client.in_flight and not client.awaiting and client.client_id not in self.loops:
-                self._try_loop(rt, client)
+                self._try_loop(fleet, brokers, client)
 
-    def _try_loop(self, rt, client: SyntheticConsumer) -> None:
-        now, cfg = rt.now, client.config
+    def _try_loop(self, fleet: ConsumerFleet, brokers: LookupAnswers, client: SyntheticConsumer) -> None:
+        now, cfg = fleet.now, client.config
         if (not client.alive or client.closing or client.phase != Phase.STABLE or not client.heartbeat_enabled
                 or client.rejoin_needed or client.kicked_out or client.unpositioned
                 or client.paused_until > now or client.poll_stalled_until > now
-                or client.coordinator not in (None, rt.discoverable_coordinator)
+                or client.coordinator not in (None, brokers.discoverable_coordinator)
                 or cfg.request_latency_ms < 1 or cfg.response_latency_ms < 1 or cfg.retry_backoff_ms < 1
                 # the application's own commits: commitSync holds its poll loop, commitAsync sends over one out
                 or (cfg.commits_periodically and not cfg.enable_auto_commit)):
             return
         # Its quiet runs closed with its first request to the down broker; one still open would close inside
         # the loop.
-        if rt.quiet.has_open(client.origin):
+        if brokers.has_open_runs(client.origin):
             return
-        timers = {t.key[2]: t for t in rt.fleet.periodic_timers(client)}
+        timers = {t.key[2]: t for t in fleet.periodic_timers(client)}
         heartbeat, poll = timers.get("heartbeat"), timers.get("poll")
         if heartbeat is None or any(kind not in LOOP_TIMERS + LEFT_TIMERS for kind in timers):
             return
@@ -110,48 +112,50 @@ class LookupLoops:
             return  # it fires next: the client would be put back at once
         for t in (heartbeat, poll):
             if t is not None:
-                rt.fleet.timers.cancel(t.key)
+                fleet.timers.cancel(t.key)
         self.loops[client.client_id] = LookupLoop(
             known=client.coordinator is not None, heartbeat=heartbeat.deadline,
             poll=None if poll is None else poll.deadline, next_commit=client.next_auto_commit,
             counter=client.request_counter, attempts=client.retry_attempts, folded_to=now + 1, quiet_until=first)
 
-    def catch_up(self, rt, at: int, target: str | None, whole_group: bool) -> bool:
+    def catch_up(self, fleet: ConsumerFleet, brokers: LookupAnswers, at: int, target: str | None,
+                 whole_group: bool) -> bool:
         """Before an item at `at`: run every loop up to `at`, and put back the clients the item concerns
         (`target`, or all when `whole_group`) and those with an instant at `at`. True if any was put back."""
-        self.fold(rt, at)
+        self.fold(fleet, brokers, at)
         back = [client_id for client_id, loop in self.loops.items()
                 if whole_group or client_id == target or loop.quiet_until == at]
         for client_id in back:
-            self._end_loop(rt, rt.fleet.clients[client_id], self.loops.pop(client_id))
+            self._end_loop(fleet, brokers, fleet.clients[client_id], self.loops.pop(client_id))
         return bool(back)
 
-    def fold(self, rt, at: int) -> None:
+    def fold(self, fleet: ConsumerFleet, brokers: LookupAnswers, at: int) -> None:
         """Run every loop up to `at` (its instants before `at`) and write the lookups that arrived."""
         arrived: list[tuple] = []
         for client_id, loop in self.loops.items():
             if loop.quiet_until < at:
-                self._run_loop(rt, rt.fleet.clients[client_id], loop, at, arrived)
+                self._run_loop(fleet, brokers, fleet.clients[client_id], loop, at, arrived)
             loop.folded_to = max(loop.folded_to, at)
         if arrived:
-            for client_id, answer in write_arrivals(rt, arrived).items():
+            for client_id, answer in brokers.write_arrivals(arrived).items():
                 self.loops[client_id].answer = answer
 
     def wakeup(self) -> int | None:
         """When the first looping client has something due."""
         return min((loop.quiet_until for loop in self.loops.values()), default=None)
 
-    def _run_loop(self, rt, client: SyntheticConsumer, loop: LookupLoop, at: int, arrived: list) -> None:
+    def _run_loop(self, fleet: ConsumerFleet, brokers: LookupAnswers, client: SyntheticConsumer, loop: LookupLoop,
+                  at: int, arrived: list) -> None:
         """The client's instants before `at`, as ConsumerFleet handles them in the loop's states; the
         requests that arrived before `at` go to `arrived`."""
         cfg = client.config
         there, rtt, backoff = cfg.request_latency_ms, cfg.coordsim_network_rtt_ms, cfg.retry_backoff_ms
         commits, owned = cfg.commits_periodically, bool(client.owned)
-        lines = {slot: rt.fleet.request_line(client, None if slot == FIND else slot) for slot in SLOTS}
+        lines = {slot: fleet.request_line(client, None if slot == FIND else slot) for slot in SLOTS}
         wire = loop.wire
         known, heartbeat, poll, next_commit, counter, attempts = (loop.known, loop.heartbeat, loop.poll,
                                                                   loop.next_commit, loop.counter, loop.attempts)
-        found = not rt.leaderless  # what every lookup is told: the down broker, or no coordinator
+        found = brokers.discoverable_coordinator is not None  # what every lookup is told: the down broker, or none
         # (sent, seq) of the request in each slot, or None
         find, beat, commit = (loop.flying.get(slot) for slot in SLOTS)
         while True:
@@ -218,9 +222,10 @@ class LookupLoops:
         loop.quiet_until = min([heartbeat] + ([poll] if poll is not None else [])
                                + [sent + rtt for sent, _ in loop.flying.values()] + [w[0] for w in wire[:1]])
 
-    def _end_loop(self, rt, client: SyntheticConsumer, loop: LookupLoop) -> None:
+    def _end_loop(self, fleet: ConsumerFleet, brokers: LookupAnswers, client: SyntheticConsumer, loop: LookupLoop
+                  ) -> None:
         """Put back the client's explicit state as of `loop.folded_to`."""
-        fleet, epoch = rt.fleet, rt.coordinator_epoch
+        epoch = brokers.coordinator_epoch
         client.coordinator = epoch if loop.known else None
         client.request_counter, client.next_auto_commit, client.retry_attempts = (loop.counter, loop.next_commit,
                                                                                   loop.attempts)
@@ -235,8 +240,8 @@ class LookupLoops:
                 event = fleet.periodic_request(client, slot, sent, seq)[0]
             client.in_flight[slot] = event.request_id
             if sent + there >= loop.folded_to:  # still on the wire
-                rt.transmit(event, None if slot == FIND else epoch)
+                fleet.host.transmit(event, None if slot == FIND else epoch)
             elif slot == FIND:
                 fleet.route_response(event, dict(loop.answer, coordinator=epoch), sent + there)
             else:
-                fleet.route_response(event, rt.failed_connection(event, sent + there, epoch), sent + there)
+                fleet.route_response(event, brokers.failed_connection(event, sent + there, epoch), sent + there)

@@ -36,8 +36,8 @@ from state.runtime.timers import Timer
 
 STATE_FORMAT = b"coordsim-group-state/"
 
-# Per class ("module.Class"), its stored attributes. GroupRuntime's and ConsumerFleet's transient ones (the
-# configuration, the output buffer, the host link, a cache) are rebuilt by GroupRuntime.decode.
+# Per class ("module.Class"), its stored attributes. The transient ones (the configuration, the output buffer,
+# the links back to the runtime, the lookup loop's brokers' half, a cache) are rebuilt by GroupRuntime.decode.
 STORED: dict[str, tuple[str, ...]] = {
     "state.runtime.group_runtime.GroupRuntime": (
         "group_id", "coordinator_partition", "ids", "classic", "offset_manager", "timers", "fleet",
@@ -117,7 +117,7 @@ STORED: dict[str, tuple[str, ...]] = {
     "state.consumer_group.messages.HeartbeatRequest": (),
 }
 TRANSIENT: dict[str, tuple[str, ...]] = {
-    "state.runtime.group_runtime.GroupRuntime": ("config", "out", "_sweep_inputs_seen"),
+    "state.runtime.group_runtime.GroupRuntime": ("config", "out", "_sweep_inputs_seen", "lookup_answers"),
     "state.clients.fleet.ConsumerFleet": ("host",),
     "state.offsets.manager.OffsetMetadataManager": ("config", "classic", "consumer", "image"),
     "state.classic.manager.ClassicGroupManager": ("config", "ids", "now", "op"),

@@ -36,7 +36,7 @@ from state.classic.group import ClassicGroup
 from state.classic.group_state import CLASSIC, GroupState
 from state.java_compat import coordinator_partition
 from state.clients.lookup_loop import LookupLoops
-from state.runtime.lookups import lookup_node
+from state.runtime.lookups import LookupAnswers, lookup_node
 from state.runtime.member_ids import MemberIds
 from state.classic.manager import ClassicGroupManager
 from state.metrics import GroupMetrics
@@ -114,6 +114,7 @@ class GroupRuntime:
         self.elision = PeriodicElision()
         self.periodic_answers = PeriodicAnswers(self)  # the coordinator's half of the elision
         self.lookups = LookupLoops()  # the clients going round the lookup loop, in closed form
+        self.lookup_answers = LookupAnswers(self)  # the brokers' half of it
         self.steps = 0          # events and deadlines applied: the work a run cost
         self._sweep_inputs_seen: tuple | None = None
         self.captured_ids: IdMap | None = None  # made by the first captured request
@@ -169,16 +170,18 @@ class GroupRuntime:
             self._reschedule_sweep()
             if elision:
                 self.elision.elide_quiet_clients(self.fleet, self.periodic_answers, *concerns)
-                self.lookups.elide(self, *concerns)
+                self.lookups.elide(self.fleet, self.lookup_answers, *concerns)
         if self.lookups.loops:
-            self.lookups.fold(self, t + 1)  # what is due by `t` is written by now, as step by step
+            self.lookups.fold(self.fleet, self.lookup_answers, t + 1)  # what is due by `t` is written by now, as step by step
         self.now = max(self.now, t)
 
     def _catch_up(self, at: int, target: str | None, whole_group: bool) -> bool:
         """Closed-form work caught up before an item at `at`; True if a queue changed (look again)."""
         periodic = bool(self.elision.elided) and self.elision.catch_up(self.fleet, self.periodic_answers, at,
                                                                          target, whole_group)
-        return (bool(self.lookups.loops) and self.lookups.catch_up(self, at, target, whole_group)) or periodic
+        looped = bool(self.lookups.loops) and self.lookups.catch_up(self.fleet, self.lookup_answers, at, target,
+                                                                    whole_group)
+        return looped or periodic
 
     def _set_clock(self, now: int) -> None:
         """Move to `now`: a step at a new time starts as a deadline firing; any other step handles no request
@@ -215,7 +218,7 @@ class GroupRuntime:
         """End of run: open quiet runs are written, a generation still completing is written without a
         stable time, and the group's figures are written to `metrics`."""
         self.elision.fold_elided(self.fleet, self.periodic_answers, self.now + 1)
-        self.lookups.fold(self, self.now + 1)
+        self.lookups.fold(self.fleet, self.lookup_answers, self.now + 1)
         self.quiet.close_all(self.out)
         self.execute(self.classic.finish(self.now))
         self.consumer.flush_generation(self.out, stable_ts=None)
@@ -645,6 +648,7 @@ class GroupRuntime:
         runtime.out = runtime._new_output(next_seq)
         runtime._sweep_inputs_seen = None  # the sweep's inputs hold object ids, meaningless once decoded
         runtime.fleet.host = runtime.periodic_answers.runtime = runtime
+        runtime.lookup_answers = LookupAnswers(runtime)
         offsets = runtime.offset_manager
         classic = runtime.classic
         offsets.classic, offsets.consumer, offsets.image = classic, runtime.consumer, runtime.image

@@ -143,7 +143,8 @@ def test_a_loop_is_put_back_with_its_requests_on_the_wire_and_its_answers_on_the
     pending = []
     end_loop = LookupLoops._end_loop
     monkeypatch.setattr(LookupLoops, "_end_loop",
-                        lambda self, rt, client, loop: pending.append(set(loop.flying)) or end_loop(self, rt, client, loop))
+                        lambda self, fleet, brokers, client, loop: pending.append(set(loop.flying))
+                        or end_loop(self, fleet, brokers, client, loop))
     for at in range(CRASH + 3_000, CRASH + 3_700, 53):
         events = crashed_group(2, **{"coordsim.network.rtt.ms": rtt})
         events.append(directive(at, "CLIENT_PAUSE", 99, client_id="c0", duration_ms=50, scope="poll"))
