@@ -30,8 +30,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from state.config import CoordinatorConfig  # noqa: E402
-from state.runtime.group_runtime import GroupRuntime  # noqa: E402
+from state.runtime.member_ids import MemberIds  # noqa: E402
 from benchmarks.recording import record  # noqa: E402
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
@@ -48,8 +47,8 @@ def group_rows(g: int) -> list[dict]:
     group_id = f"group-{g:06d}"
     t0 = T0 + g * 7
     # The ids the coordinator hands out, in join order (it derives them from the group id and a counter).
-    probe = GroupRuntime(group_id, CoordinatorConfig())
-    ids = [probe.new_member_id(f"client-{m}") for m in range(MEMBERS)]
+    probe = MemberIds(group_id)
+    ids = [probe.member_id(f"client-{m}") for m in range(MEMBERS)]
     join = dict(group_id=group_id, type="JOIN_GROUP", protocol_type="consumer",
                 protocols=[{"name": "range", "topics": ["orders"]}], session_timeout_ms=45_000,
                 rebalance_timeout_ms=300_000)

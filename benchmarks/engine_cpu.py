@@ -9,7 +9,8 @@ much less. This script runs, in this process and one stage after the other:
   way the engine's three phases call it: *main* (every event arrives and waits for the watermark), *drain*
   (the watermark passes the last event: everything is applied), *finish* (end-of-run rows at the final time),
   and the driver's compaction of the step's output, in memory (`streaming.sink.decode_table` +
-  `write_arrow_tables`: the engine's `streaming.compaction` adds spill files and per-range lag status).
+  `write_arrow_tables`, then the derived `coordinator_load`: the engine's `streaming.compaction` adds spill files
+  and per-range lag status).
 
 Spark's own work (JVM, shuffle, state store, Parquet envelope files) is not in it: that is what the wall time
 of `benchmarks/engine.py` adds. Both engines' tables are checked to be byte-identical.
@@ -37,6 +38,7 @@ import pyarrow as pa  # noqa: E402
 
 from benchmarks.engine import write_input  # noqa: E402
 from simulations.engines.local import run_local  # noqa: E402
+from tableio.coordinator_load import write_coordinator_load  # noqa: E402
 from tableio.inputs import event_files, read_events  # noqa: E402
 from tableio.parquet import PART_FILE, arrow_schema, write_arrow_tables, write_tables  # noqa: E402
 from state.config import CoordinatorConfig  # noqa: E402
@@ -138,6 +140,7 @@ def step_stages(buckets: dict[int, list[tuple[str, int, bytes]]], last: int, fin
                  for table, payload in zip(frame["table"], frame["payload"]) if table == name]
         tables[name] = pa.concat_tables(parts) if parts else arrow_schema(name).empty_table()
     write_arrow_tables(out, tables)
+    write_coordinator_load(out, final)  # derived from the written tables, as the engine's compaction does
     cpu["spark driver: compaction"] = time.process_time() - started
     return cpu
 
