@@ -139,7 +139,6 @@ def main() -> None:
                    "events_per_s": round(n_events / wall), "buckets": args.buckets if mode == "spark-buckets" else 0,
                    # The machine is shared: the 1-minute load average around the run says how quiet it was.
                    "load_1m": [round(load_before, 1), round(os.getloadavg()[0], 1)]}
-            row["core"] = json.loads((out / "_run.json").read_text())["core"]
             if mode == "local":
                 local_s = wall
             else:
