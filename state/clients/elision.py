@@ -62,7 +62,8 @@ class PeriodicElision:
     def __init__(self) -> None:
         self.elided: dict[str, ElidedClient] = {}
 
-    def elide_quiet_clients(self, fleet: ConsumerFleet, answers: PeriodicAnswers, target: str | None, whole_group: bool) -> None:
+    def elide_quiet_clients(self, fleet: ConsumerFleet, answers: PeriodicAnswers, target: str | None,
+                            whole_group: bool) -> None:
         """After a step: take the periodic timers of the clients it may have brought to the steady state out
         of the queue. A step that concerned one client (its own timer, answer, directive or periodic request)
         changed nothing another client's steadiness depends on, so only that client is tried; a step that
@@ -223,7 +224,8 @@ class PeriodicElision:
         origin, produced, base = fleet.image.production.get(tp.topic, (now, 0.0, 0))
         return position + rate * (now - since) / 1000 < base + produced * (now - origin) / 1000
 
-    def catch_up(self, fleet: ConsumerFleet, answers: PeriodicAnswers, at: int, target: str | None, whole_group: bool) -> bool:
+    def catch_up(self, fleet: ConsumerFleet, answers: PeriodicAnswers, at: int, target: str | None,
+                 whole_group: bool) -> bool:
         """Before an item at `at`: fold every elided request that arrived before `at`, and give back their
         explicit state to the clients the item concerns (`target`, or all when `whole_group`) and to those
         with a periodic instant at `at` itself. True if anything changed."""
@@ -329,7 +331,8 @@ class PeriodicElision:
             m = elided.metadata
             fleet.client_timer(client, "metadata", m.first + m.done * m.period)
 
-    def _restore_membership(self, fleet: ConsumerFleet, client: SyntheticConsumer, elided: ElidedClient, at: int, awaited) -> None:
+    def _restore_membership(self, fleet: ConsumerFleet, client: SyntheticConsumer, elided: ElidedClient, at: int,
+                            awaited) -> None:
         """Where the elided heartbeats and polls leave a consumer-protocol client's membership at `at`, and
         its heartbeat timer where its background thread would have set it."""
         heartbeat, poll = elided.heartbeat, elided.commit

@@ -168,11 +168,11 @@ class GroupRuntime:
                 break
             self.steps += 1
             self._reschedule_sweep()
-            if elision:
+            if elision and self.fleet.clients:  # a replay of captured requests has no clients to elide
                 self.elision.elide_quiet_clients(self.fleet, self.periodic_answers, *concerns)
                 self.lookups.elide(self.fleet, self.lookup_answers, *concerns)
-        if self.lookups.loops:
-            self.lookups.fold(self.fleet, self.lookup_answers, t + 1)  # what is due by `t` is written by now, as step by step
+        if self.lookups.loops:  # what is due by `t` is written by now, as step by step
+            self.lookups.fold(self.fleet, self.lookup_answers, t + 1)
         self.now = max(self.now, t)
 
     def _catch_up(self, at: int, target: str | None, whole_group: bool) -> bool:
