@@ -9,6 +9,8 @@ import pkgutil
 
 import state
 from state.config import CoordinatorConfig
+from state.clients.elision import PeriodicElision
+from state.clients.lookup_loop import LookupLoops
 from state.runtime.group_runtime import GroupRuntime
 
 MOST_METHODS = 60
@@ -41,4 +43,20 @@ def test_the_runtime_holds_its_managers_and_clients_and_inherits_nothing():
     runtime = GroupRuntime("g", CoordinatorConfig())
     held = {type(value).__name__ for value in vars(runtime).values()}
     assert {"ClassicGroupManager", "ConsumerGroupManager", "OffsetMetadataManager", "ConsumerFleet",
-            "PeriodicElision", "LookupLoops", "QuietRuns", "GroupMetrics"} <= held
+            "PeriodicElision", "PeriodicAnswers", "LookupLoops", "LookupAnswers", "QuietRuns", "GroupMetrics",
+            "ClusterImage"} <= held
+
+
+def test_the_managers_read_the_cluster_image_not_the_runtime():
+    runtime = GroupRuntime("g", CoordinatorConfig())
+    assert runtime.offset_manager.image is runtime.image and runtime.consumer.image is runtime.image
+    decoded = GroupRuntime.decode(runtime.encode(), CoordinatorConfig())
+    assert decoded.offset_manager.image is decoded.image and decoded.consumer.image is decoded.image
+
+
+def test_the_client_sides_closed_forms_are_given_the_fleet_and_the_other_half_never_the_runtime():
+    for cls in (PeriodicElision, LookupLoops):
+        for name, method in inspect.getmembers(cls, inspect.isfunction):
+            if not name.startswith("__"):
+                parameters = set(inspect.signature(method).parameters)
+                assert not parameters & {"rt", "runtime", "host"}, f"{cls.__name__}.{name}{parameters}"
