@@ -15,6 +15,7 @@ import click
 from tableio.captured import CapturedError
 from simulations.capture.compare import compare_captured, final_offsets
 from simulations.capture.importer import DEFAULT_PORTS, ImportResult, import_capture, write_import
+from simulations.capture.pipelined import HELD, PIPELINED
 from simulations.capture.segments import CaptureError
 from simulations.cli_common import Console, UserError, print_lines
 
@@ -35,7 +36,11 @@ def capture() -> None:
               help="Events file to write (JSONL); the captured responses and rejects go beside it.")
 @click.option("--port", "ports", type=click.IntRange(1, 65535), multiple=True, metavar="PORT",
               help="Broker port to decode as Kafka; repeat for several brokers. Default: 9092.")
-def import_command(file: str, out: str, ports: tuple[int, ...]) -> None:
+@click.option("--pipelined", type=click.Choice(PIPELINED), default=HELD, show_default=True,
+              help="When a request sent behind another still unanswered on its connection is replayed: held until "
+                   "the broker answered that one (a Kafka broker reads a connection's requests one at a time), or "
+                   "as-captured (a server that reads them as they come, as librdkafka's mock cluster).")
+def import_command(file: str, out: str, ports: tuple[int, ...], pipelined: str) -> None:
     """Import FILE (pcap/pcapng, tshark JSON export, or JSONL events) as events for `coordsim replay`.
 
     Group requests (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch) become events,
@@ -45,7 +50,7 @@ def import_command(file: str, out: str, ports: tuple[int, ...]) -> None:
     if not out.lower().endswith((".jsonl", ".json")):
         raise UserError(f"--out {out}: the events file must end in .jsonl (replay reads it by its suffix)")
     try:
-        result = import_capture(file, ports or DEFAULT_PORTS)
+        result = import_capture(file, ports or DEFAULT_PORTS, pipelined)
         paths = write_import(result, out)
     except USER_ERRORS as error:
         raise UserError(str(error)) from None

@@ -24,6 +24,7 @@ from simulations.capture.contract import (Part, Request, captured_request_fields
                                           event_row, parts)
 from simulations.capture.messages import (GROUP_APIS, METADATA, decode_request, decode_response,
                                           read_request_header, response_correlation_id)
+from simulations.capture.pipelined import HELD, hold_pipelined
 from simulations.capture.segments import CaptureError, SegmentSource, json_segments, tshark_segments
 from simulations.capture.streams import Broken, Frame, Reassembler
 from simulations.capture.topics import TopicCatalog, resolve_topics
@@ -55,9 +56,11 @@ class ImportResult:
         return Counter(r["reason"].split(":", 1)[0] for r in self.rejects)
 
 
-def import_capture(path: str | os.PathLike, ports=DEFAULT_PORTS) -> ImportResult:
+def import_capture(path: str | os.PathLike, ports=DEFAULT_PORTS, pipelined: str = HELD) -> ImportResult:
     """Read a pcap/pcapng (through tshark), a tshark JSON export or a JSONL events file. Raises
-    CaptureError only when the file cannot be read at all."""
+    CaptureError only when the file cannot be read at all. `pipelined`: when a request sent behind another still
+    unanswered on its connection is replayed (simulations/capture/pipelined.py): HELD, when the broker answered
+    that one, as a Kafka broker reads it; AS_CAPTURED, when the capture saw it."""
     path = Path(path)
     if not path.is_file():
         raise CaptureError(f"{path}: no such file" if not path.exists() else f"{path}: not a regular file")
@@ -68,9 +71,9 @@ def import_capture(path: str | os.PathLike, ports=DEFAULT_PORTS) -> ImportResult
         raise CaptureError(f"{path}: cannot read ({error.strerror or error})") from None
     text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
     if head[:4] in _CAPTURE_MAGIC or head[:2] == _GZIP_MAGIC:
-        return _import_segments(path, "pcap", tshark_segments(path, tuple(ports)), ports)
+        return _import_segments(path, "pcap", tshark_segments(path, tuple(ports)), ports, pipelined)
     if text.startswith(b"["):
-        return _import_segments(path, "tshark-json", json_segments(path), ports)
+        return _import_segments(path, "tshark-json", json_segments(path), ports, pipelined)
     if text.startswith(b"{") or not text:
         return _import_events(path)
     raise CaptureError(f"{path}: not a pcap/pcapng capture, a tshark JSON export or a JSONL events file")
@@ -91,7 +94,7 @@ def write_import(result: ImportResult, events_path: str | os.PathLike) -> tuple[
 
 # ---------------------------------------------------------------------------------------------- captures
 
-def _import_segments(path: Path, kind: str, source: SegmentSource, ports) -> ImportResult:
+def _import_segments(path: Path, kind: str, source: SegmentSource, ports, pipelined: str) -> ImportResult:
     result = ImportResult(str(path), kind)
     pairing = _Pairing(result, Reassembler(ports))
     for item in pairing.reassembler.feed(source.segments):
@@ -105,6 +108,8 @@ def _import_segments(path: Path, kind: str, source: SegmentSource, ports) -> Imp
         pairing.broken(item)
     pairing.finish()
     resolve_topics(result, pairing.topics)
+    if pipelined == HELD:
+        hold_pipelined(result.events, result.captured)
     for warning in source.warnings:
         result.rejects.append(reject_row("", f"capture damaged: tshark: {warning}", result.source, 0))
     return result

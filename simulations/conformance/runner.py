@@ -22,7 +22,6 @@ from simulations.conformance.driver import Java, compile_driver
 from simulations.conformance.failover import fault_rows, write_faults
 from simulations.conformance.maven import classpath
 from simulations.conformance.offsets_topic import compare_records, group_deletions
-from simulations.conformance.pipelined import hold_pipelined
 from simulations.conformance.processes import Processes, sigterm_ends_the_suite
 from simulations.conformance.scenarios import GROUP, SCENARIOS, Context, Scenario
 from simulations.conformance.sniffer import Capture
@@ -84,8 +83,7 @@ def compare(scenario: Scenario, version: str, pcap: Path, ports: list[int], dump
             dumped_at: int | None = None, failover: tuple[int, int, list] | None = None) -> Outcome:
     """The capture imported, replayed and compared; `failover` (the capture's start, the coordinator then, the
     brokers killed) gives the replay the coordinator's moves when the script killed a broker."""
-    imported = import_capture(pcap, tuple(ports))
-    hold_pipelined(imported.events, imported.captured)
+    imported = import_capture(pcap, tuple(ports))  # pipelined requests held, as the broker read them
     events_file, captured_file, rejects_file = write_import(imported, work / "events" / "capture.jsonl")
     config = load_config(overrides=replay_settings(scenario, version))
     files = [events_file]

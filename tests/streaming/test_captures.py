@@ -16,7 +16,8 @@ from tableio.inputs import read_events
 from tableio.parquet import write_tables
 from state.tables import TABLES
 from streaming.engine import run_spark
-from tests.simulations.capture.conftest import CAPTURES, MANIFEST, MOCK_CONFIG, SCENARIOS, needs_tshark
+from tests.simulations.capture.conftest import (CAPTURES, MANIFEST, MOCK_CONFIG, MOCK_PIPELINED, SCENARIOS,
+                                               needs_tshark)
 from tests.streaming.conftest import assert_same_tables
 
 pytestmark = [pytest.mark.spark, needs_tshark]
@@ -24,8 +25,8 @@ pytestmark = [pytest.mark.spark, needs_tshark]
 
 def imported(name, folder):
     manifest = MANIFEST[name]
-    events, captured, _ = write_import(import_capture(CAPTURES / manifest["file"], manifest["ports"]),
-                                       folder / f"{name}.jsonl")
+    events, captured, _ = write_import(import_capture(CAPTURES / manifest["file"], manifest["ports"],
+                                                      MOCK_PIPELINED), folder / f"{name}.jsonl")
     return events, captured
 
 

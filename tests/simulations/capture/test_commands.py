@@ -13,7 +13,7 @@ from tableio.captured_answers import attach_captured, captured_answers
 from simulations.engines.local import run_local
 from tableio.inputs import read_events
 
-from .conftest import CAPTURES, MANIFEST, MOCK_CONFIG, needs_tshark
+from .conftest import CAPTURES, MANIFEST, MOCK_CONFIG, MOCK_PIPELINED, needs_tshark
 
 
 @needs_tshark
@@ -21,7 +21,8 @@ def test_import_command_writes_events_captured_responses_and_rejects(tmp_path):
     manifest = MANIFEST["cooperative-kill"]
     ports = [arg for port in manifest["ports"] for arg in ("--port", str(port))]
     out = tmp_path / "fleet" / "events.jsonl"
-    outcome = CliRunner().invoke(capture, ["import", str(CAPTURES / manifest["file"]), "--out", str(out), *ports])
+    outcome = CliRunner().invoke(capture, ["import", str(CAPTURES / manifest["file"]), "--out", str(out), *ports,
+                                           "--pipelined", MOCK_PIPELINED])
     assert outcome.exit_code == 0, outcome.output
     assert "group requests" in outcome.output and "JoinGroup" in outcome.output
     assert "rejects" in outcome.output
@@ -36,6 +37,30 @@ def test_import_command_writes_events_captured_responses_and_rejects(tmp_path):
     assert result.groups == 1
     folder = write_divergences(tmp_path / "run", report.divergences)
     assert pq.read_table(folder).num_rows == len(report.divergences)
+
+
+@needs_tshark
+def test_import_holds_a_pipelined_request_until_the_broker_answered_the_one_before_unless_told_otherwise(tmp_path):
+    # cooperative-kill: librdkafka's mock cluster answered commits its consumers sent behind a JoinGroup still
+    # pending on the same connection; a Kafka broker reads them only once it has answered the JoinGroup.
+    manifest = MANIFEST["cooperative-kill"]
+    ports = [arg for port in manifest["ports"] for arg in ("--port", str(port))]
+    times = {}
+    for pipelined in ("held", "as-captured"):
+        out = tmp_path / pipelined / "events.jsonl"
+        outcome = CliRunner().invoke(capture, ["import", str(CAPTURES / manifest["file"]), "--out", str(out),
+                                               *ports, "--pipelined", pipelined])
+        assert outcome.exit_code == 0, outcome.output
+        times[pipelined] = {e.request_id: e.ts for e in read_events([out]).events if e.request_id}
+    captured = read_captured(tmp_path / "held" / "events.captured.ndjson").set_index("request_id")
+    moved = {request_id for request_id, ts in times["held"].items() if ts != times["as-captured"][request_id]}
+    assert len(moved) == 9
+    for request_id in moved:
+        row = captured.loc[request_id]
+        earlier = captured[(captured["connection"] == row["connection"]) & (captured["seq"] < row["seq"])]
+        assert times["held"][request_id] == earlier["response_ts"].max() > times["as-captured"][request_id]
+    assert CliRunner().invoke(capture, ["import", "x.pcap", "--out", str(tmp_path / "e.jsonl"),
+                                        "--pipelined", "never"]).exit_code == 2
 
 
 def test_the_events_file_must_be_jsonl(tmp_path):

@@ -12,7 +12,7 @@ from simulations.capture.importer import import_capture, write_import
 from tableio.inputs import read_events
 from state.classic import consumer_protocol
 
-from .conftest import CAPTURES, needs_tshark
+from .conftest import CAPTURES, MOCK_PIPELINED, needs_tshark
 
 pytestmark = needs_tshark
 
@@ -136,7 +136,7 @@ def test_a_tshark_json_export_imports_like_the_pcap(replayed, tmp_path):
         command += ["-e", name]
     fields.write_bytes(subprocess.run(command, capture_output=True, check=True).stdout)
     for export in (full, fields):
-        result = import_capture(export, run.manifest["ports"])
+        result = import_capture(export, run.manifest["ports"], MOCK_PIPELINED)
         assert result.kind == "tshark-json"
         assert result.events == run.imported.events
         assert result.captured == run.imported.captured

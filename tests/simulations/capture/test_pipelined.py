@@ -1,7 +1,7 @@
-"""simulations/conformance/pipelined.py: a request sent behind another still unanswered on its connection is
+"""simulations/capture/pipelined.py: a request sent behind another still unanswered on its connection is
 replayed when the broker answered that one (Kafka's SocketServer mutes a connection until its response)."""
 
-from simulations.conformance.pipelined import hold_pipelined
+from simulations.capture.pipelined import hold_pipelined
 
 
 def row(seq, connection, request_ts, response_ts):

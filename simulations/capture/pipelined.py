@@ -5,11 +5,19 @@ mutes a connection from a request's receipt until its response is sent (Processo
 REQUEST_RECEIVED, `tryUnmuteChannel` on RESPONSE_SENT), so the requests of one connection are handled one at
 a time, in order. The replay is given that time as the request's, not the time the capture saw it arrive.
 
+`coordsim capture import` applies it unless told the capture's server reads every request as it comes
+(`--pipelined as-captured`: librdkafka's mock cluster, which answered the shipped captures' commits while a
+JoinGroup of the same connection was still pending).
+
 Only the group requests the import keeps are known; the Java consumer's coordinator connection carries no
 others once it is up. A request whose earlier one was never answered keeps its own time.
 """
 
 from __future__ import annotations
+
+# `coordsim capture import --pipelined`: when a pipelined request is replayed.
+HELD, AS_CAPTURED = "held", "as-captured"
+PIPELINED = (HELD, AS_CAPTURED)
 
 
 def hold_pipelined(events: list[dict], captured: list[dict]) -> None:
