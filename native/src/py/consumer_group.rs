@@ -47,6 +47,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(reconcile, m)?)?;
     m.add_function(wrap_pyfunction!(in_timeline_hash_map_order, m)?)?;
     m.add_function(wrap_pyfunction!(build_target_assignment, m)?)?;
+    super::regex::register(m)?;
     m.add_class::<ConsumerGroup>()
 }
 

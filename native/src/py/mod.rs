@@ -12,6 +12,7 @@ mod java_compat;
 mod offsets;
 mod quiet_run;
 mod record_bytes;
+mod regex;
 mod result;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
