@@ -1,7 +1,10 @@
-//! Mirrors `state/consumer_group/downgrade.py` (so far the order it owns, which the target assignment reads
-//! too): the order a TimelineHashMap, the consumer group's member map, iterates its keys in. The downgrade
-//! itself comes with the consumer group manager.
+//! Mirrors `state/consumer_group/downgrade.py` (so far when a fencing or a classic static member's join
+//! downgrades the group, and the order it owns, which the target assignment reads too): the order a
+//! TimelineHashMap, the consumer group's member map, iterates its keys in. The conversion to a classic group
+//! (convertToClassicGroup) comes with the consumer group manager.
 
+use crate::config::CoordinatorConfig;
+use crate::consumer_group::group::{ConsumerGroup, ConsumerGroupMember};
 use crate::java_compat::string_hash_code;
 
 /// org.apache.kafka.timeline.BaseHashTable: Knuth's multiplicative hash picks a slot from the high bits.
@@ -31,4 +34,52 @@ pub fn in_timeline_hash_map_order<'a>(keys: impl IntoIterator<Item = &'a String>
         slots[i].push(key);
     }
     slots.into_iter().flat_map(|chain| chain.into_iter().rev().cloned()).collect()
+}
+
+/// ConsumerGroupMigrationPolicy.isDowngradeEnabled.
+pub const DOWNGRADE_POLICIES: [&str; 2] = ["downgrade", "bidirectional"];
+
+/// A downgrade a request or a timer triggers: the fenced members' ids (`leaving`, sorted: the reference's
+/// frozenset), or the member a classic JoinGroup made of its static member replacing the last one using the
+/// consumer protocol (`joining`, as the join's records leave it), and whether the classic group then
+/// rebalances.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Downgrade {
+    pub leaving: Vec<String>,
+    pub joining: Option<ConsumerGroupMember>,
+    pub rebalance: bool,
+}
+
+/// The policy allows a downgrade and the classic group would not be larger than group.max.size.
+fn downgrade_allowed(remaining: usize, config: &CoordinatorConfig) -> bool {
+    DOWNGRADE_POLICIES.contains(&config.group_consumer_migration_policy.as_str())
+        && remaining as i64 <= config.group_max_size
+}
+
+/// validateOnlineDowngradeWithFencedMembers: the downgrade fencing `fenced` triggers, if any.
+pub fn downgrade_with_fenced_members(
+    group: &ConsumerGroup,
+    fenced: &[&ConsumerGroupMember],
+    config: &CoordinatorConfig,
+) -> Option<Downgrade> {
+    let mut leaving: Vec<String> = fenced.iter().map(|m| m.member_id.clone()).collect();
+    leaving.sort_unstable();
+    leaving.dedup();
+    let remaining: Vec<&ConsumerGroupMember> =
+        group.members.values().filter(|m| leaving.binary_search(&m.member_id).is_err()).collect();
+    if remaining.is_empty() || !remaining.iter().all(|m| m.use_classic_protocol()) {
+        return None;
+    }
+    downgrade_allowed(remaining.len(), config).then_some(Downgrade { leaving, joining: None, rebalance: true })
+}
+
+/// validateOnlineDowngradeWithReplacedMember: `replaced` is the only member using the consumer protocol.
+pub fn downgrade_allowed_with_replaced_member(
+    group: &ConsumerGroup,
+    replaced: &ConsumerGroupMember,
+    config: &CoordinatorConfig,
+) -> bool {
+    !replaced.use_classic_protocol()
+        && group.members.values().filter(|m| m.member_id != replaced.member_id).all(|m| m.use_classic_protocol())
+        && downgrade_allowed(group.members.len(), config)
 }

@@ -6,6 +6,8 @@
 pub mod downgrade;
 pub mod group;
 pub mod group_spec;
+pub mod heartbeat;
+pub mod messages;
 pub mod range;
 pub mod reconciliation;
 pub mod records;

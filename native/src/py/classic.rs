@@ -31,6 +31,13 @@ pub(crate) fn coordinator_config(config: &Bound<'_, PyAny>) -> PyResult<Coordina
         group_max_size: attr(config, "group_max_size")?,
         offsets_retention_minutes: attr(config, "offsets_retention_minutes")?,
         offset_metadata_max_bytes: attr(config, "offset_metadata_max_bytes")?,
+        group_consumer_session_timeout_ms: attr(config, "group_consumer_session_timeout_ms")?,
+        group_consumer_heartbeat_interval_ms: attr(config, "group_consumer_heartbeat_interval_ms")?,
+        group_consumer_max_size: attr(config, "group_consumer_max_size")?,
+        group_consumer_assignors: attr(config, "group_consumer_assignors")?,
+        group_consumer_migration_policy: attr(config, "group_consumer_migration_policy")?,
+        group_consumer_assignment_interval_ms: attr(config, "group_consumer_assignment_interval_ms")?,
+        group_consumer_regex_refresh_interval_ms: attr(config, "group_consumer_regex_refresh_interval_ms")?,
         kafka_4_0: version == "4.0",
     })
 }

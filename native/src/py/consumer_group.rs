@@ -48,6 +48,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(in_timeline_hash_map_order, m)?)?;
     m.add_function(wrap_pyfunction!(build_target_assignment, m)?)?;
     super::regex::register(m)?;
+    super::heartbeat::register(m)?;
     m.add_class::<ConsumerGroup>()
 }
 
@@ -109,9 +110,9 @@ fn reconcile(
     )
 }
 
-type Topic = (i64, i64);
+pub(crate) type Topic = (i64, i64);
 
-fn topic(t: &TopicId) -> Topic {
+pub(crate) fn topic(t: &TopicId) -> Topic {
     (t.msb, t.lsb)
 }
 
@@ -125,9 +126,9 @@ fn counts(counter: &Counter) -> Vec<(String, i64)> {
 
 type Assignment = Vec<(Topic, Vec<i32>)>;
 type Resolved = (Vec<String>, i64, i64);
-type Classic = Option<(i32, Vec<(String, Vec<u8>)>)>;
-type Current = (i8, i32, i32, Vec<(Topic, Vec<(i32, i32)>)>, Vec<(Topic, Vec<(i32, i32)>)>);
-type Member = (
+pub(crate) type Classic = Option<(i32, Vec<(String, Vec<u8>)>)>;
+pub(crate) type Current = (i8, i32, i32, Vec<(Topic, Vec<(i32, i32)>)>, Vec<(Topic, Vec<(i32, i32)>)>);
+pub(crate) type Member = (
     String,
     Option<String>,
     Option<String>,
@@ -141,7 +142,7 @@ type Member = (
     Current,
 );
 
-fn member(m: &ConsumerGroupMember) -> Member {
+pub(crate) fn member(m: &ConsumerGroupMember) -> Member {
     let classic = m.classic_member_metadata.as_ref().map(|c| {
         (c.session_timeout_ms, c.supported_protocols.iter().map(|p| (p.name.clone(), p.metadata.clone())).collect())
     });
@@ -160,7 +161,7 @@ fn member(m: &ConsumerGroupMember) -> Member {
     )
 }
 
-fn current(c: &CurrentAssignment) -> Current {
+pub(crate) fn current(c: &CurrentAssignment) -> Current {
     (
         c.state,
         c.member_epoch,
@@ -176,7 +177,7 @@ fn resolved(r: &ResolvedRegularExpression) -> Resolved {
 
 #[pyclass(module = "coordsim_native.consumer_group")]
 pub struct ConsumerGroup {
-    group: Group,
+    pub(crate) group: Group,
 }
 
 #[pymethods]
@@ -203,6 +204,17 @@ impl ConsumerGroup {
                 })
             },
         )
+    }
+
+    /// Not replayed: the runtime sets it (the reference's attribute).
+    #[getter]
+    fn metadata_expired(&self) -> bool {
+        self.group.metadata_expired
+    }
+
+    #[setter]
+    fn set_metadata_expired(&mut self, expired: bool) {
+        self.group.metadata_expired = expired;
     }
 
     fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {

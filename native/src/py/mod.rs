@@ -8,6 +8,7 @@ mod assignors;
 mod classic;
 mod consumer_group;
 mod consumer_protocol;
+mod heartbeat;
 mod java_compat;
 mod offsets;
 mod quiet_run;

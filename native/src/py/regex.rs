@@ -46,7 +46,7 @@ fn regex_fullmatch(regex: &str, names: Vec<String>) -> PyResult<Vec<bool>> {
     )
 }
 
-type Resolved = (String, (Vec<String>, i64, i64));
+pub(crate) type Resolved = (String, (Vec<String>, i64, i64));
 
 fn resolved_out(resolved: &Dict<String, ResolvedRegularExpression>) -> Vec<Resolved> {
     resolved.iter().map(|(k, v)| (k.clone(), (v.topics.clone(), v.version, v.timestamp))).collect()

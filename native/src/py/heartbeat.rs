@@ -1,0 +1,311 @@
+//! `coordsim_native.consumer_group`'s heartbeat functions: consumer_group/heartbeat.rs given the reference's
+//! HeartbeatRequest and HeartbeatContext (read by attribute) and a native ConsumerGroup (None: no group;
+//! any other object: a group of another type), returning the handler's result as plain values:
+//! (records, response, timers, metadata_refreshed, downgrade, resolve_regexes), in the layout
+//! tests/native/consumer_group/test_heartbeat_parity.py gives the reference's.
+
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+use rustc_hash::FxHashMap;
+
+use super::classic::coordinator_config;
+use super::consumer_group::{ConsumerGroup, Member, current, member, topic};
+use super::regex::Resolved;
+use super::result::attr;
+use super::{bad_input, guarded};
+use crate::config::CoordinatorConfig;
+use crate::consumer_group::heartbeat::{self as core, GroupResult, HeartbeatContext, Held, Response, TimerArgs};
+use crate::consumer_group::messages::{HeartbeatRequest, TopicPartitions};
+use crate::consumer_group::records::{ConsumerGroupRecord, ResolvedRegularExpression};
+use crate::consumer_group::topic_id::TopicId;
+use crate::consumer_group::topics::TopicsImage;
+use crate::dict::Dict;
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(heartbeat, m)?)?;
+    m.add_function(wrap_pyfunction!(on_member_timeout, m)?)?;
+    m.add_function(wrap_pyfunction!(on_rebalance_timeout, m)?)?;
+    m.add_function(wrap_pyfunction!(on_regular_expressions_resolved, m)?)?;
+    m.add_function(wrap_pyfunction!(on_loaded, m)?)
+}
+
+/// The reference's HeartbeatContext: its config and topics, owned, and the rest.
+struct Context {
+    config: CoordinatorConfig,
+    topics: TopicsImage,
+    assignors: Vec<String>,
+    kafka_4_0: bool,
+    metadata_version: i64,
+    new_topics_version: i64,
+}
+
+impl Context {
+    fn read(obj: &Bound<'_, PyAny>) -> PyResult<Context> {
+        let topics: FxHashMap<String, ((i64, i64), i32)> = obj.getattr("topics")?.getattr("topics")?.extract()?;
+        Ok(Context {
+            config: coordinator_config(&obj.getattr("config")?)?,
+            topics: TopicsImage {
+                topics: topics.into_iter().map(|(n, ((msb, lsb), count))| (n, (TopicId { msb, lsb }, count))).collect(),
+            },
+            assignors: obj.getattr("assignors")?.try_iter()?.map(|a| a?.extract()).collect::<PyResult<_>>()?,
+            kafka_4_0: attr(obj, "kafka_4_0")?,
+            metadata_version: attr(obj, "metadata_version")?,
+            new_topics_version: attr(obj, "new_topics_version")?,
+        })
+    }
+
+    fn heartbeat_context(&self) -> HeartbeatContext<'_> {
+        HeartbeatContext {
+            config: &self.config,
+            topics: &self.topics,
+            assignors: self.assignors.clone(),
+            kafka_4_0: self.kafka_4_0,
+            metadata_version: self.metadata_version,
+            new_topics_version: self.new_topics_version,
+        }
+    }
+}
+
+fn read_context(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Context> {
+    Context::read(obj).map_err(|e| bad_input(py, "context", e))
+}
+
+fn topic_partitions(obj: &Bound<'_, PyAny>) -> PyResult<Option<TopicPartitions>> {
+    if obj.is_none() {
+        return Ok(None);
+    }
+    let pairs: Vec<((i64, i64), Vec<i32>)> = obj.extract()?;
+    Ok(Some(pairs.into_iter().map(|((msb, lsb), ps)| (TopicId { msb, lsb }, ps)).collect()))
+}
+
+fn request(obj: &Bound<'_, PyAny>) -> PyResult<HeartbeatRequest> {
+    Ok(HeartbeatRequest {
+        group_id: attr(obj, "group_id")?,
+        member_id: attr(obj, "member_id")?,
+        member_epoch: attr(obj, "member_epoch")?,
+        instance_id: attr(obj, "instance_id")?,
+        rack_id: attr(obj, "rack_id")?,
+        rebalance_timeout_ms: attr(obj, "rebalance_timeout_ms")?,
+        subscribed_topic_names: attr(obj, "subscribed_topic_names")?,
+        subscribed_topic_regex: attr(obj, "subscribed_topic_regex")?,
+        server_assignor: attr(obj, "server_assignor")?,
+        topic_partitions: topic_partitions(&obj.getattr("topic_partitions")?)?,
+        api_version: attr(obj, "api_version")?,
+    })
+}
+
+/// Run `f` on what the coordinator holds: None, a native ConsumerGroup, or a group of another type.
+fn with_held<T>(group: &Bound<'_, PyAny>, f: impl FnOnce(Held<'_>) -> T) -> T {
+    if group.is_none() {
+        return f(Held::Nothing);
+    }
+    match group.cast::<ConsumerGroup>() {
+        Ok(native) => f(Held::Consumer(&native.borrow().group)),
+        Err(_) => f(Held::Other),
+    }
+}
+
+type Partitions = Vec<((i64, i64), Vec<i32>)>;
+
+fn partitions(tp: &TopicPartitions) -> Partitions {
+    tp.iter().map(|(t, ps)| (topic(t), ps.clone())).collect()
+}
+
+/// A record as (class name, key, value): the member id or regex its key holds (None for the group's), and
+/// the value as plain values (None: a tombstone).
+fn record<'py>(py: Python<'py>, r: &ConsumerGroupRecord) -> PyResult<Bound<'py, PyAny>> {
+    let any = |v: Bound<'py, PyAny>| v;
+    Ok(match r {
+        ConsumerGroupRecord::Metadata(v) => {
+            any(("ConsumerGroupMetadata", None::<String>, v.as_ref().map(|e| (e.epoch, e.metadata_hash)))
+                .into_pyobject(py)?
+                .into_any())
+        }
+        ConsumerGroupRecord::PartitionMetadata => {
+            ("ConsumerGroupPartitionMetadata", None::<String>, None::<i32>).into_pyobject(py)?.into_any()
+        }
+        ConsumerGroupRecord::MemberMetadata { member_id, value } => {
+            let value = value.as_ref().map(|s| {
+                let classic = s.classic_member_metadata.as_ref().map(|c| {
+                    (
+                        c.session_timeout_ms,
+                        c.supported_protocols.iter().map(|p| (p.name.clone(), p.metadata.clone())).collect::<Vec<_>>(),
+                    )
+                });
+                (
+                    (s.instance_id.clone(), s.rack_id.clone(), s.client_id.clone(), s.client_host.clone()),
+                    s.subscribed_topic_names.clone(),
+                    s.subscribed_topic_regex.clone(),
+                    s.server_assignor.clone(),
+                    s.rebalance_timeout_ms,
+                    classic,
+                )
+            });
+            ("ConsumerGroupMemberMetadata", Some(member_id.clone()), value).into_pyobject(py)?.into_any()
+        }
+        ConsumerGroupRecord::TargetAssignmentMetadata(v) => (
+            "ConsumerGroupTargetAssignmentMetadata",
+            None::<String>,
+            v.as_ref().map(|m| (m.assignment_epoch, m.assignment_timestamp_ms)),
+        )
+            .into_pyobject(py)?
+            .into_any(),
+        ConsumerGroupRecord::TargetAssignmentMember { member_id, value } => {
+            ("ConsumerGroupTargetAssignmentMember", Some(member_id.clone()), value.as_ref().map(partitions))
+                .into_pyobject(py)?
+                .into_any()
+        }
+        ConsumerGroupRecord::CurrentMemberAssignment { member_id, value } => {
+            ("ConsumerGroupCurrentMemberAssignment", Some(member_id.clone()), value.as_ref().map(current))
+                .into_pyobject(py)?
+                .into_any()
+        }
+        ConsumerGroupRecord::RegularExpression { regex, value } => (
+            "ConsumerGroupRegularExpression",
+            Some(regex.clone()),
+            value.as_ref().map(|r| (r.topics.clone(), r.version, r.timestamp)),
+        )
+            .into_pyobject(py)?
+            .into_any(),
+    })
+}
+
+type Timer = (&'static str, String, Option<i64>, &'static str, Vec<Py<PyAny>>, bool);
+
+fn timer(py: Python<'_>, t: &core::TimerChange) -> PyResult<Timer> {
+    let args = match &t.args {
+        TimerArgs::None => Vec::new(),
+        TimerArgs::Member(m) => vec![m.into_pyobject(py)?.into_any().unbind()],
+        TimerArgs::MemberAtEpoch(m, e) => {
+            vec![m.into_pyobject(py)?.into_any().unbind(), e.into_pyobject(py)?.into_any().unbind()]
+        }
+    };
+    Ok((t.name, t.member_id.clone(), t.deadline, t.kind, args, t.if_absent))
+}
+
+type Downgrade = (Vec<String>, Option<Member>, bool);
+
+fn result<'py>(py: Python<'py>, r: &GroupResult) -> PyResult<Bound<'py, PyTuple>> {
+    let records = r.records.iter().map(|rec| record(py, rec)).collect::<PyResult<Vec<_>>>()?;
+    let response = r.response.as_ref().map(|Response::Heartbeat(h)| {
+        (
+            "heartbeat",
+            h.error.clone(),
+            h.error_message.clone(),
+            h.member_id.clone(),
+            h.member_epoch,
+            h.heartbeat_interval_ms,
+            h.assignment.as_ref().map(partitions),
+        )
+    });
+    let timers = r.timers.iter().map(|t| timer(py, t)).collect::<PyResult<Vec<_>>>()?;
+    let downgrade: Option<Downgrade> =
+        r.downgrade.as_ref().map(|d| (d.leaving.clone(), d.joining.as_ref().map(member), d.rebalance));
+    (records, response, timers, r.metadata_refreshed, downgrade, r.resolve_regexes.clone()).into_pyobject(py)
+}
+
+/// As state.consumer_group.heartbeat.consumer_group_heartbeat.
+#[pyfunction]
+#[pyo3(signature = (group, request, now, context, client_id="", client_host="", generated_member_id=None))]
+#[allow(clippy::too_many_arguments)]
+fn heartbeat<'py>(
+    py: Python<'py>,
+    group: &Bound<'py, PyAny>,
+    request: &Bound<'py, PyAny>,
+    now: i64,
+    context: &Bound<'py, PyAny>,
+    client_id: &str,
+    client_host: &str,
+    generated_member_id: Option<&str>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let req = self::request(request).map_err(|e| bad_input(py, "request", e))?;
+    let context = read_context(py, context)?;
+    let out = guarded(
+        || format!("heartbeat of member {:?} at epoch {} of group {:?}", req.member_id, req.member_epoch, req.group_id),
+        || {
+            Ok(with_held(group, |held| {
+                core::consumer_group_heartbeat(
+                    held,
+                    &req,
+                    now,
+                    &context.heartbeat_context(),
+                    client_id,
+                    client_host,
+                    generated_member_id,
+                )
+            }))
+        },
+    )?;
+    result(py, &out)
+}
+
+#[pyfunction]
+fn on_member_timeout<'py>(
+    py: Python<'py>,
+    group: &Bound<'py, PyAny>,
+    member_id: &str,
+    context: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let context = read_context(py, context)?;
+    let out = guarded(
+        || format!("on_member_timeout({member_id:?})"),
+        || Ok(with_held(group, |held| core::on_member_timeout(held, member_id, &context.heartbeat_context()))),
+    )?;
+    result(py, &out)
+}
+
+#[pyfunction]
+fn on_rebalance_timeout<'py>(
+    py: Python<'py>,
+    group: &Bound<'py, PyAny>,
+    member_id: &str,
+    member_epoch: i32,
+    context: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let context = read_context(py, context)?;
+    let out = guarded(
+        || format!("on_rebalance_timeout({member_id:?}, {member_epoch})"),
+        || {
+            Ok(with_held(group, |held| {
+                core::on_rebalance_timeout(held, member_id, member_epoch, &context.heartbeat_context())
+            }))
+        },
+    )?;
+    result(py, &out)
+}
+
+/// `resolved` as (regex, (topics, version, timestamp)) pairs in the reference's dict order.
+#[pyfunction]
+fn on_regular_expressions_resolved<'py>(
+    py: Python<'py>,
+    group: &Bound<'py, PyAny>,
+    resolved: Vec<Resolved>,
+    context: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let context = read_context(py, context)?;
+    let mut held = Dict::default();
+    for (regex, (topics, version, timestamp)) in resolved {
+        held.insert(regex, ResolvedRegularExpression { topics, version, timestamp });
+    }
+    let out = guarded(
+        || format!("on_regular_expressions_resolved of {} regexes", held.len()),
+        || Ok(with_held(group, |g| core::on_regular_expressions_resolved(g, &held, &context.heartbeat_context()))),
+    )?;
+    result(py, &out)
+}
+
+/// The timers, as the result's.
+#[pyfunction]
+fn on_loaded(
+    py: Python<'_>,
+    group: PyRef<'_, ConsumerGroup>,
+    now: i64,
+    context: &Bound<'_, PyAny>,
+) -> PyResult<Vec<Timer>> {
+    let context = read_context(py, context)?;
+    let timers = guarded(
+        || format!("on_loaded of group {:?}", group.group.group_id),
+        || Ok(core::on_loaded(&group.group, now, &context.heartbeat_context())),
+    )?;
+    timers.iter().map(|t| timer(py, t)).collect()
+}
