@@ -15,6 +15,7 @@ use std::borrow::Cow;
 use rustc_hash::FxHashMap;
 
 use crate::config::CoordinatorConfig;
+use crate::consumer_group::classic_members::ClassicResponse;
 use crate::consumer_group::downgrade::{Downgrade, downgrade_with_fenced_members};
 use crate::consumer_group::group::{Assignment, ConsumerGroup, ConsumerGroupMember, preferred_server_assignor};
 use crate::consumer_group::group_spec::{GroupAssignment, GroupSpec, PartitionAssignorError, subscription_type};
@@ -83,6 +84,7 @@ impl TimerChange {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Response {
     Heartbeat(HeartbeatResponse),
+    Classic(ClassicResponse),
 }
 
 /// The reference's heartbeat.CoordinatorResult.

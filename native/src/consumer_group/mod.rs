@@ -3,6 +3,7 @@
 //! replay gives (group), reconciliation, the target assignment and the topics image it reads (with the
 //! metadata hash), and the regular-expression subscriptions (regex).
 
+pub mod classic_members;
 pub mod downgrade;
 pub mod group;
 pub mod group_spec;

@@ -14,9 +14,10 @@ use super::regex::Resolved;
 use super::result::attr;
 use super::{bad_input, guarded};
 use crate::config::CoordinatorConfig;
+use crate::consumer_group::classic_members::{self, ClassicJoin, ClassicSync};
 use crate::consumer_group::heartbeat::{self as core, GroupResult, HeartbeatContext, Held, Response, TimerArgs};
 use crate::consumer_group::messages::{HeartbeatRequest, TopicPartitions};
-use crate::consumer_group::records::{ConsumerGroupRecord, ResolvedRegularExpression};
+use crate::consumer_group::records::{ClassicProtocol, ConsumerGroupRecord, ResolvedRegularExpression};
 use crate::consumer_group::topic_id::TopicId;
 use crate::consumer_group::topics::TopicsImage;
 use crate::dict::Dict;
@@ -26,7 +27,10 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(on_member_timeout, m)?)?;
     m.add_function(wrap_pyfunction!(on_rebalance_timeout, m)?)?;
     m.add_function(wrap_pyfunction!(on_regular_expressions_resolved, m)?)?;
-    m.add_function(wrap_pyfunction!(on_loaded, m)?)
+    m.add_function(wrap_pyfunction!(on_loaded, m)?)?;
+    m.add_function(wrap_pyfunction!(classic_group_join, m)?)?;
+    m.add_function(wrap_pyfunction!(classic_group_sync, m)?)?;
+    m.add_function(wrap_pyfunction!(classic_group_heartbeat, m)?)
 }
 
 /// The reference's HeartbeatContext: its config and topics, owned, and the rest.
@@ -187,17 +191,35 @@ type Downgrade = (Vec<String>, Option<Member>, bool);
 
 fn result<'py>(py: Python<'py>, r: &GroupResult) -> PyResult<Bound<'py, PyTuple>> {
     let records = r.records.iter().map(|rec| record(py, rec)).collect::<PyResult<Vec<_>>>()?;
-    let response = r.response.as_ref().map(|Response::Heartbeat(h)| {
-        (
-            "heartbeat",
-            h.error.clone(),
-            h.error_message.clone(),
-            h.member_id.clone(),
-            h.member_epoch,
-            h.heartbeat_interval_ms,
-            h.assignment.as_ref().map(partitions),
-        )
-    });
+    let response = match &r.response {
+        None => None,
+        Some(Response::Heartbeat(h)) => Some(
+            (
+                "heartbeat",
+                h.error.clone(),
+                h.error_message.clone(),
+                h.member_id.clone(),
+                h.member_epoch,
+                h.heartbeat_interval_ms,
+                h.assignment.as_ref().map(partitions),
+            )
+                .into_pyobject(py)?
+                .into_any(),
+        ),
+        Some(Response::Classic(c)) => Some(
+            (
+                "classic",
+                c.error.clone(),
+                c.member_id.clone(),
+                c.generation_id,
+                c.protocol_type.clone(),
+                c.protocol_name.clone(),
+                c.assignment.as_ref().map(partitions),
+            )
+                .into_pyobject(py)?
+                .into_any(),
+        ),
+    };
     let timers = r.timers.iter().map(|t| timer(py, t)).collect::<PyResult<Vec<_>>>()?;
     let downgrade: Option<Downgrade> =
         r.downgrade.as_ref().map(|d| (d.leaving.clone(), d.joining.as_ref().map(member), d.rebalance));
@@ -308,4 +330,97 @@ fn on_loaded(
         || Ok(core::on_loaded(&group.group, now, &context.heartbeat_context())),
     )?;
     timers.iter().map(|t| timer(py, t)).collect()
+}
+
+/// As state.consumer_group.classic_members.classic_group_join, `protocols` the reference's ClassicProtocols.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn classic_group_join<'py>(
+    py: Python<'py>,
+    group: PyRef<'py, ConsumerGroup>,
+    member_id: &str,
+    instance_id: Option<&str>,
+    protocol_type: &str,
+    protocols: Vec<Bound<'py, PyAny>>,
+    session_timeout_ms: i32,
+    rebalance_timeout_ms: i32,
+    api_version: i16,
+    now: i64,
+    context: &Bound<'py, PyAny>,
+    client_id: &str,
+    client_host: &str,
+    generated_member_id: &str,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let protocols = protocols
+        .iter()
+        .map(|p| Ok(ClassicProtocol { name: attr(p, "name")?, metadata: attr(p, "metadata")? }))
+        .collect::<PyResult<Vec<_>>>()
+        .map_err(|e| bad_input(py, "protocols", e))?;
+    let context = read_context(py, context)?;
+    let join = ClassicJoin {
+        member_id,
+        instance_id,
+        protocol_type,
+        protocols: &protocols,
+        session_timeout_ms,
+        rebalance_timeout_ms,
+        api_version,
+        client_id,
+        client_host,
+        generated_member_id,
+    };
+    let out = guarded(
+        || format!("classic_group_join of member {member_id:?} to group {:?}", group.group.group_id),
+        || Ok(classic_members::classic_group_join(&group.group, &join, now, &context.heartbeat_context())),
+    )?;
+    result(py, &out)
+}
+
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn classic_group_sync<'py>(
+    py: Python<'py>,
+    group: PyRef<'py, ConsumerGroup>,
+    member_id: &str,
+    instance_id: Option<&str>,
+    generation_id: i32,
+    protocol_type: Option<&str>,
+    protocol_name: Option<&str>,
+    now: i64,
+    context: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let context = read_context(py, context)?;
+    let sync = ClassicSync { member_id, instance_id, generation_id, protocol_type, protocol_name };
+    let out = guarded(
+        || format!("classic_group_sync of member {member_id:?}"),
+        || Ok(classic_members::classic_group_sync(&group.group, &sync, now, &context.heartbeat_context())),
+    )?;
+    result(py, &out)
+}
+
+#[pyfunction]
+fn classic_group_heartbeat<'py>(
+    py: Python<'py>,
+    group: PyRef<'py, ConsumerGroup>,
+    member_id: &str,
+    instance_id: Option<&str>,
+    generation_id: i32,
+    now: i64,
+    context: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let context = read_context(py, context)?;
+    let out = guarded(
+        || format!("classic_group_heartbeat of member {member_id:?}"),
+        || {
+            Ok(classic_members::classic_group_heartbeat(
+                &group.group,
+                member_id,
+                instance_id,
+                generation_id,
+                now,
+                &context.heartbeat_context(),
+            ))
+        },
+    )?;
+    result(py, &out)
 }

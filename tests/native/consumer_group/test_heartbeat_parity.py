@@ -17,7 +17,9 @@ import dataclasses
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from state.classic import consumer_protocol
 from state.config import CoordinatorConfig
+from state.consumer_group import classic_members as classic
 from state.consumer_group import heartbeat as hb
 from state.consumer_group import records as cg
 from state.consumer_group.group import ConsumerGroup
@@ -27,8 +29,9 @@ from state.consumer_group.topic_id import TopicId
 from state.consumer_group.topics import TopicsImage
 from tests.native import cores
 from tests.native.consumer_group.shadow import snapshot
+from state.java_compat import java_string_sort_key
 
-PARITY = settings(max_examples=200, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+PARITY = settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
 GROUP = "g"
 TOPICS = {"foo": (TopicId(1, 2), 3), "bar": (TopicId(-5, 7), 2), "baz": (TopicId(1, -2), 4)}
@@ -74,31 +77,57 @@ def native_record(r) -> tuple:
     return name, key, v
 
 
+def member_of(m) -> tuple:
+    """A member in the layout of the native snapshot's, its partitions sorted."""
+    classic_metadata = m.classic_member_metadata
+    if classic_metadata is not None:
+        classic_metadata = (classic_metadata.session_timeout_ms,
+                            [(p.name, p.metadata) for p in classic_metadata.supported_protocols])
+    c = m.current
+    return (m.member_id, m.instance_id, m.rack_id, m.rebalance_timeout_ms, m.client_id, m.client_host,
+            sorted(m.subscribed_topic_names, key=java_string_sort_key), m.subscribed_topic_regex,
+            m.server_assignor_name, classic_metadata,
+            (int(c.state), c.member_epoch, c.previous_member_epoch, epochs(c.assigned_partitions),
+             epochs(c.partitions_pending_revocation)))
+
+
+def native_member(m) -> tuple:
+    *fields, (state, epoch, previous, assigned, pending) = m
+    sort = lambda ps: sorted((t, sorted(p)) for t, p in ps)  # noqa: E731
+    return (*fields, (state, epoch, previous, sort(assigned), sort(pending)))
+
+
 def python_result(result: hb.CoordinatorResult) -> tuple:
     response = result.response
-    if response is not None:
+    if isinstance(response, classic.ClassicResponse):
+        assignment = None if response.assignment is None else [(tuple(t), list(ps)) for t, ps in response.assignment]
+        response = ("classic", response.error, response.member_id, response.generation_id, response.protocol_type,
+                    response.protocol_name, assignment)
+    elif response is not None:
         assignment = None if response.assignment is None else [(tuple(t), list(ps)) for t, ps in response.assignment]
         response = ("heartbeat", response.error, response.error_message, response.member_id, response.member_epoch,
                     response.heartbeat_interval_ms, assignment)
     timers = [(t.key[0], t.key[1], t.deadline, t.kind, list(t.args), t.if_absent) for t in result.timers]
     downgrade = result.downgrade
     if downgrade is not None:
-        assert downgrade.joining is None  # a heartbeat's downgrade is a fencing's
-        downgrade = (sorted(downgrade.leaving), None, downgrade.rebalance)
+        joining = None if downgrade.joining is None else member_of(downgrade.joining)
+        downgrade = (sorted(downgrade.leaving), joining, downgrade.rebalance)
     regexes = None if result.resolve_regexes is None else list(result.resolve_regexes)
     return ([record(r) for r in result.records], response, timers, result.metadata_refreshed, downgrade, regexes)
 
 
 def native_result(result: tuple) -> tuple:
     records, response, timers, refreshed, downgrade, regexes = result
+    if downgrade is not None and downgrade[1] is not None:
+        downgrade = (downgrade[0], native_member(downgrade[1]), downgrade[2])
     return ([native_record(r) for r in records], response, [tuple(t) for t in timers], refreshed, downgrade, regexes)
 
 
 maybe = st.none().__or__
 configs = st.builds(
-    CoordinatorConfig, group_consumer_max_size=st.sampled_from([2, 3, 100]),
+    CoordinatorConfig, group_consumer_max_size=st.sampled_from([3, 100, 100]),
     group_consumer_assignors=st.sampled_from([("uniform", "range"), ("range", "uniform")]),
-    group_consumer_migration_policy=st.sampled_from(["bidirectional", "disabled"]),
+    group_consumer_migration_policy=st.sampled_from(["bidirectional", "bidirectional", "upgrade", "downgrade", "disabled"]),
     group_consumer_assignment_interval_ms=st.sampled_from([0, 1_000]),
     group_consumer_regex_refresh_interval_ms=st.sampled_from([10_000, 600_000]),
     coordsim_kafka_version=st.sampled_from(["trunk", "4.0"]),
@@ -120,7 +149,22 @@ heartbeats = st.fixed_dictionaries({
         "assignor": maybe(st.sampled_from(["uniform", "other"])), "api_version": st.sampled_from([0, 1]),
         "owned": st.sampled_from(["none", "empty", "held"])}),
 })
+PROTOCOLS = st.sampled_from([("range",)] * 3 + [("range", "roundrobin"), ("roundrobin", "range"), ("roundrobin",)])
+classic_joins = st.fixed_dictionaries({
+    "member": st.sampled_from(["c1", "c2", "c1", "c2", "m1", ""]), "instance_id": maybe(st.sampled_from(["i1", "i3"])),
+    "protocol_type": st.sampled_from(["consumer"] * 9 + ["connect"]), "protocols": PROTOCOLS,
+    "names": NAMES, "owned": st.sampled_from(["held", "none", "subset"]), "version": st.integers(0, 3),
+    "garbage": st.sampled_from([False] * 9 + [True]), "session_timeout_ms": st.sampled_from([10_000, 45_000]),
+    "rebalance_timeout_ms": st.sampled_from([1_000, 30_000]), "api_version": st.sampled_from([3, 5]),
+})
+classic_requests = st.fixed_dictionaries({
+    "member": st.integers(0, 7), "generation": st.sampled_from(["current", "current", "other"]),
+    "static": st.booleans(), "protocol_type": maybe(st.sampled_from(["consumer", "connect"])),
+    "protocol_name": maybe(st.sampled_from(["range", "roundrobin"])),
+})
 steps = st.one_of(
+    st.tuples(st.just("classic-join"), classic_joins), st.tuples(st.just("classic-join"), classic_joins),
+    st.tuples(st.just("classic-sync"), classic_requests), st.tuples(st.just("classic-heartbeat"), classic_requests),
     st.tuples(st.just("heartbeat"), heartbeats), st.tuples(st.just("heartbeat"), heartbeats),
     st.tuples(st.just("heartbeat"), heartbeats),
     st.tuples(st.just("session"), st.sampled_from(MEMBERS)),
@@ -161,6 +205,35 @@ class Both:
             self.python.metadata_expired = self.native.metadata_expired = expired
             assert self.native.snapshot() == snapshot(self.python)
         return True
+
+
+def classic_join_of(step: dict, group: ConsumerGroup, now: int, context, generated: str) -> dict:
+    """The arguments of classic_group_join (the native function takes them in this order)."""
+    member = group.members.get(step["member"])
+    owned = owned_of(member, step["owned"]) or ()
+    names = {topic_id: name for name, (topic_id, _) in TOPICS.items()}
+    partitions = tuple(consumer_protocol.TopicPartition(names[t], p) for t, ps in owned for p in ps)
+    metadata = b"garbage" if step["garbage"] else consumer_protocol.encode_subscription(
+        consumer_protocol.Subscription(step["names"], owned_partitions=partitions, rack_id="r"), step["version"])
+    protocols = tuple(cg.ClassicProtocol(name, metadata) for name in step["protocols"])
+    kwargs = dict(member_id=step["member"], instance_id=step["instance_id"], protocol_type=step["protocol_type"],
+                  protocols=protocols, session_timeout_ms=step["session_timeout_ms"],
+                  rebalance_timeout_ms=step["rebalance_timeout_ms"], api_version=step["api_version"], now=now,
+                  context=context, client_id="client", client_host="host", generated_member_id=generated)
+    return kwargs
+
+
+def classic_request_of(step: dict, group: ConsumerGroup) -> dict:
+    """The member id, instance id and generation of a SyncGroup or Heartbeat (in the native order): mostly a
+    member using the classic protocol's."""
+    classic_ids = sorted(m.member_id for m in group.members.values() if m.use_classic_protocol)
+    member_id = classic_ids[step["member"] % len(classic_ids)] if classic_ids and step["member"] < 6 else \
+        (MEMBERS + [""])[step["member"] % len(MEMBERS)]
+    member = group.members.get(member_id)
+    epoch = -1 if member is None else member.member_epoch
+    instance_id = None if member is None or not step["static"] else member.instance_id
+    return dict(member_id=member_id, instance_id=instance_id,
+                generation_id=epoch if step["generation"] == "current" else epoch + 1)
 
 
 def owned_of(member, how: str):
@@ -217,7 +290,9 @@ def test_heartbeats_and_timers_give_the_references_results(config, other_type, s
     context = hb.HeartbeatContext.from_config(config, TopicsImage(TOPICS), metadata_version=3,
                                               new_topics_version=new_topics_version)
     now, pending, generated = 1_000, None, 0
-    for kind, arg in steps:
+    first_join = {"kind": "join", "member": "m1", "v0": False, "instance_id": None, "rack_id": None,
+                  "rebalance_timeout_ms": 30_000, "names": ("foo", "bar"), "regex": None, "assignor": None}
+    for kind, arg in [("heartbeat", first_join), *steps]:
         python, native = both.held()
         if kind == "advance":
             now += arg
@@ -228,6 +303,24 @@ def test_heartbeats_and_timers_give_the_references_results(config, other_type, s
             gen = f"gen-{generated}" if request.member_id == "" and request.member_epoch == 0 else None
             expected = hb.consumer_group_heartbeat(python, request, now, context, "client", "host", gen)
             got = module.heartbeat(native, request, now, context, "client", "host", gen)
+        elif kind.startswith("classic-"):
+            if both.python is None or not both.python.members:
+                continue  # the manager sends these to a non-empty consumer group only
+            if kind == "classic-join":
+                generated += 1
+                kwargs = classic_join_of(arg, both.python, now, context, f"gen-{generated}")
+                expected = classic.classic_group_join(python, **kwargs)
+                got = module.classic_group_join(native, *kwargs.values())
+            elif kind == "classic-sync":
+                kwargs = classic_request_of(arg, both.python)
+                kwargs.update(protocol_type=arg["protocol_type"], protocol_name=arg["protocol_name"], now=now,
+                              context=context)
+                expected = classic.classic_group_sync(python, **kwargs)
+                got = module.classic_group_sync(native, *kwargs.values())
+            else:
+                kwargs = dict(classic_request_of(arg, both.python), now=now, context=context)
+                expected = classic.classic_group_heartbeat(python, **kwargs)
+                got = module.classic_group_heartbeat(native, *kwargs.values())
         elif kind == "session":
             expected = hb.on_member_timeout(python, arg, context)
             got = module.on_member_timeout(native, arg, context)
@@ -270,3 +363,59 @@ def test_static_member_leave_keeps_its_partitions_at_epoch_zero() -> None:
         assert native_result(module.heartbeat(native, request, 5_000, context)) == python_result(expected)
         both.apply(expected)
     assert list(both.python.members) == ["m2"] and both.python.members["m2"].assigned_partitions
+
+
+def test_classic_members_join_sync_heartbeat_and_downgrade() -> None:
+    """A scripted walk the generated steps reach rarely: classic members join a consumer group (one static),
+    sync and heartbeat at their generation, then the last member using the consumer protocol leaves, which
+    downgrades the group; and, from the same start, a classic static member replacing that member."""
+    module = cores.native_module("consumer_group")
+    config = CoordinatorConfig()
+    context = hb.HeartbeatContext.from_config(config, TopicsImage(TOPICS))
+    metadata = consumer_protocol.encode_subscription(consumer_protocol.Subscription(("foo", "bar")))
+    protocols = (cg.ClassicProtocol("range", metadata),)
+
+    def join(both, member_id, instance_id, generated, now):
+        kwargs = dict(member_id=member_id, instance_id=instance_id, protocol_type="consumer", protocols=protocols,
+                      session_timeout_ms=10_000, rebalance_timeout_ms=5_000, api_version=5, now=now,
+                      context=context, client_id="client", client_host="host", generated_member_id=generated)
+        expected = classic.classic_group_join(both.python, **kwargs)
+        assert native_result(module.classic_group_join(both.native, *kwargs.values())) == python_result(expected)
+        return expected
+
+    def start():
+        both = Both(config, False)
+        request = HeartbeatRequest(GROUP, "m1", 0, instance_id="i1", rebalance_timeout_ms=30_000,
+                                   subscribed_topic_names=("foo",), topic_partitions=())
+        both.apply(hb.consumer_group_heartbeat(None, request, 1_000, context))
+        for member_id, instance_id, now in (("c1", None, 2_000), ("", "i2", 3_000)):
+            assert both.apply(join(both, member_id, instance_id, "gen-1", now))
+        return both
+
+    both = start()
+    answers = []
+    for member_id in sorted(both.python.members):
+        member = both.python.members[member_id]
+        if not member.use_classic_protocol:
+            continue
+        for call in ("sync", "heartbeat"):
+            kwargs = dict(member_id=member_id, instance_id=member.instance_id, generation_id=member.member_epoch)
+            if call == "sync":
+                kwargs.update(protocol_type="consumer", protocol_name="range", now=5_000, context=context)
+                expected = classic.classic_group_sync(both.python, **kwargs)
+                got = module.classic_group_sync(both.native, *kwargs.values())
+            else:
+                kwargs.update(now=5_000, context=context)
+                expected = classic.classic_group_heartbeat(both.python, **kwargs)
+                got = module.classic_group_heartbeat(both.native, *kwargs.values())
+            assert native_result(got) == python_result(expected)
+            answers.append(expected.response.error)
+    assert answers.count("NONE") >= 2, answers
+    leave = HeartbeatRequest(GROUP, "m1", -1, instance_id="i1")
+    expected = hb.consumer_group_heartbeat(both.python, leave, 6_000, context)
+    assert native_result(module.heartbeat(both.native, leave, 6_000, context)) == python_result(expected)
+    assert expected.downgrade is not None and expected.downgrade.leaving == {"m1"}
+
+    both = start()
+    expected = join(both, "", "i1", "gen-2", 6_000)
+    assert expected.downgrade is not None and expected.downgrade.joining.member_id == "gen-2"
