@@ -246,7 +246,7 @@ impl ConsumerGroup {
 }
 
 /// A reference ConsumerGroupMember: its id, subscription and current assignment.
-fn group_member(obj: &Bound<'_, PyAny>) -> PyResult<ConsumerGroupMember> {
+pub(crate) fn group_member(obj: &Bound<'_, PyAny>) -> PyResult<ConsumerGroupMember> {
     let member_id: String = obj.getattr("member_id")?.extract()?;
     let mut member = ConsumerGroupMember::new(&member_id)
         .with_subscription(&member_subscription(&obj.call_method0("subscription")?)?);

@@ -4,17 +4,19 @@
 //! (records, response, timers, metadata_refreshed, downgrade, resolve_regexes), in the layout
 //! tests/native/consumer_group/test_heartbeat_parity.py gives the reference's.
 
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use rustc_hash::FxHashMap;
 
 use super::classic::coordinator_config;
-use super::consumer_group::{ConsumerGroup, Member, current, member, topic};
+use super::consumer_group::{ConsumerGroup, Member, current, group_member, member, topic};
 use super::regex::Resolved;
 use super::result::attr;
 use super::{bad_input, guarded};
 use crate::config::CoordinatorConfig;
 use crate::consumer_group::classic_members::{self, ClassicJoin, ClassicSync};
+use crate::consumer_group::downgrade::Downgrade;
 use crate::consumer_group::heartbeat::{self as core, GroupResult, HeartbeatContext, Held, Response, TimerArgs};
 use crate::consumer_group::messages::{HeartbeatRequest, TopicPartitions};
 use crate::consumer_group::records::{ClassicProtocol, ConsumerGroupRecord, ResolvedRegularExpression};
@@ -30,7 +32,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(on_loaded, m)?)?;
     m.add_function(wrap_pyfunction!(classic_group_join, m)?)?;
     m.add_function(wrap_pyfunction!(classic_group_sync, m)?)?;
-    m.add_function(wrap_pyfunction!(classic_group_heartbeat, m)?)
+    m.add_function(wrap_pyfunction!(classic_group_heartbeat, m)?)?;
+    m.add_function(wrap_pyfunction!(convert_to_classic_group, m)?)
 }
 
 /// The reference's HeartbeatContext: its config and topics, owned, and the rest.
@@ -187,7 +190,7 @@ fn timer(py: Python<'_>, t: &core::TimerChange) -> PyResult<Timer> {
     Ok((t.name, t.member_id.clone(), t.deadline, t.kind, args, t.if_absent))
 }
 
-type Downgrade = (Vec<String>, Option<Member>, bool);
+type DowngradeOut = (Vec<String>, Option<Member>, bool);
 
 fn result<'py>(py: Python<'py>, r: &GroupResult) -> PyResult<Bound<'py, PyTuple>> {
     let records = r.records.iter().map(|rec| record(py, rec)).collect::<PyResult<Vec<_>>>()?;
@@ -221,7 +224,7 @@ fn result<'py>(py: Python<'py>, r: &GroupResult) -> PyResult<Bound<'py, PyTuple>
         ),
     };
     let timers = r.timers.iter().map(|t| timer(py, t)).collect::<PyResult<Vec<_>>>()?;
-    let downgrade: Option<Downgrade> =
+    let downgrade: Option<DowngradeOut> =
         r.downgrade.as_ref().map(|d| (d.leaving.clone(), d.joining.as_ref().map(member), d.rebalance));
     (records, response, timers, r.metadata_refreshed, downgrade, r.resolve_regexes.clone()).into_pyobject(py)
 }
@@ -423,4 +426,89 @@ fn classic_group_heartbeat<'py>(
         },
     )?;
     result(py, &out)
+}
+
+type ClassicMember = (
+    (String, Option<String>, String, String, i32, i32),
+    Vec<(String, Vec<u8>)>,
+    Vec<u8>,
+    Option<Vec<(String, Vec<i32>)>>,
+);
+type ClassicDescription = (
+    (&'static str, i32, Option<String>, Option<String>, Option<String>),
+    Option<Vec<String>>,
+    Vec<ClassicMember>,
+    Vec<(String, String)>,
+    Vec<(String, i64)>,
+);
+
+/// A classic group as the parity test compares it: (state, generation, protocol type and name, leader), its
+/// subscribed topics, its members in iteration order (identity and timeouts, protocols, assignment bytes and
+/// partitions), its static members and protocol counts sorted.
+fn classic_description(g: &crate::classic::group::ClassicGroup) -> ClassicDescription {
+    let members = g
+        .all_members()
+        .into_iter()
+        .map(|m| {
+            (
+                (
+                    m.member_id.clone(),
+                    m.group_instance_id.clone(),
+                    m.client_id.clone(),
+                    m.client_host.clone(),
+                    m.rebalance_timeout_ms,
+                    m.session_timeout_ms,
+                ),
+                m.protocols.iter().map(|p| (p.name.clone(), p.metadata.clone())).collect(),
+                m.assignment.clone(),
+                m.assignment_partitions
+                    .as_ref()
+                    .map(|ps| ps.iter().map(|p| (p.topic.clone(), p.partitions.clone())).collect()),
+            )
+        })
+        .collect();
+    let mut statics: Vec<(String, String)> = g.static_members.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    statics.sort();
+    let mut supported: Vec<(String, i64)> = g.supported_protocols.iter().map(|(k, v)| (k.clone(), *v)).collect();
+    supported.sort();
+    (
+        (g.state.name(), g.generation_id, g.protocol_type.clone(), g.protocol_name.clone(), g.leader_id.clone()),
+        g.subscribed_topics.as_ref().map(|t| t.iter().cloned().collect()),
+        members,
+        statics,
+        supported,
+    )
+}
+
+/// As state.consumer_group.downgrade.convert_to_classic_group, the Downgrade given as its fields (`joining` a
+/// reference ConsumerGroupMember or None) and the topics as {name: ((msb, lsb), partition count)}: the
+/// tombstones (as `heartbeat`'s records) and the classic group's description; ValueError where the
+/// reference raises it.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn convert_to_classic_group<'py>(
+    py: Python<'py>,
+    group: PyRef<'py, ConsumerGroup>,
+    leaving: Vec<String>,
+    joining: Option<Bound<'py, PyAny>>,
+    rebalance: bool,
+    topics: FxHashMap<String, ((i64, i64), i32)>,
+    now: i64,
+) -> PyResult<(Vec<Bound<'py, PyAny>>, ClassicDescription)> {
+    let joining = joining.map(|j| group_member(&j)).transpose().map_err(|e| bad_input(py, "joining", e))?;
+    let mut leaving = leaving;
+    leaving.sort();
+    let downgrade = Downgrade { leaving, joining, rebalance };
+    let image = TopicsImage {
+        topics: topics.into_iter().map(|(n, ((msb, lsb), count))| (n, (TopicId { msb, lsb }, count))).collect(),
+    };
+    let (records, classic) = guarded(
+        || format!("convert_to_classic_group of group {:?}", group.group.group_id),
+        || {
+            crate::consumer_group::downgrade::convert_to_classic_group(&group.group, &downgrade, &image, now)
+                .map_err(PyValueError::new_err)
+        },
+    )?;
+    let records = records.iter().map(|r| record(py, r)).collect::<PyResult<Vec<_>>>()?;
+    Ok((records, classic_description(&classic)))
 }

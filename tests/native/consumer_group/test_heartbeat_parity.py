@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from state.classic import consumer_protocol
 from state.config import CoordinatorConfig
 from state.consumer_group import classic_members as classic
+from state.consumer_group import downgrade as downgrades
 from state.consumer_group import heartbeat as hb
 from state.consumer_group import records as cg
 from state.consumer_group.group import ConsumerGroup
@@ -172,6 +173,28 @@ steps = st.one_of(
     st.tuples(st.just("resolve"), st.just(None)), st.tuples(st.just("advance"), st.integers(1, 20_000)),
     st.tuples(st.just("loaded"), st.just(None)),
 )
+
+
+def classic_description(g) -> tuple:
+    """A reference ClassicGroup in the layout of the native description (native/src/py/heartbeat.rs)."""
+    members = [((m.member_id, m.group_instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
+                 m.session_timeout_ms), [(p.name, p.metadata) for p in m.protocols], m.assignment,
+                None if m.assignment_partitions is None else [(p.topic, list(p.partitions))
+                                                              for p in m.assignment_partitions])
+               for m in g.all_members()]
+    topics = None if g.subscribed_topics is None else sorted(g.subscribed_topics)
+    return ((g.state.value, g.generation_id, g.protocol_type, g.protocol_name, g.leader_id), topics, members,
+            sorted(g.static_members.items()), sorted(g.supported_protocols.items()))
+
+
+def check_downgrade(both: "Both", downgrade, now: int) -> None:
+    """The conversion a downgrade makes: the same tombstones and the same classic group."""
+    records, group = downgrades.convert_to_classic_group(both.python, downgrade, TopicsImage(TOPICS), now)
+    native_records, description = both.module.convert_to_classic_group(
+        both.native, sorted(downgrade.leaving), downgrade.joining, downgrade.rebalance,
+        {name: (tuple(topic_id), count) for name, (topic_id, count) in TOPICS.items()}, now)
+    assert [native_record(r) for r in native_records] == [record(r) for r in records]
+    assert description == classic_description(group)
 
 
 class Both:
@@ -343,6 +366,8 @@ def test_heartbeats_and_timers_give_the_references_results(config, other_type, s
             got = ([], None, module.on_loaded(native, now, context), False, None, None)
         assert native_result(got) == python_result(expected)
         pending = expected.resolve_regexes or pending
+        if expected.downgrade is not None:
+            check_downgrade(both, expected.downgrade, now)
         if not both.apply(expected):
             return
 
@@ -368,7 +393,8 @@ def test_static_member_leave_keeps_its_partitions_at_epoch_zero() -> None:
 def test_classic_members_join_sync_heartbeat_and_downgrade() -> None:
     """A scripted walk the generated steps reach rarely: classic members join a consumer group (one static),
     sync and heartbeat at their generation, then the last member using the consumer protocol leaves, which
-    downgrades the group; and, from the same start, a classic static member replacing that member."""
+    downgrades the group; and, from the same start, a classic static member replacing that member. Each
+    downgrade converts the group alike (convert_to_classic_group)."""
     module = cores.native_module("consumer_group")
     config = CoordinatorConfig()
     context = hb.HeartbeatContext.from_config(config, TopicsImage(TOPICS))
@@ -415,7 +441,9 @@ def test_classic_members_join_sync_heartbeat_and_downgrade() -> None:
     expected = hb.consumer_group_heartbeat(both.python, leave, 6_000, context)
     assert native_result(module.heartbeat(both.native, leave, 6_000, context)) == python_result(expected)
     assert expected.downgrade is not None and expected.downgrade.leaving == {"m1"}
+    check_downgrade(both, expected.downgrade, 6_000)
 
     both = start()
     expected = join(both, "", "i1", "gen-2", 6_000)
     assert expected.downgrade is not None and expected.downgrade.joining.member_id == "gen-2"
+    check_downgrade(both, expected.downgrade, 6_000)
