@@ -255,8 +255,11 @@ impl ClassicGroupManager {
                 None => self.add_member_and_rebalance(req, &new_id),
             }
         } else if req.event.api_version >= 4 {
-            // KIP-394: the member must come back with the id we hand out; until then it is only pending.
-            self.gm().pending_join_members.push(new_id.clone());
+            // KIP-394: the member must come back with the id we hand out; until then it is only pending. A set
+            // (a captured id may be handed out twice).
+            if !self.g().is_pending_member(&new_id) {
+                self.gm().pending_join_members.push(new_id.clone());
+            }
             self.op.schedule(
                 TimerKey::Heartbeat(new_id.clone()),
                 self.now + i64::from(req.session_timeout_ms),
