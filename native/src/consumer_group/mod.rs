@@ -9,6 +9,7 @@ pub mod group;
 pub mod group_spec;
 pub mod heartbeat;
 pub mod messages;
+pub mod migration;
 pub mod range;
 pub mod reconciliation;
 pub mod records;

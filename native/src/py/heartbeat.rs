@@ -4,12 +4,12 @@
 //! (records, response, timers, metadata_refreshed, downgrade, resolve_regexes), in the layout
 //! tests/native/consumer_group/test_heartbeat_parity.py gives the reference's.
 
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use rustc_hash::FxHashMap;
 
-use super::classic::coordinator_config;
+use super::classic::{ClassicGroupManager, coordinator_config};
 use super::consumer_group::{ConsumerGroup, Member, current, group_member, member, topic};
 use super::regex::Resolved;
 use super::result::attr;
@@ -17,8 +17,10 @@ use super::{bad_input, guarded};
 use crate::config::CoordinatorConfig;
 use crate::consumer_group::classic_members::{self, ClassicJoin, ClassicSync};
 use crate::consumer_group::downgrade::Downgrade;
+use crate::consumer_group::group::ReplayError;
 use crate::consumer_group::heartbeat::{self as core, GroupResult, HeartbeatContext, Held, Response, TimerArgs};
 use crate::consumer_group::messages::{HeartbeatRequest, TopicPartitions};
+use crate::consumer_group::migration::{self, MigrationError};
 use crate::consumer_group::records::{ClassicProtocol, ConsumerGroupRecord, ResolvedRegularExpression};
 use crate::consumer_group::topic_id::TopicId;
 use crate::consumer_group::topics::TopicsImage;
@@ -33,7 +35,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(classic_group_join, m)?)?;
     m.add_function(wrap_pyfunction!(classic_group_sync, m)?)?;
     m.add_function(wrap_pyfunction!(classic_group_heartbeat, m)?)?;
-    m.add_function(wrap_pyfunction!(convert_to_classic_group, m)?)
+    m.add_function(wrap_pyfunction!(convert_to_classic_group, m)?)?;
+    m.add_function(wrap_pyfunction!(upgrade, m)?)
 }
 
 /// The reference's HeartbeatContext: its config and topics, owned, and the rest.
@@ -511,4 +514,48 @@ fn convert_to_classic_group<'py>(
     )?;
     let records = records.iter().map(|r| record(py, r)).collect::<PyResult<Vec<_>>>()?;
     Ok((records, classic_description(&classic)))
+}
+
+/// As state.consumer_group.migration's validate_online_upgrade then convert_to_consumer_group of the native
+/// classic manager's group (`config` the reference's CoordinatorConfig, `topics` as
+/// convert_to_classic_group's): ("refused", error, message), or ("converted", records, timers, the native
+/// ConsumerGroup they replay to); PartitionEpochConflict where the replay refuses the records, KeyError where
+/// a member does not support the group's protocol (as the reference).
+#[pyfunction]
+fn upgrade<'py>(
+    py: Python<'py>,
+    classic: PyRef<'py, ClassicGroupManager>,
+    topics: FxHashMap<String, ((i64, i64), i32)>,
+    now: i64,
+    config: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let config = coordinator_config(config).map_err(|e| bad_input(py, "config", e))?;
+    let image = TopicsImage {
+        topics: topics.into_iter().map(|(n, ((msb, lsb), count))| (n, (TopicId { msb, lsb }, count))).collect(),
+    };
+    let Some(group) = &classic.manager.group else {
+        return Err(PyValueError::new_err("the classic manager holds no group"));
+    };
+    let converted = guarded(
+        || format!("upgrade of classic group {:?}", group.group_id),
+        || {
+            Ok(migration::validate_online_upgrade(group, &config)
+                .map_err(MigrationError::Refused)
+                .and_then(|()| migration::convert_to_consumer_group(group, &image, now, &config)))
+        },
+    )?;
+    match converted {
+        Ok((consumer_group, result)) => {
+            let records = result.records.iter().map(|r| record(py, r)).collect::<PyResult<Vec<_>>>()?;
+            let timers = result.timers.iter().map(|t| timer(py, t)).collect::<PyResult<Vec<_>>>()?;
+            let group = Py::new(py, ConsumerGroup { group: consumer_group })?;
+            ("converted", records, timers, group).into_pyobject(py)
+        }
+        Err(MigrationError::Refused(error)) => ("refused", error.error, error.message).into_pyobject(py),
+        Err(MigrationError::Replay(ReplayError::Conflict(conflict))) => {
+            Err(super::consumer_group::PartitionEpochConflict::new_err(conflict.0))
+        }
+        Err(MigrationError::Replay(ReplayError::Invalid(message))) => Err(PyValueError::new_err(message)),
+        Err(MigrationError::MissingProtocol(message)) => Err(PyKeyError::new_err(message)),
+    }
 }
