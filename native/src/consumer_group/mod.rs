@@ -10,6 +10,7 @@ pub mod group_spec;
 pub mod heartbeat;
 pub mod messages;
 pub mod migration;
+pub mod offset_commit;
 pub mod range;
 pub mod reconciliation;
 pub mod records;

@@ -21,6 +21,7 @@ use crate::consumer_group::group::ReplayError;
 use crate::consumer_group::heartbeat::{self as core, GroupResult, HeartbeatContext, Held, Response, TimerArgs};
 use crate::consumer_group::messages::{HeartbeatRequest, TopicPartitions};
 use crate::consumer_group::migration::{self, MigrationError};
+use crate::consumer_group::offset_commit;
 use crate::consumer_group::records::{ClassicProtocol, ConsumerGroupRecord, ResolvedRegularExpression};
 use crate::consumer_group::topic_id::TopicId;
 use crate::consumer_group::topics::TopicsImage;
@@ -36,7 +37,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(classic_group_sync, m)?)?;
     m.add_function(wrap_pyfunction!(classic_group_heartbeat, m)?)?;
     m.add_function(wrap_pyfunction!(convert_to_classic_group, m)?)?;
-    m.add_function(wrap_pyfunction!(upgrade, m)?)
+    m.add_function(wrap_pyfunction!(upgrade, m)?)?;
+    m.add_function(wrap_pyfunction!(validate_offset_commit, m)?)?;
+    m.add_function(wrap_pyfunction!(validate_offset_fetch, m)?)
 }
 
 /// The reference's HeartbeatContext: its config and topics, owned, and the rest.
@@ -558,4 +561,37 @@ fn upgrade<'py>(
         Err(MigrationError::Replay(ReplayError::Invalid(message))) => Err(PyValueError::new_err(message)),
         Err(MigrationError::MissingProtocol(message)) => Err(PyKeyError::new_err(message)),
     }
+}
+
+/// As state.consumer_group.offset_commit.validate_offset_commit, `partitions` as ((msb, lsb), partition).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn validate_offset_commit(
+    group: PyRef<'_, ConsumerGroup>,
+    member_id: &str,
+    instance_id: Option<&str>,
+    member_epoch: i32,
+    partitions: Vec<((i64, i64), i32)>,
+    transactional: bool,
+    api_version: i16,
+    kafka_4_0: bool,
+) -> &'static str {
+    let partitions: Vec<(TopicId, i32)> =
+        partitions.into_iter().map(|((msb, lsb), p)| (TopicId { msb, lsb }, p)).collect();
+    offset_commit::validate_offset_commit(
+        &group.group,
+        member_id,
+        instance_id,
+        member_epoch,
+        &partitions,
+        transactional,
+        api_version,
+        kafka_4_0,
+    )
+}
+
+/// As state.consumer_group.offset_commit.validate_offset_fetch.
+#[pyfunction]
+fn validate_offset_fetch(group: PyRef<'_, ConsumerGroup>, member_id: Option<&str>, member_epoch: i32) -> &'static str {
+    offset_commit::validate_offset_fetch(&group.group, member_id, member_epoch)
 }

@@ -7,7 +7,8 @@ groups of every shape (none, a group of another type, groups of their own making
 rules, server assignors uniform and range, assignment intervals, group size limits and migration policies. Each
 result (records, response, timer changes, metadata refresh, downgrade, regexes to resolve) must be the same
 field for field in order; the records are then replayed on both groups, as the runtime does, and the groups
-must agree (tests/native/consumer_group/shadow.py's `snapshot`).
+must agree (tests/native/consumer_group/shadow.py's `snapshot`), and so must offset_commit.py's checks of
+commits and fetches by their members.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from state.consumer_group import heartbeat as hb
 from state.consumer_group import records as cg
 from state.consumer_group.group import ConsumerGroup
 from state.consumer_group.messages import HeartbeatRequest
+from state.consumer_group.offset_commit import validate_offset_commit, validate_offset_fetch
 from state.consumer_group.regex import resolve_regular_expressions
 from state.consumer_group.topic_id import TopicId
 from state.consumer_group.topics import TopicsImage
@@ -265,6 +267,37 @@ def owned_of(member, how: str):
     return {"none": None, "empty": (), "held": partitions, "subset": tuple((t, ps[:1]) for t, ps in partitions[:1])}[how]
 
 
+def check_offset_validation(both: "Both", probe: int, kafka_4_0: bool) -> None:
+    """offset_commit.py's checks of one member (by turns) of the group as it is: commits at its epoch, its
+    previous one, an older one and -1, of the partitions it holds or is revoking with and without one it does
+    not, at OffsetCommit v8 and v9; a TxnOffsetCommit without group fields; fetches at those epochs."""
+    group = both.python
+    if group is None:
+        return
+    ids = sorted(group.members) + ["unknown"]
+    member_id = ids[probe % len(ids)]
+    member = group.members.get(member_id)
+    current = -1 if member is None else member.member_epoch
+    previous = -1 if member is None else member.previous_member_epoch
+    held = [] if member is None else [(t, p) for ps in (member.assigned_partitions,
+                                                        member.current.partitions_pending_revocation)
+                                      for t, partitions in ps.items() for p in partitions]
+    for epoch in dict.fromkeys([current, previous, current - 1, -1]):
+        for partitions in (held, [*held, (TopicId(9, 9), 0)]):
+            for api_version in (8, 9):
+                args = (member_id, None, epoch, partitions)
+                expected = validate_offset_commit(group, *args, api_version=api_version, kafka_4_0=kafka_4_0)
+                native = [(tuple(t), p) for t, p in partitions]
+                got = both.module.validate_offset_commit(both.native, member_id, None, epoch, native, False,
+                                                         api_version, kafka_4_0)
+                assert got == expected, (args, api_version)
+        assert both.module.validate_offset_fetch(both.native, member_id, epoch) == validate_offset_fetch(
+            group, member_id, epoch)
+    assert both.module.validate_offset_commit(both.native, "", None, -1, [], True, 9, kafka_4_0) == \
+        validate_offset_commit(group, "", None, -1, [], transactional=True, kafka_4_0=kafka_4_0)
+    assert both.module.validate_offset_fetch(both.native, None, -1) == validate_offset_fetch(group, None, -1)
+
+
 def request_of(step: dict, group: ConsumerGroup | None) -> HeartbeatRequest:
     """The request of a generated step, against the reference's group as it is."""
     kind = step["kind"]
@@ -315,7 +348,7 @@ def test_heartbeats_and_timers_give_the_references_results(config, other_type, s
     now, pending, generated = 1_000, None, 0
     first_join = {"kind": "join", "member": "m1", "v0": False, "instance_id": None, "rack_id": None,
                   "rebalance_timeout_ms": 30_000, "names": ("foo", "bar"), "regex": None, "assignor": None}
-    for kind, arg in [("heartbeat", first_join), *steps]:
+    for probe, (kind, arg) in enumerate([("heartbeat", first_join), *steps]):
         python, native = both.held()
         if kind == "advance":
             now += arg
@@ -370,6 +403,7 @@ def test_heartbeats_and_timers_give_the_references_results(config, other_type, s
             check_downgrade(both, expected.downgrade, now)
         if not both.apply(expected):
             return
+        check_offset_validation(both, probe, config.kafka_4_0)
 
 
 def test_static_member_leave_keeps_its_partitions_at_epoch_zero() -> None:
