@@ -10,6 +10,8 @@
 //! repetition count of 2^32 - 1 or more: OverflowError; both `(?a)` and `(?u)` as global flags: ValueError),
 //! this refuses the pattern with Python's message.
 
+use crate::assignors::model::py_repr;
+
 /// re's flags (re/_constants.py's SRE_FLAG_*).
 pub mod flag {
     pub const TEMPLATE: u32 = 1;
@@ -125,30 +127,6 @@ fn error_text(pattern: &[char], e: &ReError) -> String {
         msg = format!("{msg} (line {line}, column {column})");
     }
     msg
-}
-
-/// Python's repr() of a str, for the messages that quote a name (printable: not a control character).
-pub fn py_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
-    let mut out = String::from(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 || (0x7f..0xa0).contains(&(c as u32)) => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
 }
 
 /// `re.compile(pattern)`: the pattern, or `str(re.error)` (or the OverflowError's / ValueError's message).

@@ -17,7 +17,7 @@ use super::{bad_input, guarded};
 use crate::config::CoordinatorConfig;
 use crate::consumer_group::classic_members::{self, ClassicJoin, ClassicSync};
 use crate::consumer_group::downgrade::Downgrade;
-use crate::consumer_group::group::ReplayError;
+use crate::consumer_group::group::{ConsumerGroup as ConsumerGroupCore, ReplayError};
 use crate::consumer_group::heartbeat::{self as core, GroupResult, HeartbeatContext, Held, Response, TimerArgs};
 use crate::consumer_group::messages::{HeartbeatRequest, TopicPartitions};
 use crate::consumer_group::migration::{self, MigrationError};
@@ -235,6 +235,28 @@ fn result<'py>(py: Python<'py>, r: &GroupResult) -> PyResult<Bound<'py, PyTuple>
     (records, response, timers, r.metadata_refreshed, downgrade, r.resolve_regexes.clone()).into_pyobject(py)
 }
 
+/// Run handler `f` on what the coordinator holds (`group`) with the reference's `context`, a panic named by
+/// `what`; its result as plain values.
+fn handle<'py>(
+    py: Python<'py>,
+    group: &Bound<'py, PyAny>,
+    context: &Bound<'py, PyAny>,
+    what: impl FnOnce() -> String,
+    f: impl FnOnce(Held<'_>, &HeartbeatContext<'_>) -> GroupResult,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let context = read_context(py, context)?;
+    let out = guarded(what, || Ok(with_held(group, |held| f(held, &context.heartbeat_context()))))?;
+    result(py, &out)
+}
+
+/// The consumer group a classic request names (the manager sends them to a consumer group only).
+fn consumer(held: Held<'_>) -> &ConsumerGroupCore {
+    match held {
+        Held::Consumer(group) => group,
+        _ => panic!("a classic request to a consumer group needs a native ConsumerGroup"),
+    }
+}
+
 /// As state.consumer_group.heartbeat.consumer_group_heartbeat.
 #[pyfunction]
 #[pyo3(signature = (group, request, now, context, client_id="", client_host="", generated_member_id=None))]
@@ -250,24 +272,15 @@ fn heartbeat<'py>(
     generated_member_id: Option<&str>,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let req = self::request(request).map_err(|e| bad_input(py, "request", e))?;
-    let context = read_context(py, context)?;
-    let out = guarded(
+    handle(
+        py,
+        group,
+        context,
         || format!("heartbeat of member {:?} at epoch {} of group {:?}", req.member_id, req.member_epoch, req.group_id),
-        || {
-            Ok(with_held(group, |held| {
-                core::consumer_group_heartbeat(
-                    held,
-                    &req,
-                    now,
-                    &context.heartbeat_context(),
-                    client_id,
-                    client_host,
-                    generated_member_id,
-                )
-            }))
+        |held, context| {
+            core::consumer_group_heartbeat(held, &req, now, context, client_id, client_host, generated_member_id)
         },
-    )?;
-    result(py, &out)
+    )
 }
 
 #[pyfunction]
@@ -277,12 +290,13 @@ fn on_member_timeout<'py>(
     member_id: &str,
     context: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let context = read_context(py, context)?;
-    let out = guarded(
+    handle(
+        py,
+        group,
+        context,
         || format!("on_member_timeout({member_id:?})"),
-        || Ok(with_held(group, |held| core::on_member_timeout(held, member_id, &context.heartbeat_context()))),
-    )?;
-    result(py, &out)
+        |held, context| core::on_member_timeout(held, member_id, context),
+    )
 }
 
 #[pyfunction]
@@ -293,16 +307,13 @@ fn on_rebalance_timeout<'py>(
     member_epoch: i32,
     context: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let context = read_context(py, context)?;
-    let out = guarded(
+    handle(
+        py,
+        group,
+        context,
         || format!("on_rebalance_timeout({member_id:?}, {member_epoch})"),
-        || {
-            Ok(with_held(group, |held| {
-                core::on_rebalance_timeout(held, member_id, member_epoch, &context.heartbeat_context())
-            }))
-        },
-    )?;
-    result(py, &out)
+        |held, context| core::on_rebalance_timeout(held, member_id, member_epoch, context),
+    )
 }
 
 /// `resolved` as (regex, (topics, version, timestamp)) pairs in the reference's dict order.
@@ -313,16 +324,17 @@ fn on_regular_expressions_resolved<'py>(
     resolved: Vec<Resolved>,
     context: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let context = read_context(py, context)?;
-    let mut held = Dict::default();
+    let mut regexes = Dict::default();
     for (regex, (topics, version, timestamp)) in resolved {
-        held.insert(regex, ResolvedRegularExpression { topics, version, timestamp });
+        regexes.insert(regex, ResolvedRegularExpression { topics, version, timestamp });
     }
-    let out = guarded(
-        || format!("on_regular_expressions_resolved of {} regexes", held.len()),
-        || Ok(with_held(group, |g| core::on_regular_expressions_resolved(g, &held, &context.heartbeat_context()))),
-    )?;
-    result(py, &out)
+    handle(
+        py,
+        group,
+        context,
+        || format!("on_regular_expressions_resolved of {} regexes", regexes.len()),
+        |held, context| core::on_regular_expressions_resolved(held, &regexes, context),
+    )
 }
 
 /// The timers, as the result's.
@@ -346,7 +358,7 @@ fn on_loaded(
 #[allow(clippy::too_many_arguments)]
 fn classic_group_join<'py>(
     py: Python<'py>,
-    group: PyRef<'py, ConsumerGroup>,
+    group: &Bound<'py, PyAny>,
     member_id: &str,
     instance_id: Option<&str>,
     protocol_type: &str,
@@ -365,7 +377,6 @@ fn classic_group_join<'py>(
         .map(|p| Ok(ClassicProtocol { name: attr(p, "name")?, metadata: attr(p, "metadata")? }))
         .collect::<PyResult<Vec<_>>>()
         .map_err(|e| bad_input(py, "protocols", e))?;
-    let context = read_context(py, context)?;
     let join = ClassicJoin {
         member_id,
         instance_id,
@@ -378,18 +389,20 @@ fn classic_group_join<'py>(
         client_host,
         generated_member_id,
     };
-    let out = guarded(
-        || format!("classic_group_join of member {member_id:?} to group {:?}", group.group.group_id),
-        || Ok(classic_members::classic_group_join(&group.group, &join, now, &context.heartbeat_context())),
-    )?;
-    result(py, &out)
+    handle(
+        py,
+        group,
+        context,
+        || format!("classic_group_join of member {member_id:?}"),
+        |held, context| classic_members::classic_group_join(consumer(held), &join, now, context),
+    )
 }
 
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn classic_group_sync<'py>(
     py: Python<'py>,
-    group: PyRef<'py, ConsumerGroup>,
+    group: &Bound<'py, PyAny>,
     member_id: &str,
     instance_id: Option<&str>,
     generation_id: i32,
@@ -398,40 +411,42 @@ fn classic_group_sync<'py>(
     now: i64,
     context: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let context = read_context(py, context)?;
     let sync = ClassicSync { member_id, instance_id, generation_id, protocol_type, protocol_name };
-    let out = guarded(
+    handle(
+        py,
+        group,
+        context,
         || format!("classic_group_sync of member {member_id:?}"),
-        || Ok(classic_members::classic_group_sync(&group.group, &sync, now, &context.heartbeat_context())),
-    )?;
-    result(py, &out)
+        |held, context| classic_members::classic_group_sync(consumer(held), &sync, now, context),
+    )
 }
 
 #[pyfunction]
 fn classic_group_heartbeat<'py>(
     py: Python<'py>,
-    group: PyRef<'py, ConsumerGroup>,
+    group: &Bound<'py, PyAny>,
     member_id: &str,
     instance_id: Option<&str>,
     generation_id: i32,
     now: i64,
     context: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let context = read_context(py, context)?;
-    let out = guarded(
+    handle(
+        py,
+        group,
+        context,
         || format!("classic_group_heartbeat of member {member_id:?}"),
-        || {
-            Ok(classic_members::classic_group_heartbeat(
-                &group.group,
+        |held, context| {
+            classic_members::classic_group_heartbeat(
+                consumer(held),
                 member_id,
                 instance_id,
                 generation_id,
                 now,
-                &context.heartbeat_context(),
-            ))
+                context,
+            )
         },
-    )?;
-    result(py, &out)
+    )
 }
 
 type ClassicMember = (

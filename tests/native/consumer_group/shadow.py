@@ -17,28 +17,31 @@ from state.consumer_group.group import ConsumerGroup
 from state.java_compat import java_string_sort_key
 
 
+def epochs(partitions) -> list:
+    return [(tuple(t), list(ps.items())) for t, ps in partitions.items()]
+
+
+def member_snapshot(m) -> tuple:
+    """A reference ConsumerGroupMember in the layout of the native snapshot's members."""
+    classic = m.classic_member_metadata
+    if classic is not None:
+        classic = (classic.session_timeout_ms, [(p.name, p.metadata) for p in classic.supported_protocols])
+    c = m.current
+    return (m.member_id, m.instance_id, m.rack_id, m.rebalance_timeout_ms, m.client_id, m.client_host,
+            sorted(m.subscribed_topic_names, key=java_string_sort_key), m.subscribed_topic_regex,
+            m.server_assignor_name, classic,
+            (int(c.state), c.member_epoch, c.previous_member_epoch, epochs(c.assigned_partitions),
+             epochs(c.partitions_pending_revocation)))
+
+
 def snapshot(group: ConsumerGroup) -> tuple:
     """The reference's group in the layout of the native `snapshot()` (native/src/py/consumer_group.rs). The
     subscribed topic names' counts are sorted: the reference counts them in a frozenset's order, which
     varies from process to process."""
-    def epochs(partitions):
-        return [(tuple(t), list(ps.items())) for t, ps in partitions.items()]
-
-    def member(m):
-        classic = m.classic_member_metadata
-        if classic is not None:
-            classic = (classic.session_timeout_ms, [(p.name, p.metadata) for p in classic.supported_protocols])
-        c = m.current
-        return (m.member_id, m.instance_id, m.rack_id, m.rebalance_timeout_ms, m.client_id, m.client_host,
-                sorted(m.subscribed_topic_names, key=java_string_sort_key), m.subscribed_topic_regex,
-                m.server_assignor_name, classic,
-                (int(c.state), c.member_epoch, c.previous_member_epoch, epochs(c.assigned_partitions),
-                 epochs(c.partitions_pending_revocation)))
-
     g = group
     return (
         (g.group_id, g.group_epoch, g.metadata_hash, g.assignment_epoch, g.assignment_timestamp_ms),
-        [member(m) for m in g.members.values()],
+        [member_snapshot(m) for m in g.members.values()],
         [(mid, [(tuple(t), sorted(ps)) for t, ps in a.items()]) for mid, a in g.target_assignment.items()],
         list(g.static_members.items()),
         (sorted(g.subscribed_topic_names.items()), list(g.server_assignors.items()),

@@ -31,8 +31,7 @@ from state.consumer_group.regex import resolve_regular_expressions
 from state.consumer_group.topic_id import TopicId
 from state.consumer_group.topics import TopicsImage
 from tests.native import cores
-from tests.native.consumer_group.shadow import snapshot
-from state.java_compat import java_string_sort_key
+from tests.native.consumer_group.shadow import epochs, member_snapshot, snapshot
 
 PARITY = settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
@@ -40,10 +39,6 @@ GROUP = "g"
 TOPICS = {"foo": (TopicId(1, 2), 3), "bar": (TopicId(-5, 7), 2), "baz": (TopicId(1, -2), 4)}
 # "Aa" and "BB" share a String.hashCode, so a java.util.HashMap bucket.
 MEMBERS = ["m1", "m2", "Aa", "BB"]
-
-
-def epochs(partitions) -> list:
-    return sorted((tuple(t), sorted(ps.items())) for t, ps in partitions.items())
 
 
 def record(r) -> tuple:
@@ -66,8 +61,8 @@ def record(r) -> tuple:
     if isinstance(r, cg.ConsumerGroupTargetAssignmentMember):
         return name, key, [(tuple(t), list(ps)) for t, ps in v]
     if isinstance(r, cg.ConsumerGroupCurrentMemberAssignment):
-        return name, key, (int(v.state), v.member_epoch, v.previous_member_epoch, epochs(v.assigned_partitions),
-                           epochs(v.partitions_pending_revocation))
+        return native_record((name, key, (int(v.state), v.member_epoch, v.previous_member_epoch,
+                                          epochs(v.assigned_partitions), epochs(v.partitions_pending_revocation))))
     return name, key, (list(v.topics), v.version, v.timestamp)
 
 
@@ -80,21 +75,8 @@ def native_record(r) -> tuple:
     return name, key, v
 
 
-def member_of(m) -> tuple:
-    """A member in the layout of the native snapshot's, its partitions sorted."""
-    classic_metadata = m.classic_member_metadata
-    if classic_metadata is not None:
-        classic_metadata = (classic_metadata.session_timeout_ms,
-                            [(p.name, p.metadata) for p in classic_metadata.supported_protocols])
-    c = m.current
-    return (m.member_id, m.instance_id, m.rack_id, m.rebalance_timeout_ms, m.client_id, m.client_host,
-            sorted(m.subscribed_topic_names, key=java_string_sort_key), m.subscribed_topic_regex,
-            m.server_assignor_name, classic_metadata,
-            (int(c.state), c.member_epoch, c.previous_member_epoch, epochs(c.assigned_partitions),
-             epochs(c.partitions_pending_revocation)))
-
-
 def native_member(m) -> tuple:
+    """A member snapshot with its partitions sorted (their order reaches no output)."""
     *fields, (state, epoch, previous, assigned, pending) = m
     sort = lambda ps: sorted((t, sorted(p)) for t, p in ps)  # noqa: E731
     return (*fields, (state, epoch, previous, sort(assigned), sort(pending)))
@@ -113,7 +95,7 @@ def python_result(result: hb.CoordinatorResult) -> tuple:
     timers = [(t.key[0], t.key[1], t.deadline, t.kind, list(t.args), t.if_absent) for t in result.timers]
     downgrade = result.downgrade
     if downgrade is not None:
-        joining = None if downgrade.joining is None else member_of(downgrade.joining)
+        joining = None if downgrade.joining is None else native_member(member_snapshot(downgrade.joining))
         downgrade = (sorted(downgrade.leaving), joining, downgrade.rebalance)
     regexes = None if result.resolve_regexes is None else list(result.resolve_regexes)
     return ([record(r) for r in result.records], response, timers, result.metadata_refreshed, downgrade, regexes)
