@@ -1139,6 +1139,31 @@ impl ClassicGroupManager {
         self.end()
     }
 
+    /// A consumer group downgraded to this classic group (consumer_group/downgrade.rs), its GroupMetadata
+    /// record closing the downgrade's append: its members added, Stable at the group epoch as generation,
+    /// their assignments; their sessions start, and it rebalances (`group_converted`) if `rebalance`.
+    pub fn adopt_downgraded(&mut self, now: i64, group: ClassicGroup, rebalance: bool) -> CoordinatorResult {
+        self.begin(now, VecDeque::new());
+        let assignment: FxHashMap<String, Vec<u8>> =
+            group.all_members().into_iter().map(|m| (m.member_id.clone(), m.assignment.clone())).collect();
+        self.group = Some(group);
+        let value = group_metadata_value(self.g(), Some(&assignment), None);
+        self.op.written(vec![Record::GroupMetadata(Some(value))]);
+        let member_ids: Vec<String> = self.g().all_members().into_iter().map(|m| m.member_id.clone()).collect();
+        for (count, member_id) in member_ids.iter().enumerate() {
+            self.member_row("added", member_id, "group_converted", Some(count + 1));
+        }
+        self.state(None, Stable, "group_converted");
+        self.assignment_rows();
+        for member_id in &member_ids {
+            self.schedule_heartbeat(member_id, None);
+        }
+        if rebalance {
+            self.prepare_rebalance_now("group_converted");
+        }
+        self.end()
+    }
+
     // ==========================================================================================================
     // Writes, transitions and the member map's changes, as the tables record them
     // ==========================================================================================================

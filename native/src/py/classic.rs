@@ -11,12 +11,17 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+use rustc_hash::FxHashMap;
 
+use super::consumer_group::{ConsumerGroup, group_member};
 use super::record_bytes::{blob, group_metadata_value};
 use super::result::{Requests, attr, generation_object, partition_lists, partitions_object};
 use super::{bad_input, guarded};
 use crate::classic::manager::ClassicGroupManager as Manager;
 use crate::config::CoordinatorConfig;
+use crate::consumer_group::downgrade::{Downgrade, convert_to_classic_group};
+use crate::consumer_group::topic_id::TopicId;
+use crate::consumer_group::topics::TopicsImage;
 use crate::events::{Heartbeat, JoinGroup, LeaveGroup, LeaveIdentity, MemberAssignment, Protocol, SyncGroup};
 use crate::runtime::member_ids::MemberIds;
 use crate::runtime::result::CoordinatorResult;
@@ -325,6 +330,33 @@ impl ClassicGroupManager {
 
     fn replace_by_consumer_group<'py>(&mut self, py: Python<'py>, now: i64) -> PyResult<Bound<'py, PyList>> {
         self.operate(py, "replace_by_consumer_group", None, |_| Ok(()), |m, (), _| m.replace_by_consumer_group(now))
+    }
+
+    /// As the reference's adopt_downgraded(now, group, rebalance), the classic group being what
+    /// state.consumer_group.downgrade.convert_to_classic_group makes of the native `consumer_group` with the
+    /// Downgrade's fields (`joining` a reference ConsumerGroupMember or None) over `topics` ({name: ((msb,
+    /// lsb), partition count)}).
+    #[allow(clippy::too_many_arguments)]
+    fn adopt_downgraded<'py>(
+        &mut self,
+        py: Python<'py>,
+        now: i64,
+        consumer_group: PyRef<'py, ConsumerGroup>,
+        leaving: Vec<String>,
+        joining: Option<Bound<'py, PyAny>>,
+        rebalance: bool,
+        topics: FxHashMap<String, ((i64, i64), i32)>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let joining = joining.map(|j| group_member(&j)).transpose().map_err(|e| bad_input(py, "joining", e))?;
+        let mut leaving = leaving;
+        leaving.sort();
+        let downgrade = Downgrade { leaving, joining, rebalance };
+        let image = TopicsImage {
+            topics: topics.into_iter().map(|(n, ((msb, lsb), count))| (n, (TopicId { msb, lsb }, count))).collect(),
+        };
+        let (_, classic) = convert_to_classic_group(&consumer_group.group, &downgrade, &image, now)
+            .map_err(pyo3::exceptions::PyValueError::new_err)?;
+        self.operate(py, "adopt_downgraded", None, |_| Ok(()), |m, (), _| m.adopt_downgraded(now, classic, rebalance))
     }
 
     fn finish<'py>(&mut self, py: Python<'py>, now: i64) -> PyResult<Bound<'py, PyList>> {

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from state.classic import consumer_protocol
+from state.classic.manager import ClassicGroupManager
 from state.config import CoordinatorConfig
 from state.consumer_group import classic_members as classic
 from state.consumer_group import downgrade as downgrades
@@ -30,7 +31,9 @@ from state.consumer_group.offset_commit import validate_offset_commit, validate_
 from state.consumer_group.regex import resolve_regular_expressions
 from state.consumer_group.topic_id import TopicId
 from state.consumer_group.topics import TopicsImage
+from state.runtime.member_ids import MemberIds
 from tests.native import cores
+from tests.native.classic import shadow as classic_shadow
 from tests.native.consumer_group.shadow import epochs, member_snapshot, snapshot
 
 PARITY = settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
@@ -172,13 +175,20 @@ def classic_description(g) -> tuple:
 
 
 def check_downgrade(both: "Both", downgrade, now: int) -> None:
-    """The conversion a downgrade makes: the same tombstones and the same classic group."""
+    """The conversion a downgrade makes: the same tombstones and the same classic group, which a classic
+    manager then adopts alike (ClassicGroupManager.adopt_downgraded: the same effects and group)."""
     records, group = downgrades.convert_to_classic_group(both.python, downgrade, TopicsImage(TOPICS), now)
+    topics = {name: (tuple(topic_id), count) for name, (topic_id, count) in TOPICS.items()}
     native_records, description = both.module.convert_to_classic_group(
-        both.native, sorted(downgrade.leaving), downgrade.joining, downgrade.rebalance,
-        {name: (tuple(topic_id), count) for name, (topic_id, count) in TOPICS.items()}, now)
+        both.native, sorted(downgrade.leaving), downgrade.joining, downgrade.rebalance, topics, now)
     assert [native_record(r) for r in native_records] == [record(r) for r in records]
     assert description == classic_description(group)
+    python_manager = ClassicGroupManager(GROUP, both.config, MemberIds(GROUP))
+    native_manager = cores.native_module("classic").ClassicGroupManager(GROUP, both.config)
+    effects = python_manager.adopt_downgraded(now, group, downgrade.rebalance).effects
+    native_effects = native_manager.adopt_downgraded(now, both.native, sorted(downgrade.leaving), downgrade.joining,
+                                                     downgrade.rebalance, topics)
+    classic_shadow.check(python_manager, native_manager, "adopt_downgraded", None, effects, native_effects, None)
 
 
 class Both:
