@@ -13,6 +13,7 @@ pub mod migration;
 pub mod offset_commit;
 pub mod range;
 pub mod reconciliation;
+pub mod record_json;
 pub mod records;
 pub mod regex;
 pub mod target_assignment;

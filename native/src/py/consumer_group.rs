@@ -47,9 +47,20 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(reconcile, m)?)?;
     m.add_function(wrap_pyfunction!(in_timeline_hash_map_order, m)?)?;
     m.add_function(wrap_pyfunction!(build_target_assignment, m)?)?;
+    m.add_function(wrap_pyfunction!(record_value_json, m)?)?;
     super::regex::register(m)?;
     super::heartbeat::register(m)?;
     m.add_class::<ConsumerGroup>()
+}
+
+/// A reference consumer group record's value as state/consumer_group/manager.py's `consumer_group_records`
+/// row writes it (`json.dumps(_json_value(value), sort_keys=True)`), None for a tombstone.
+#[pyfunction]
+fn record_value_json(record: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
+    let class: String = record.get_type().name()?.extract()?;
+    let record = consumer_group_record(&class, record)?
+        .ok_or_else(|| PyTypeError::new_err(format!("not a consumer group record: {class}")))?;
+    Ok(crate::consumer_group::record_json::record_value_json(&record))
 }
 
 /// As state.consumer_group.downgrade.in_timeline_hash_map_order, over a list of names.
