@@ -11,17 +11,14 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
-use rustc_hash::FxHashMap;
 
-use super::consumer_group::{ConsumerGroup, group_member};
+use super::consumer_group::{ConsumerGroup, ImageArg, downgrade_of, topics_image};
 use super::record_bytes::{blob, group_metadata_value};
 use super::result::{Requests, attr, generation_object, partition_lists, partitions_object};
 use super::{bad_input, guarded};
 use crate::classic::manager::ClassicGroupManager as Manager;
 use crate::config::CoordinatorConfig;
-use crate::consumer_group::downgrade::{Downgrade, convert_to_classic_group};
-use crate::consumer_group::topic_id::TopicId;
-use crate::consumer_group::topics::TopicsImage;
+use crate::consumer_group::downgrade::convert_to_classic_group;
 use crate::events::{Heartbeat, JoinGroup, LeaveGroup, LeaveIdentity, MemberAssignment, Protocol, SyncGroup};
 use crate::runtime::member_ids::MemberIds;
 use crate::runtime::result::CoordinatorResult;
@@ -345,16 +342,10 @@ impl ClassicGroupManager {
         leaving: Vec<String>,
         joining: Option<Bound<'py, PyAny>>,
         rebalance: bool,
-        topics: FxHashMap<String, ((i64, i64), i32)>,
+        topics: ImageArg,
     ) -> PyResult<Bound<'py, PyList>> {
-        let joining = joining.map(|j| group_member(&j)).transpose().map_err(|e| bad_input(py, "joining", e))?;
-        let mut leaving = leaving;
-        leaving.sort();
-        let downgrade = Downgrade { leaving, joining, rebalance };
-        let image = TopicsImage {
-            topics: topics.into_iter().map(|(n, ((msb, lsb), count))| (n, (TopicId { msb, lsb }, count))).collect(),
-        };
-        let (_, classic) = convert_to_classic_group(&consumer_group.group, &downgrade, &image, now)
+        let downgrade = downgrade_of(py, leaving, joining, rebalance)?;
+        let (_, classic) = convert_to_classic_group(&consumer_group.group, &downgrade, &topics_image(topics), now)
             .map_err(pyo3::exceptions::PyValueError::new_err)?;
         self.operate(py, "adopt_downgraded", None, |_| Ok(()), |m, (), _| m.adopt_downgraded(now, classic, rebalance))
     }

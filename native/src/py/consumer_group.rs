@@ -13,6 +13,7 @@ use rustc_hash::FxHashMap;
 use super::assignors::PartitionAssignorError;
 use super::record_bytes::{consumer_group_record, current_assignment, member_subscription};
 use super::{bad_input, guarded};
+use crate::consumer_group::downgrade::Downgrade;
 use crate::consumer_group::group::{ConsumerGroup as Group, ConsumerGroupMember, ReplayError};
 use crate::consumer_group::group_spec::SubscriptionType;
 use crate::consumer_group::reconciliation::{
@@ -51,6 +52,27 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     super::regex::register(m)?;
     super::heartbeat::register(m)?;
     m.add_class::<ConsumerGroup>()
+}
+
+/// The topics image the seam is given as {name: ((msb, lsb), partition count)}.
+pub(crate) type ImageArg = FxHashMap<String, ((i64, i64), i32)>;
+
+pub(crate) fn topics_image(topics: ImageArg) -> TopicsImage {
+    TopicsImage {
+        topics: topics.into_iter().map(|(name, ((msb, lsb), count))| (name, (TopicId { msb, lsb }, count))).collect(),
+    }
+}
+
+/// A Downgrade from its fields, `joining` a reference ConsumerGroupMember or None.
+pub(crate) fn downgrade_of(
+    py: Python<'_>,
+    mut leaving: Vec<String>,
+    joining: Option<Bound<'_, PyAny>>,
+    rebalance: bool,
+) -> PyResult<Downgrade> {
+    let joining = joining.map(|j| group_member(&j)).transpose().map_err(|e| bad_input(py, "joining", e))?;
+    leaving.sort();
+    Ok(Downgrade { leaving, joining, rebalance })
 }
 
 /// A reference consumer group record's value as state/consumer_group/manager.py's `consumer_group_records`
@@ -284,7 +306,7 @@ fn build_target_assignment(
     assignor: &str,
     kafka_4_0: bool,
     homogeneous: bool,
-    topics: FxHashMap<String, ((i64, i64), i32)>,
+    topics: ImageArg,
     now: i64,
 ) -> PyResult<(Vec<TargetRecord>, Vec<MemberTarget>)> {
     let g = &group.group;
@@ -298,9 +320,7 @@ fn build_target_assignment(
             _ => builder.remove_member(&arg.extract::<String>()?),
         }
     }
-    let topics = TopicsImage {
-        topics: topics.into_iter().map(|(name, ((msb, lsb), count))| (name, (TopicId { msb, lsb }, count))).collect(),
-    };
+    let topics = topics_image(topics);
     let subscription_type = if homogeneous { SubscriptionType::Homogeneous } else { SubscriptionType::Heterogeneous };
     let uniform_assign = |spec: &_, counts: &_| uniform::assign(spec, counts, kafka_4_0);
     let result = guarded(

@@ -7,16 +7,14 @@
 use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
-use rustc_hash::FxHashMap;
 
 use super::classic::{ClassicGroupManager, coordinator_config};
-use super::consumer_group::{ConsumerGroup, Member, current, group_member, member, topic};
+use super::consumer_group::{ConsumerGroup, ImageArg, Member, current, downgrade_of, member, topic, topics_image};
 use super::regex::Resolved;
 use super::result::attr;
 use super::{bad_input, guarded};
 use crate::config::CoordinatorConfig;
 use crate::consumer_group::classic_members::{self, ClassicJoin, ClassicSync};
-use crate::consumer_group::downgrade::Downgrade;
 use crate::consumer_group::group::{ConsumerGroup as ConsumerGroupCore, ReplayError};
 use crate::consumer_group::heartbeat::{self as core, GroupResult, HeartbeatContext, Held, Response, TimerArgs};
 use crate::consumer_group::messages::{HeartbeatRequest, TopicPartitions};
@@ -54,12 +52,10 @@ struct Context {
 
 impl Context {
     fn read(obj: &Bound<'_, PyAny>) -> PyResult<Context> {
-        let topics: FxHashMap<String, ((i64, i64), i32)> = obj.getattr("topics")?.getattr("topics")?.extract()?;
+        let topics: ImageArg = obj.getattr("topics")?.getattr("topics")?.extract()?;
         Ok(Context {
             config: coordinator_config(&obj.getattr("config")?)?,
-            topics: TopicsImage {
-                topics: topics.into_iter().map(|(n, ((msb, lsb), count))| (n, (TopicId { msb, lsb }, count))).collect(),
-            },
+            topics: topics_image(topics),
             assignors: obj.getattr("assignors")?.try_iter()?.map(|a| a?.extract()).collect::<PyResult<_>>()?,
             kafka_4_0: attr(obj, "kafka_4_0")?,
             metadata_version: attr(obj, "metadata_version")?,
@@ -513,16 +509,11 @@ fn convert_to_classic_group<'py>(
     leaving: Vec<String>,
     joining: Option<Bound<'py, PyAny>>,
     rebalance: bool,
-    topics: FxHashMap<String, ((i64, i64), i32)>,
+    topics: ImageArg,
     now: i64,
 ) -> PyResult<(Vec<Bound<'py, PyAny>>, ClassicDescription)> {
-    let joining = joining.map(|j| group_member(&j)).transpose().map_err(|e| bad_input(py, "joining", e))?;
-    let mut leaving = leaving;
-    leaving.sort();
-    let downgrade = Downgrade { leaving, joining, rebalance };
-    let image = TopicsImage {
-        topics: topics.into_iter().map(|(n, ((msb, lsb), count))| (n, (TopicId { msb, lsb }, count))).collect(),
-    };
+    let downgrade = downgrade_of(py, leaving, joining, rebalance)?;
+    let image = topics_image(topics);
     let (records, classic) = guarded(
         || format!("convert_to_classic_group of group {:?}", group.group.group_id),
         || {
@@ -543,14 +534,12 @@ fn convert_to_classic_group<'py>(
 fn upgrade<'py>(
     py: Python<'py>,
     classic: PyRef<'py, ClassicGroupManager>,
-    topics: FxHashMap<String, ((i64, i64), i32)>,
+    topics: ImageArg,
     now: i64,
     config: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let config = coordinator_config(config).map_err(|e| bad_input(py, "config", e))?;
-    let image = TopicsImage {
-        topics: topics.into_iter().map(|(n, ((msb, lsb), count))| (n, (TopicId { msb, lsb }, count))).collect(),
-    };
+    let image = topics_image(topics);
     let Some(group) = &classic.manager.group else {
         return Err(PyValueError::new_err("the classic manager holds no group"));
     };

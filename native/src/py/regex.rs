@@ -6,13 +6,11 @@
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use rustc_hash::FxHashMap;
 
+use super::consumer_group::{ImageArg, topics_image};
 use super::guarded;
 use crate::consumer_group::records::{ConsumerGroupRecord, ResolvedRegularExpression};
 use crate::consumer_group::regex as core;
-use crate::consumer_group::topic_id::TopicId;
-use crate::consumer_group::topics::TopicsImage;
 use crate::dict::{Counter, Dict};
 
 create_exception!(
@@ -115,9 +113,6 @@ fn maybe_update_regular_expressions(
 
 /// TopicsImage(topics).metadata_hash(names).
 #[pyfunction]
-fn metadata_hash(topics: FxHashMap<String, ((i64, i64), i32)>, names: Vec<String>) -> i64 {
-    let image = TopicsImage {
-        topics: topics.into_iter().map(|(name, ((msb, lsb), count))| (name, (TopicId { msb, lsb }, count))).collect(),
-    };
-    image.metadata_hash(names.iter().map(String::as_str))
+fn metadata_hash(topics: ImageArg, names: Vec<String>) -> i64 {
+    topics_image(topics).metadata_hash(names.iter().map(String::as_str))
 }
