@@ -3,7 +3,8 @@ ConsumerGroup replays is replayed on a coordsim_native.consumer_group.ConsumerGr
 refuse the same records with the same error and otherwise hold the same group (`snapshot`: every replayed
 field, the maps in their order, the state, subscription type and preferred server assignor). The parity test
 replays Hypothesis-generated records on both directly; `shadow` makes every group a test builds
-(tests/state/consumer_group's Kafka-named cases, through the `core` fixture) check the native one this way.
+(tests/state/consumer_group's Kafka-named cases, through the `core` fixture) check the native one this way, and
+the member timeouts those cases fire run on both groups (`shadow_timeouts`).
 
 A group the reference changes outside its replay (a test setting a field, a group decoded from stored state)
 loses its shadow from then on: before each replay the two must still agree, or the shadow is dropped.
@@ -92,3 +93,24 @@ def shadow(monkeypatch, native_consumer_group) -> None:
 
     monkeypatch.setattr(ConsumerGroup, "__init__", __init__)
     monkeypatch.setattr(ConsumerGroup, "replay", replay_both)
+    shadow_timeouts(monkeypatch, native_consumer_group, shadows)
+
+
+def shadow_timeouts(monkeypatch, native_consumer_group, shadows: dict) -> None:
+    """The member timeouts tests/state/consumer_group's Kafka-named cases fire (coordinator_context's
+    Context.fire) run on the native group too, while it shadows the reference's: the same results (they compute
+    no target, so the cases' MockAssignor is not needed)."""
+    from tests.native.consumer_group.test_heartbeat_parity import native_result, python_result
+    from tests.state.consumer_group import coordinator_context
+
+    for name in ("on_member_timeout", "on_rebalance_timeout"):
+        reference = getattr(coordinator_context, name)
+
+        def both(group, *args, reference=reference, name=name):
+            result = reference(group, *args)
+            native = shadows.get(id(group))
+            if native is not None and native.snapshot() == snapshot(group):
+                assert native_result(getattr(native_consumer_group, name)(native, *args)) == python_result(result)
+            return result
+
+        monkeypatch.setattr(coordinator_context, name, both)
