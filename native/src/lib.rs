@@ -13,6 +13,7 @@ pub mod errors;
 pub mod events;
 pub mod java_compat;
 pub mod offsets;
+pub mod python_re;
 pub mod quiet_run;
 pub mod records;
 pub mod runtime;

@@ -134,6 +134,37 @@ def record_bytes(core: str) -> ModuleType | SimpleNamespace:
     return SimpleNamespace(**{name: getattr(_native_record_bytes, name) for name in RECORD_BYTES})
 
 
+def regex(core: str) -> ModuleType | SimpleNamespace:
+    """state.consumer_group.regex's compile_regex and resolve_regular_expressions on `core`: the native pattern
+    answers `fullmatch` (the name, or None), the native refusal is the reference's InvalidRegularExpression."""
+    from state.consumer_group import regex as python_regex
+    from state.consumer_group.records import ResolvedRegularExpression
+
+    if core == "python":
+        return python_regex
+    native = native_module("consumer_group")
+
+    class Pattern:
+        def __init__(self, regex: str) -> None:
+            self.regex = regex
+
+        def fullmatch(self, name: str) -> str | None:
+            return name if native.regex_fullmatch(self.regex, [name])[0] else None
+
+    def compile_regex(regex: str) -> Pattern:
+        try:
+            native.regex_fullmatch(regex, [])
+        except native.InvalidRegularExpression as error:
+            raise python_regex.InvalidRegularExpression(str(error)) from None
+        return Pattern(regex)
+
+    def resolve_regular_expressions(regexes, topic_names, version: int, now: int) -> dict:
+        resolved = native.resolve_regular_expressions(list(regexes), list(topic_names), version, now)
+        return {r: ResolvedRegularExpression(tuple(topics), v, ts) for r, (topics, v, ts) in resolved}
+
+    return SimpleNamespace(compile_regex=compile_regex, resolve_regular_expressions=resolve_regular_expressions)
+
+
 def native_module(name: str) -> ModuleType:
     """coordsim_native.NAME, or skip as `require_native` (and where the installed build predates NAME)."""
     require_native()
@@ -182,7 +213,8 @@ def consumer_protocol(core: str) -> ModuleType | SimpleNamespace:
 def use(core: str, modules: Iterable[ModuleType], monkeypatch) -> None:
     """Make each module call `core`'s implementation through the names it imported the reference's by:
     `assign` and the registry's client side (the classic assignors), `uniform` and `range_assignor` (the
-    server-side ones), and state.records.record_bytes's and state.classic.consumer_protocol's functions. On the
+    server-side ones), state.records.record_bytes's and state.classic.consumer_protocol's functions, and
+    state.consumer_group.regex's compile_regex and resolve_regular_expressions. On the
     native core, every classic group and offsets manager is shadowed by the native one
     (tests/native/classic/shadow.py), and every consumer group by the native group
     (tests/native/consumer_group/shadow.py)."""
@@ -197,6 +229,7 @@ def use(core: str, modules: Iterable[ModuleType], monkeypatch) -> None:
               "range_assignor": server_assignor(core, "range")}
     native.update(vars(record_bytes(core)))
     native.update(vars(consumer_protocol(core)))
+    native.update(vars(regex(core)))
     native.update({name: getattr(client_side(core), name)
                    for name in ("supported_protocols", "client_user_data", "client_subscription")})
     for module in modules:

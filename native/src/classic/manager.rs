@@ -255,8 +255,11 @@ impl ClassicGroupManager {
                 None => self.add_member_and_rebalance(req, &new_id),
             }
         } else if req.event.api_version >= 4 {
-            // KIP-394: the member must come back with the id we hand out; until then it is only pending.
-            self.gm().pending_join_members.push(new_id.clone());
+            // KIP-394: the member must come back with the id we hand out; until then it is only pending. A set
+            // (a captured id may be handed out twice).
+            if !self.g().is_pending_member(&new_id) {
+                self.gm().pending_join_members.push(new_id.clone());
+            }
             self.op.schedule(
                 TimerKey::Heartbeat(new_id.clone()),
                 self.now + i64::from(req.session_timeout_ms),
@@ -1133,6 +1136,31 @@ impl ClassicGroupManager {
         self.transition(Dead, "group_converted");
         self.departed_members("group_converted");
         self.group = None;
+        self.end()
+    }
+
+    /// A consumer group downgraded to this classic group (consumer_group/downgrade.rs), its GroupMetadata
+    /// record closing the downgrade's append: its members added, Stable at the group epoch as generation,
+    /// their assignments; their sessions start, and it rebalances (`group_converted`) if `rebalance`.
+    pub fn adopt_downgraded(&mut self, now: i64, group: ClassicGroup, rebalance: bool) -> CoordinatorResult {
+        self.begin(now, VecDeque::new());
+        let assignment: FxHashMap<String, Vec<u8>> =
+            group.all_members().into_iter().map(|m| (m.member_id.clone(), m.assignment.clone())).collect();
+        self.group = Some(group);
+        let value = group_metadata_value(self.g(), Some(&assignment), None);
+        self.op.written(vec![Record::GroupMetadata(Some(value))]);
+        let member_ids: Vec<String> = self.g().all_members().into_iter().map(|m| m.member_id.clone()).collect();
+        for (count, member_id) in member_ids.iter().enumerate() {
+            self.member_row("added", member_id, "group_converted", Some(count + 1));
+        }
+        self.state(None, Stable, "group_converted");
+        self.assignment_rows();
+        for member_id in &member_ids {
+            self.schedule_heartbeat(member_id, None);
+        }
+        if rebalance {
+            self.prepare_rebalance_now("group_converted");
+        }
         self.end()
     }
 

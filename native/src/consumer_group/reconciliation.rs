@@ -1,7 +1,7 @@
 //! Mirrors `state/consumer_group/reconciliation.py`: one member's reconciliation towards its target
 //! assignment (Kafka's CurrentAssignmentBuilder, trunk, and Kafka 4.0's rules), MemberState's bytes and the
 //! group's current partition epochs (`CurrentPartitionEpochs`, from ConsumerGroup), which say which member
-//! epoch holds each partition. (`subscribed_topic_ids` comes with the heartbeat, its one caller.)
+//! epoch holds each partition, and the topic ids a member subscribes to.
 
 use std::fmt;
 
@@ -17,6 +17,33 @@ pub mod member_state {
     pub const UNRELEASED_PARTITIONS: i8 = 2;
     /// A state byte this coordinator does not know (written by a newer one).
     pub const UNKNOWN: i8 = 127;
+}
+
+/// The ids of the topics a member subscribes to: its names plus what its regex resolved to (an unresolved
+/// regex matches nothing), keeping only topics that exist (`topic_ids`: name -> id).
+pub fn subscribed_topic_ids<'a>(
+    topic_names: &'a [String],
+    regex: &str,
+    resolved_regexes: impl Fn(&str) -> Option<&'a [String]>,
+    topic_ids: impl Fn(&str) -> Option<TopicId>,
+) -> FxHashSet<TopicId> {
+    let resolved = if regex.is_empty() { None } else { resolved_regexes(regex) };
+    topic_names.iter().chain(resolved.into_iter().flatten()).filter_map(|name| topic_ids(name)).collect()
+}
+
+/// Two PartitionEpochs equal as the reference's dicts are (topics and partitions in any order).
+pub fn same_epochs(a: &PartitionEpochs, b: &PartitionEpochs) -> bool {
+    let as_map = |p: &PartitionEpochs| -> FxHashMap<TopicId, FxHashMap<i32, i32>> {
+        p.iter().map(|(t, ps)| (*t, ps.iter().copied().collect())).collect()
+    };
+    a.len() == b.len() && as_map(a) == as_map(b)
+}
+
+/// Two current assignments equal as the reference's CurrentAssignments are.
+pub fn same_current(a: &CurrentAssignment, b: &CurrentAssignment) -> bool {
+    (a.state, a.member_epoch, a.previous_member_epoch) == (b.state, b.member_epoch, b.previous_member_epoch)
+        && same_epochs(&a.assigned_partitions, &b.assigned_partitions)
+        && same_epochs(&a.partitions_pending_revocation, &b.partitions_pending_revocation)
 }
 
 /// A member would take a partition another member still holds at the same or a later epoch (Kafka's

@@ -95,6 +95,11 @@ impl<'g> TargetAssignmentBuilder<'g> {
         }
     }
 
+    /// The members the target is built for, the heartbeat's changes applied.
+    pub fn members(&self) -> &Dict<String, ConsumerGroupMember> {
+        &self.members
+    }
+
     pub fn remove_member(&mut self, member_id: &str) {
         if let Some(member) = self.members.remove(member_id)
             && let Some(instance_id) = &member.instance_id

@@ -12,11 +12,13 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
+use super::consumer_group::{ConsumerGroup, ImageArg, downgrade_of, topics_image};
 use super::record_bytes::{blob, group_metadata_value};
 use super::result::{Requests, attr, generation_object, partition_lists, partitions_object};
 use super::{bad_input, guarded};
 use crate::classic::manager::ClassicGroupManager as Manager;
 use crate::config::CoordinatorConfig;
+use crate::consumer_group::downgrade::convert_to_classic_group;
 use crate::events::{Heartbeat, JoinGroup, LeaveGroup, LeaveIdentity, MemberAssignment, Protocol, SyncGroup};
 use crate::runtime::member_ids::MemberIds;
 use crate::runtime::result::CoordinatorResult;
@@ -31,6 +33,13 @@ pub(crate) fn coordinator_config(config: &Bound<'_, PyAny>) -> PyResult<Coordina
         group_max_size: attr(config, "group_max_size")?,
         offsets_retention_minutes: attr(config, "offsets_retention_minutes")?,
         offset_metadata_max_bytes: attr(config, "offset_metadata_max_bytes")?,
+        group_consumer_session_timeout_ms: attr(config, "group_consumer_session_timeout_ms")?,
+        group_consumer_heartbeat_interval_ms: attr(config, "group_consumer_heartbeat_interval_ms")?,
+        group_consumer_max_size: attr(config, "group_consumer_max_size")?,
+        group_consumer_assignors: attr(config, "group_consumer_assignors")?,
+        group_consumer_migration_policy: attr(config, "group_consumer_migration_policy")?,
+        group_consumer_assignment_interval_ms: attr(config, "group_consumer_assignment_interval_ms")?,
+        group_consumer_regex_refresh_interval_ms: attr(config, "group_consumer_regex_refresh_interval_ms")?,
         kafka_4_0: version == "4.0",
     })
 }
@@ -318,6 +327,27 @@ impl ClassicGroupManager {
 
     fn replace_by_consumer_group<'py>(&mut self, py: Python<'py>, now: i64) -> PyResult<Bound<'py, PyList>> {
         self.operate(py, "replace_by_consumer_group", None, |_| Ok(()), |m, (), _| m.replace_by_consumer_group(now))
+    }
+
+    /// As the reference's adopt_downgraded(now, group, rebalance), the classic group being what
+    /// state.consumer_group.downgrade.convert_to_classic_group makes of the native `consumer_group` with the
+    /// Downgrade's fields (`joining` a reference ConsumerGroupMember or None) over `topics` ({name: ((msb,
+    /// lsb), partition count)}).
+    #[allow(clippy::too_many_arguments)]
+    fn adopt_downgraded<'py>(
+        &mut self,
+        py: Python<'py>,
+        now: i64,
+        consumer_group: PyRef<'py, ConsumerGroup>,
+        leaving: Vec<String>,
+        joining: Option<Bound<'py, PyAny>>,
+        rebalance: bool,
+        topics: ImageArg,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let downgrade = downgrade_of(py, leaving, joining, rebalance)?;
+        let (_, classic) = convert_to_classic_group(&consumer_group.group, &downgrade, &topics_image(topics), now)
+            .map_err(pyo3::exceptions::PyValueError::new_err)?;
+        self.operate(py, "adopt_downgraded", None, |_| Ok(()), |m, (), _| m.adopt_downgraded(now, classic, rebalance))
     }
 
     fn finish<'py>(&mut self, py: Python<'py>, now: i64) -> PyResult<Bound<'py, PyList>> {

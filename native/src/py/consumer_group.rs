@@ -13,6 +13,7 @@ use rustc_hash::FxHashMap;
 use super::assignors::PartitionAssignorError;
 use super::record_bytes::{consumer_group_record, current_assignment, member_subscription};
 use super::{bad_input, guarded};
+use crate::consumer_group::downgrade::Downgrade;
 use crate::consumer_group::group::{ConsumerGroup as Group, ConsumerGroupMember, ReplayError};
 use crate::consumer_group::group_spec::SubscriptionType;
 use crate::consumer_group::reconciliation::{
@@ -47,7 +48,41 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(reconcile, m)?)?;
     m.add_function(wrap_pyfunction!(in_timeline_hash_map_order, m)?)?;
     m.add_function(wrap_pyfunction!(build_target_assignment, m)?)?;
+    m.add_function(wrap_pyfunction!(record_value_json, m)?)?;
+    super::regex::register(m)?;
+    super::heartbeat::register(m)?;
     m.add_class::<ConsumerGroup>()
+}
+
+/// The topics image the seam is given as {name: ((msb, lsb), partition count)}.
+pub(crate) type ImageArg = FxHashMap<String, ((i64, i64), i32)>;
+
+pub(crate) fn topics_image(topics: ImageArg) -> TopicsImage {
+    TopicsImage {
+        topics: topics.into_iter().map(|(name, ((msb, lsb), count))| (name, (TopicId { msb, lsb }, count))).collect(),
+    }
+}
+
+/// A Downgrade from its fields, `joining` a reference ConsumerGroupMember or None.
+pub(crate) fn downgrade_of(
+    py: Python<'_>,
+    mut leaving: Vec<String>,
+    joining: Option<Bound<'_, PyAny>>,
+    rebalance: bool,
+) -> PyResult<Downgrade> {
+    let joining = joining.map(|j| group_member(&j)).transpose().map_err(|e| bad_input(py, "joining", e))?;
+    leaving.sort();
+    Ok(Downgrade { leaving, joining, rebalance })
+}
+
+/// A reference consumer group record's value as state/consumer_group/manager.py's `consumer_group_records`
+/// row writes it (`json.dumps(_json_value(value), sort_keys=True)`), None for a tombstone.
+#[pyfunction]
+fn record_value_json(record: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
+    let class: String = record.get_type().name()?.extract()?;
+    let record = consumer_group_record(&class, record)?
+        .ok_or_else(|| PyTypeError::new_err(format!("not a consumer group record: {class}")))?;
+    Ok(crate::consumer_group::record_json::record_value_json(&record))
 }
 
 /// As state.consumer_group.downgrade.in_timeline_hash_map_order, over a list of names.
@@ -108,9 +143,9 @@ fn reconcile(
     )
 }
 
-type Topic = (i64, i64);
+pub(crate) type Topic = (i64, i64);
 
-fn topic(t: &TopicId) -> Topic {
+pub(crate) fn topic(t: &TopicId) -> Topic {
     (t.msb, t.lsb)
 }
 
@@ -124,9 +159,9 @@ fn counts(counter: &Counter) -> Vec<(String, i64)> {
 
 type Assignment = Vec<(Topic, Vec<i32>)>;
 type Resolved = (Vec<String>, i64, i64);
-type Classic = Option<(i32, Vec<(String, Vec<u8>)>)>;
-type Current = (i8, i32, i32, Vec<(Topic, Vec<(i32, i32)>)>, Vec<(Topic, Vec<(i32, i32)>)>);
-type Member = (
+pub(crate) type Classic = Option<(i32, Vec<(String, Vec<u8>)>)>;
+pub(crate) type Current = (i8, i32, i32, Vec<(Topic, Vec<(i32, i32)>)>, Vec<(Topic, Vec<(i32, i32)>)>);
+pub(crate) type Member = (
     String,
     Option<String>,
     Option<String>,
@@ -140,7 +175,7 @@ type Member = (
     Current,
 );
 
-fn member(m: &ConsumerGroupMember) -> Member {
+pub(crate) fn member(m: &ConsumerGroupMember) -> Member {
     let classic = m.classic_member_metadata.as_ref().map(|c| {
         (c.session_timeout_ms, c.supported_protocols.iter().map(|p| (p.name.clone(), p.metadata.clone())).collect())
     });
@@ -159,7 +194,7 @@ fn member(m: &ConsumerGroupMember) -> Member {
     )
 }
 
-fn current(c: &CurrentAssignment) -> Current {
+pub(crate) fn current(c: &CurrentAssignment) -> Current {
     (
         c.state,
         c.member_epoch,
@@ -175,7 +210,7 @@ fn resolved(r: &ResolvedRegularExpression) -> Resolved {
 
 #[pyclass(module = "coordsim_native.consumer_group")]
 pub struct ConsumerGroup {
-    group: Group,
+    pub(crate) group: Group,
 }
 
 #[pymethods]
@@ -202,6 +237,17 @@ impl ConsumerGroup {
                 })
             },
         )
+    }
+
+    /// Not replayed: the runtime sets it (the reference's attribute).
+    #[getter]
+    fn metadata_expired(&self) -> bool {
+        self.group.metadata_expired
+    }
+
+    #[setter]
+    fn set_metadata_expired(&mut self, expired: bool) {
+        self.group.metadata_expired = expired;
     }
 
     fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
@@ -233,7 +279,7 @@ impl ConsumerGroup {
 }
 
 /// A reference ConsumerGroupMember: its id, subscription and current assignment.
-fn group_member(obj: &Bound<'_, PyAny>) -> PyResult<ConsumerGroupMember> {
+pub(crate) fn group_member(obj: &Bound<'_, PyAny>) -> PyResult<ConsumerGroupMember> {
     let member_id: String = obj.getattr("member_id")?.extract()?;
     let mut member = ConsumerGroupMember::new(&member_id)
         .with_subscription(&member_subscription(&obj.call_method0("subscription")?)?);
@@ -260,7 +306,7 @@ fn build_target_assignment(
     assignor: &str,
     kafka_4_0: bool,
     homogeneous: bool,
-    topics: FxHashMap<String, ((i64, i64), i32)>,
+    topics: ImageArg,
     now: i64,
 ) -> PyResult<(Vec<TargetRecord>, Vec<MemberTarget>)> {
     let g = &group.group;
@@ -274,9 +320,7 @@ fn build_target_assignment(
             _ => builder.remove_member(&arg.extract::<String>()?),
         }
     }
-    let topics = TopicsImage {
-        topics: topics.into_iter().map(|(name, ((msb, lsb), count))| (name, (TopicId { msb, lsb }, count))).collect(),
-    };
+    let topics = topics_image(topics);
     let subscription_type = if homogeneous { SubscriptionType::Homogeneous } else { SubscriptionType::Heterogeneous };
     let uniform_assign = |spec: &_, counts: &_| uniform::assign(spec, counts, kafka_4_0);
     let result = guarded(

@@ -8,10 +8,12 @@ mod assignors;
 mod classic;
 mod consumer_group;
 mod consumer_protocol;
+mod heartbeat;
 mod java_compat;
 mod offsets;
 mod quiet_run;
 mod record_bytes;
+mod regex;
 mod result;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};

@@ -14,13 +14,14 @@ use pyo3::types::{PyDict, PyList};
 use rustc_hash::FxHashMap;
 
 use super::classic::{ClassicGroupManager, coordinator_config};
+use super::consumer_group::ConsumerGroup;
 use super::record_bytes::offset_commit_value;
 use super::result::{Requests, attr, offset_value_object, partition_lists};
 use super::{bad_input, guarded};
 use crate::config::CoordinatorConfig;
 use crate::consumer_group::topic_id::TopicId;
 use crate::events::{CommitPartition, OffsetCommit, OffsetFetch};
-use crate::offsets::manager::{Groups, Image, OffsetMetadataManager as Manager};
+use crate::offsets::manager::{ConsumerGroupView, Groups, Image, OffsetMetadataManager as Manager};
 use crate::runtime::result::CoordinatorResult;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -51,8 +52,12 @@ pub struct OffsetMetadataManager {
     requests: Requests,
 }
 
-fn groups(classic: &ClassicGroupManager) -> Groups<'_> {
-    Groups { classic: classic.manager.group.as_ref(), consumer: None }
+/// The group the offsets belong to: the native classic manager's, or the native consumer group given.
+fn groups<'a>(classic: &'a ClassicGroupManager, consumer: &'a Option<PyRef<'_, ConsumerGroup>>) -> Groups<'a> {
+    Groups {
+        classic: classic.manager.group.as_ref(),
+        consumer: consumer.as_ref().map(|c| &c.group as &dyn ConsumerGroupView),
+    }
 }
 
 impl OffsetMetadataManager {
@@ -119,6 +124,8 @@ impl OffsetMetadataManager {
         Ok(OffsetMetadataManager { manager: Manager::default(), config, requests: Requests::default() })
     }
 
+    #[pyo3(signature = (now, req, outcomes, classic, image, consumer=None))]
+    #[allow(clippy::too_many_arguments)]
     fn commit_offset<'py>(
         &mut self,
         py: Python<'py>,
@@ -127,6 +134,7 @@ impl OffsetMetadataManager {
         outcomes: &Bound<'py, PyList>,
         classic: PyRef<'py, ClassicGroupManager>,
         image: &Bound<'py, PyAny>,
+        consumer: Option<PyRef<'py, ConsumerGroup>>,
     ) -> PyResult<Bound<'py, PyList>> {
         let read = |s: &mut Self| -> PyResult<(OffsetCommit, ImageRead)> {
             let commit = s.commit_of(req)?;
@@ -144,38 +152,48 @@ impl OffsetMetadataManager {
             read(self).map_err(|e| bad_input(py, "OffsetMetadataManager.commit_offset: request", e))?;
         let commit = Arc::new(commit);
         self.operate(py, "commit_offset", outcomes, |m, config, o| {
-            m.commit_offset(config, groups(&classic), &seen, now, &commit, o)
+            m.commit_offset(config, groups(&classic, &consumer), &seen, now, &commit, o)
         })
     }
 
+    #[pyo3(signature = (req, outcomes, classic, consumer=None))]
     fn fetch_offsets<'py>(
         &mut self,
         py: Python<'py>,
         req: &Bound<'py, PyAny>,
         outcomes: &Bound<'py, PyList>,
         classic: PyRef<'py, ClassicGroupManager>,
+        consumer: Option<PyRef<'py, ConsumerGroup>>,
     ) -> PyResult<Bound<'py, PyList>> {
         let fetch =
             Arc::new(self.fetch_of(req).map_err(|e| bad_input(py, "OffsetMetadataManager.fetch_offsets: request", e))?);
-        self.operate(py, "fetch_offsets", outcomes, |m, _, o| m.fetch_offsets(groups(&classic), &fetch, o))
+        self.operate(py, "fetch_offsets", outcomes, |m, _, o| m.fetch_offsets(groups(&classic, &consumer), &fetch, o))
     }
 
-    fn next_expiry_due(&self, now: i64, classic: PyRef<'_, ClassicGroupManager>) -> PyResult<Option<i64>> {
+    #[pyo3(signature = (now, classic, consumer=None))]
+    fn next_expiry_due(
+        &self,
+        now: i64,
+        classic: PyRef<'_, ClassicGroupManager>,
+        consumer: Option<PyRef<'_, ConsumerGroup>>,
+    ) -> PyResult<Option<i64>> {
         guarded(
             || "OffsetMetadataManager.next_expiry_due".into(),
-            || Ok(self.manager.next_expiry_due(&self.config, groups(&classic), now)),
+            || Ok(self.manager.next_expiry_due(&self.config, groups(&classic, &consumer), now)),
         )
     }
 
+    #[pyo3(signature = (now, outcomes, classic, consumer=None))]
     fn cleanup_expired_offsets<'py>(
         &mut self,
         py: Python<'py>,
         now: i64,
         outcomes: &Bound<'py, PyList>,
         classic: PyRef<'py, ClassicGroupManager>,
+        consumer: Option<PyRef<'py, ConsumerGroup>>,
     ) -> PyResult<Bound<'py, PyList>> {
         self.operate(py, "cleanup_expired_offsets", outcomes, |m, config, o| {
-            m.cleanup_expired_offsets(config, groups(&classic), now, o)
+            m.cleanup_expired_offsets(config, groups(&classic, &consumer), now, o)
         })
     }
 

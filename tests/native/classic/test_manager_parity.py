@@ -367,3 +367,18 @@ def test_the_native_manager_answers_as_the_reference(data, config, steps) -> Non
     d.run("finish", d.now)
     python_row, native_row = d.python.pending_generation_row(None), d.native.pending_generation_row(None)
     assert shadow.normal(native_row) == shadow.normal(python_row)
+
+
+def test_a_captured_member_id_handed_out_twice_is_pending_once() -> None:
+    """Two v4 JoinGroups without a member id whose captured answer (docs/captures.md) names the same member id:
+    the id is pending once, as in the reference's insertion-ordered set (the native manager listed it twice)."""
+    d = Driver(CONFIGS[0])
+    captured = CapturedAnswer(connection="conn", error="NONE", member_id="client-a-00000000-0000-4000-8000-000000000000",
+                              generation_id=1)
+    for seq in (1, 2):
+        d.run("join_group", 0, JoinGroup(
+            ts=0, group_id=GROUP, type="JOIN_GROUP", seq=seq, request_id=f"join-{seq}", client_id="client-a",
+            api_version=4, captured=captured, member_id="", group_instance_id=None, protocol_type="consumer",
+            protocols=(protocol("range", 0),), session_timeout_ms=10_000, rebalance_timeout_ms=5_000),
+            outcomes=[])
+    assert list(d.python.group.pending_join_members) == ["client-a-00000000-0000-4000-8000-000000000000"]

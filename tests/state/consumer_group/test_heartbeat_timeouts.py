@@ -3,6 +3,8 @@ arms and cancels, and the members their expiry fences."""
 
 from __future__ import annotations
 
+import pytest
+
 from state.consumer_group.heartbeat import REBALANCE_TIMEOUT, CoordinatorResult, on_loaded
 from state.consumer_group.reconciliation import MemberState
 from state.consumer_group.records import member_tombstones
@@ -15,6 +17,9 @@ from tests.state.consumer_group.coordinator_context import (
     member,
     tps,
 )
+
+# On the native core, the timeouts these cases fire run on the native group too (tests/native/consumer_group/shadow.py).
+pytestmark = pytest.mark.usefixtures("core")
 
 M1, M2 = "member-id-1", "member-id-2"
 

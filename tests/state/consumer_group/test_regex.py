@@ -39,6 +39,9 @@ from tests.state.consumer_group.coordinator_context import (
     target_record,
 )
 
+# The syntax checks, patterns and resolutions run on both cores (the heartbeat's use of them on the reference).
+pytestmark = pytest.mark.usefixtures("core")
+
 STABLE = MemberState.STABLE
 M1, M2 = "member-id-1", "member-id-2"
 FOOO = TopicId.from_string("AAAAAAAAAAAAAAAAAAAAAA")
