@@ -95,7 +95,9 @@ def compile_regex(regex: str) -> re.Pattern:
         i += 1
     try:
         return re.compile("".join(out))
-    except re.error as error:
+    except (re.error, OverflowError, ValueError, RecursionError) as error:
+        # re raises more than re.error: a repetition count of 2^32 - 1 or more (OverflowError), both `(?a)`
+        # and `(?u)` (ValueError), groups nested past the interpreter's recursion limit (RecursionError).
         raise _refuse(regex, str(error)) from None
 
 
