@@ -13,6 +13,7 @@ mod offsets;
 mod quiet_run;
 mod record_bytes;
 mod result;
+mod timers;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -50,6 +51,7 @@ fn coordsim_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     submodule(m, "production", quiet_run::register_production)?;
     submodule(m, "topic_id", quiet_run::register_topic_id)?;
     submodule(m, "member_ids", quiet_run::register_member_ids)?;
+    submodule(m, "timers", timers::register)?;
     submodule(m, "classic", classic::register)?;
     submodule(m, "offsets", offsets::register)
 }
