@@ -8,6 +8,7 @@ mod assignors;
 mod classic;
 mod consumer_group;
 mod consumer_protocol;
+mod group_log;
 mod java_compat;
 mod offsets;
 mod quiet_run;
@@ -52,6 +53,7 @@ fn coordsim_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     submodule(m, "topic_id", quiet_run::register_topic_id)?;
     submodule(m, "member_ids", quiet_run::register_member_ids)?;
     submodule(m, "timers", timers::register)?;
+    submodule(m, "group_log", group_log::register)?;
     submodule(m, "classic", classic::register)?;
     submodule(m, "offsets", offsets::register)
 }
