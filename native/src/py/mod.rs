@@ -12,6 +12,7 @@ mod group_log;
 mod java_compat;
 mod offsets;
 mod quiet_run;
+mod quiet_runs;
 mod record_bytes;
 mod result;
 mod timers;
@@ -54,6 +55,7 @@ fn coordsim_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     submodule(m, "member_ids", quiet_run::register_member_ids)?;
     submodule(m, "timers", timers::register)?;
     submodule(m, "group_log", group_log::register)?;
+    submodule(m, "quiet_runs", quiet_runs::register)?;
     submodule(m, "classic", classic::register)?;
     submodule(m, "offsets", offsets::register)
 }
