@@ -10,6 +10,7 @@ mod consumer_group;
 mod consumer_protocol;
 mod group_log;
 mod java_compat;
+mod metrics;
 mod offsets;
 mod quiet_run;
 mod quiet_runs;
@@ -56,6 +57,7 @@ fn coordsim_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     submodule(m, "timers", timers::register)?;
     submodule(m, "group_log", group_log::register)?;
     submodule(m, "quiet_runs", quiet_runs::register)?;
+    submodule(m, "metrics", metrics::register)?;
     submodule(m, "classic", classic::register)?;
     submodule(m, "offsets", offsets::register)
 }
