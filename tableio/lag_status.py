@@ -365,7 +365,7 @@ def _broker(part: _Partition, by: int) -> tuple[int, Callable[[int], int]]:
 
 def model_log_end(model: list[tuple[int, float, int]], t: int) -> int:
     """The log-end offset at time t (not before the model's start) under a topic's production model, as
-    GroupRuntime.log_end_offset computes it."""
+    ClusterImage.log_end_offset computes it."""
     # Most topics keep one rate for the whole run: no search then.
     since, rate, base = model[0] if len(model) == 1 else model[bisect.bisect_right(model, (t, float("inf"), 0)) - 1]
     return rule_offset((rate, since, base), t)

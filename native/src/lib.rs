@@ -12,6 +12,7 @@ pub mod dict;
 pub mod errors;
 pub mod events;
 pub mod java_compat;
+pub mod metrics;
 pub mod offsets;
 pub mod python_re;
 pub mod quiet_run;

@@ -68,7 +68,7 @@ class GroupAt:
     production: dict[str, tuple[int, float, int]] = field(default_factory=dict)
 
     def log_end_offset(self, topic: str) -> int | None:
-        """A partition's log-end offset at TS, as the coordinator's model computes it (GroupRuntime.log_end_offset);
+        """A partition's log-end offset at TS, as the coordinator's model computes it (ClusterImage.log_end_offset);
         None for a topic the run has no production model of (a replay of captured requests)."""
         if topic not in self.production:
             return None

@@ -149,13 +149,12 @@ def _commit_rule(production: dict, event, partition, row) -> tuple:
 
 
 def _log_end_rule(production: dict, row: dict) -> tuple | None:
-    """The production model behind a commit's `log_end_offset` (GroupRuntime.log_end_offset)."""
+    """The production model behind a commit's `log_end_offset` (state/cluster_image.py's log_end_offset)."""
     if row["log_end_offset"] is None:
         return None
     since, rate, base = production[row["topic"]]
     return (rate, since, base)
 
-@staticmethod
 
 def run_state(run: QuietRun) -> tuple:
     """A run as plain data (QuietRun's fields, in order)."""

@@ -8,13 +8,17 @@ mod assignors;
 mod classic;
 mod consumer_group;
 mod consumer_protocol;
+mod group_log;
 mod heartbeat;
 mod java_compat;
+mod metrics;
 mod offsets;
 mod quiet_run;
+mod quiet_runs;
 mod record_bytes;
 mod regex;
 mod result;
+mod timers;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -52,6 +56,10 @@ fn coordsim_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     submodule(m, "production", quiet_run::register_production)?;
     submodule(m, "topic_id", quiet_run::register_topic_id)?;
     submodule(m, "member_ids", quiet_run::register_member_ids)?;
+    submodule(m, "timers", timers::register)?;
+    submodule(m, "group_log", group_log::register)?;
+    submodule(m, "quiet_runs", quiet_runs::register)?;
+    submodule(m, "metrics", metrics::register)?;
     submodule(m, "classic", classic::register)?;
     submodule(m, "offsets", offsets::register)
 }

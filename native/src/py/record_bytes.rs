@@ -185,7 +185,7 @@ pub(crate) fn consumer_group_record(class: &str, r: &Bound<'_, PyAny>) -> PyResu
     }))
 }
 
-fn any_record(r: &Bound<'_, PyAny>) -> PyResult<AnyRecord> {
+pub(crate) fn any_record(r: &Bound<'_, PyAny>) -> PyResult<AnyRecord> {
     let class: String = r.get_type().name()?.extract()?;
     match class.as_str() {
         "OffsetCommitRecord" => Ok(AnyRecord::Classic(Record::OffsetCommit(OffsetCommitRecord {
