@@ -10,8 +10,8 @@
 //!
 //! The committed-offsets map is the replay of the group's OffsetCommit records (`replay`). The reference's
 //! manager holds the two group managers and the cluster's image; here each operation is given them
-//! (`Groups`, `Image`), so the managers stay apart values. The consumer group is a trait
-//! (`ConsumerGroupView`) until its manager is ported.
+//! (`Groups`, `Image`), so the managers stay apart values. The consumer group is read through a trait
+//! (`ConsumerGroupView`), which the native ConsumerGroup implements.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -32,7 +32,8 @@ use crate::runtime::result::{
 };
 
 /// What the offsets manager reads of a consumer group (state/consumer_group/group.py's ConsumerGroup and
-/// offset_commit.py's rules), until the consumer group is ported.
+/// offset_commit.py's rules): the native ConsumerGroup implements it (consumer_group/offset_commit.rs), so the
+/// two managers stay apart values.
 pub trait ConsumerGroupView {
     /// ConsumerGroup.validateOffsetCommit: an error name, "NONE" when valid.
     fn validate_offset_commit(
