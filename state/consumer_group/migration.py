@@ -94,6 +94,10 @@ def _from_classic_member(classic: ClassicGroup, classic_member: ClassicGroupMemb
     if classic.protocol_name is None:
         # Kafka reads classicGroup.protocolName().get(): no protocol is chosen before the first generation.
         raise HeartbeatError("UNKNOWN_SERVER_ERROR", f"Classic group {group_id} has no protocol yet.")
+    if classic.protocol_name not in (p.name for p in classic_member.protocols):
+        # A member that joined the ongoing rebalance with other protocols only: ClassicGroupMember.metadata
+        # throws IllegalArgumentException, which no caller catches.
+        raise HeartbeatError("UNKNOWN_SERVER_ERROR", f"Member does not support protocol {classic.protocol_name}")
     try:
         subscription = consumer_protocol.decode_subscription(classic_member.metadata(classic.protocol_name))
         assignment = (consumer_protocol.decode_assignment(classic_member.assignment)

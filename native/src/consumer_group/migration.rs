@@ -47,15 +47,12 @@ fn not_found(classic: &ClassicGroup, why: &str) -> HeartbeatError {
     }
 }
 
-/// Why a conversion fails: a request the coordinator refuses, records its replay refuses (two classic
-/// members holding one partition: the reference's PartitionEpochConflict), or a member that does not support
-/// the group's protocol (one that joined a rebalance with other protocols; the reference's KeyError, which
-/// no caller catches: a bug of the reference's, reported, mirrored here).
+/// Why a conversion fails: a request the coordinator refuses, or records its replay refuses (two classic
+/// members holding one partition: the reference's PartitionEpochConflict).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MigrationError {
     Refused(HeartbeatError),
     Replay(ReplayError),
-    MissingProtocol(String),
 }
 
 impl From<HeartbeatError> for MigrationError {
@@ -136,10 +133,12 @@ fn from_classic_member(
         }));
     };
     if !classic_member.protocol_names().any(|name| name == protocol_name) {
-        return Err(MigrationError::MissingProtocol(format!(
-            "member {} does not support protocol {protocol_name}",
-            classic_member.member_id
-        )));
+        // A member that joined the ongoing rebalance with other protocols only: ClassicGroupMember.metadata
+        // throws IllegalArgumentException, which no caller catches.
+        return Err(MigrationError::Refused(HeartbeatError {
+            error: "UNKNOWN_SERVER_ERROR",
+            message: format!("Member does not support protocol {protocol_name}"),
+        }));
     }
     let malformed = || not_found(classic, "the embedded consumer protocol is malformed");
     let subscription = consumer_protocol::decode_subscription(classic_member.metadata(Some(protocol_name)))

@@ -4,7 +4,7 @@
 //! (records, response, timers, metadata_refreshed, downgrade, resolve_regexes), in the layout
 //! tests/native/consumer_group/test_heartbeat_parity.py gives the reference's.
 
-use pyo3::exceptions::{PyKeyError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
@@ -528,8 +528,7 @@ fn convert_to_classic_group<'py>(
 /// As state.consumer_group.migration's validate_online_upgrade then convert_to_consumer_group of the native
 /// classic manager's group (`config` the reference's CoordinatorConfig, `topics` as
 /// convert_to_classic_group's): ("refused", error, message), or ("converted", records, timers, the native
-/// ConsumerGroup they replay to); PartitionEpochConflict where the replay refuses the records, KeyError where
-/// a member does not support the group's protocol (as the reference).
+/// ConsumerGroup they replay to); PartitionEpochConflict where the replay refuses the records.
 #[pyfunction]
 fn upgrade<'py>(
     py: Python<'py>,
@@ -563,7 +562,6 @@ fn upgrade<'py>(
             Err(super::consumer_group::PartitionEpochConflict::new_err(conflict.0))
         }
         Err(MigrationError::Replay(ReplayError::Invalid(message))) => Err(PyValueError::new_err(message)),
-        Err(MigrationError::MissingProtocol(message)) => Err(PyKeyError::new_err(message)),
     }
 }
 

@@ -36,8 +36,6 @@ def python_upgrade(classic, image, now, config):
         return ("refused", error.error, str(error))
     except PartitionEpochConflict as error:
         return ("PartitionEpochConflict", str(error))
-    except KeyError as error:  # a reference bug: a member lacking the group's protocol (docs/native.md)
-        return ("KeyError", str(error))
     timers = [(t.key[0], t.key[1], t.deadline, t.kind, list(t.args), t.if_absent) for t in result.timers]
     return ("converted", [record(r) for r in result.records], timers, snapshot(group))
 
@@ -47,8 +45,6 @@ def native_upgrade(module, classic, image, now, config):
         out = module.upgrade(classic, {n: (tuple(t), c) for n, (t, c) in image.items()}, now, config)
     except module.PartitionEpochConflict as error:
         return ("PartitionEpochConflict", str(error))
-    except KeyError as error:
-        return ("KeyError", str(error))
     if out[0] == "refused":
         return out
     _, records, timers, group = out

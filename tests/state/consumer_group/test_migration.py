@@ -156,6 +156,26 @@ def test_a_classic_group_without_a_protocol_yet_fails_to_convert():
     assert heartbeat(ctx, "C", 0).error == "UNKNOWN_SERVER_ERROR"
 
 
+def test_a_member_without_the_groups_protocol_fails_the_conversion():
+    """fromClassicGroup reads each member's metadata for the group's protocol (ClassicGroupMember.metadata): a
+    member that joined a rebalance with other protocols only has none, the IllegalArgumentException is not
+    caught, and the heartbeat fails (UNKNOWN_SERVER_ERROR); the group stays classic."""
+    ctx = context()
+    ids = [ctx.join_new_dynamic(names=("range", "roundrobin")) for _ in range(2)]
+    for member_id in ids:
+        ctx.join(member_id, names=("range", "roundrobin"))
+    while ctx.state == "PreparingRebalance":
+        ctx.sleep(ctx.config.group_initial_rebalance_delay_ms)
+    for member_id in ids:
+        ctx.sync(member_id, 1)
+    assert ctx.state == "Stable" and ctx.group.protocol_name == "range"
+    newcomer = ctx.join_new_dynamic(names=("roundrobin",))
+    parked = ctx.join(newcomer, names=("roundrobin",))
+    assert not parked.done and ctx.group.protocol_name == "range"
+    assert heartbeat(ctx, "C", 0).error == "UNKNOWN_SERVER_ERROR"
+    assert ctx.runtime.consumer_group is None and ctx.state == "PreparingRebalance"
+
+
 def test_a_converted_group_reloads_and_round_trips_through_encoding():
     ctx = context()
     leader, _ = stable_classic_group(ctx)
