@@ -22,7 +22,7 @@ from state.config import CoordinatorConfig
 from state.consumer_group.group import ConsumerGroup, ConsumerGroupMember, topic_partitions
 from state.consumer_group.group_spec import in_java_hash_map_order
 from state.consumer_group.heartbeat import CoordinatorResult, HeartbeatError, session_timer
-from state.consumer_group.reconciliation import CurrentAssignment, MemberState
+from state.consumer_group.reconciliation import CurrentAssignment, MemberState, PartitionEpochConflict
 from state.consumer_group.records import (
     AssignmentMetadata,
     ClassicMemberMetadata,
@@ -79,8 +79,13 @@ def convert_to_consumer_group(classic: ClassicGroup, topics: TopicsImage, now: i
     records.append(ConsumerGroupTargetAssignmentMetadata(AssignmentMetadata(generation, 0)))
     records += [ConsumerGroupCurrentMemberAssignment(m.member_id, m.current) for m in members.values()]
     group = ConsumerGroup(classic.group_id)
-    for record in records:
-        group.replay(record)
+    try:
+        for record in records:
+            group.replay(record)
+    except PartitionEpochConflict as error:
+        # Two classic members holding one partition (the leader's assignment gave it to both): Kafka's
+        # addPartitionEpochs throws IllegalStateException, which no caller catches.
+        raise HeartbeatError("UNKNOWN_SERVER_ERROR", str(error)) from None
     timers = tuple(session_timer(m.member_id, now, config, m.classic_member_metadata.session_timeout_ms)
                    for m in members.values())
     return group, CoordinatorResult(tuple(records), timers=timers)

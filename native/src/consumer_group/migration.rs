@@ -47,8 +47,9 @@ fn not_found(classic: &ClassicGroup, why: &str) -> HeartbeatError {
     }
 }
 
-/// Why a conversion fails: a request the coordinator refuses, or records its replay refuses (two classic
-/// members holding one partition: the reference's PartitionEpochConflict).
+/// Why a conversion fails: a request the coordinator refuses (two classic members holding one partition
+/// among the reasons: UNKNOWN_SERVER_ERROR, as Kafka's uncaught IllegalStateException), or a record its replay
+/// refuses as invalid.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MigrationError {
     Refused(HeartbeatError),
@@ -105,7 +106,14 @@ pub fn convert_to_consumer_group(
     }));
     let mut group = ConsumerGroup::new(&classic.group_id, false);
     for record in &records {
-        group.replay(record).map_err(MigrationError::Replay)?;
+        group.replay(record).map_err(|error| match error {
+            // Two classic members holding one partition (the leader's assignment gave it to both): Kafka's
+            // addPartitionEpochs throws IllegalStateException, which no caller catches.
+            ReplayError::Conflict(conflict) => {
+                MigrationError::Refused(HeartbeatError { error: "UNKNOWN_SERVER_ERROR", message: conflict.0 })
+            }
+            invalid => MigrationError::Replay(invalid),
+        })?;
     }
     let timers = members
         .iter()

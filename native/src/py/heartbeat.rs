@@ -15,7 +15,7 @@ use super::result::attr;
 use super::{bad_input, guarded};
 use crate::config::CoordinatorConfig;
 use crate::consumer_group::classic_members::{self, ClassicJoin, ClassicSync};
-use crate::consumer_group::group::{ConsumerGroup as ConsumerGroupCore, ReplayError};
+use crate::consumer_group::group::ConsumerGroup as ConsumerGroupCore;
 use crate::consumer_group::heartbeat::{self as core, GroupResult, HeartbeatContext, Held, Response, TimerArgs};
 use crate::consumer_group::messages::{HeartbeatRequest, TopicPartitions};
 use crate::consumer_group::migration::{self, MigrationError};
@@ -528,7 +528,7 @@ fn convert_to_classic_group<'py>(
 /// As state.consumer_group.migration's validate_online_upgrade then convert_to_consumer_group of the native
 /// classic manager's group (`config` the reference's CoordinatorConfig, `topics` as
 /// convert_to_classic_group's): ("refused", error, message), or ("converted", records, timers, the native
-/// ConsumerGroup they replay to); PartitionEpochConflict where the replay refuses the records.
+/// ConsumerGroup they replay to); ValueError where the replay refuses a record as invalid.
 #[pyfunction]
 fn upgrade<'py>(
     py: Python<'py>,
@@ -558,10 +558,7 @@ fn upgrade<'py>(
             ("converted", records, timers, group).into_pyobject(py)
         }
         Err(MigrationError::Refused(error)) => ("refused", error.error, error.message).into_pyobject(py),
-        Err(MigrationError::Replay(ReplayError::Conflict(conflict))) => {
-            Err(super::consumer_group::PartitionEpochConflict::new_err(conflict.0))
-        }
-        Err(MigrationError::Replay(ReplayError::Invalid(message))) => Err(PyValueError::new_err(message)),
+        Err(MigrationError::Replay(error)) => Err(PyValueError::new_err(error.to_string())),
     }
 }
 

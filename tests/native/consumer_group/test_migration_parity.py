@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 from state.config import CoordinatorConfig
 from state.consumer_group.heartbeat import HeartbeatError
 from state.consumer_group.migration import convert_to_consumer_group, validate_online_upgrade
-from state.consumer_group.reconciliation import PartitionEpochConflict
 from state.consumer_group.topic_id import TopicId
 from state.consumer_group.topics import TopicsImage
 from tests.native import cores
@@ -34,17 +33,12 @@ def python_upgrade(classic, image, now, config):
         group, result = convert_to_consumer_group(classic, TopicsImage(image), now, config)
     except HeartbeatError as error:
         return ("refused", error.error, str(error))
-    except PartitionEpochConflict as error:
-        return ("PartitionEpochConflict", str(error))
     timers = [(t.key[0], t.key[1], t.deadline, t.kind, list(t.args), t.if_absent) for t in result.timers]
     return ("converted", [record(r) for r in result.records], timers, snapshot(group))
 
 
 def native_upgrade(module, classic, image, now, config):
-    try:
-        out = module.upgrade(classic, {n: (tuple(t), c) for n, (t, c) in image.items()}, now, config)
-    except module.PartitionEpochConflict as error:
-        return ("PartitionEpochConflict", str(error))
+    out = module.upgrade(classic, {n: (tuple(t), c) for n, (t, c) in image.items()}, now, config)
     if out[0] == "refused":
         return out
     _, records, timers, group = out

@@ -176,6 +176,23 @@ def test_a_member_without_the_groups_protocol_fails_the_conversion():
     assert ctx.runtime.consumer_group is None and ctx.state == "PreparingRebalance"
 
 
+def test_two_classic_members_holding_one_partition_fail_the_conversion():
+    """A leader's assignment that gives a partition to two members (a custom assignor's, or a captured one):
+    fromClassicGroup's addPartitionEpochs throws IllegalStateException, not caught, and the heartbeat fails
+    (UNKNOWN_SERVER_ERROR); the group stays classic."""
+    ctx = context()
+    ids = [ctx.join_new_dynamic() for _ in range(2)]
+    for member_id in ids:
+        ctx.join(member_id)
+    while ctx.state == "PreparingRebalance":
+        ctx.sleep(ctx.config.group_initial_rebalance_delay_ms)
+    leader, other = ctx.group.leader_id, next(m for m in ids if m != ctx.group.leader_id)
+    ctx.sync(other, 1)
+    ctx.sync(leader, 1, assignments={leader: [("foo", [0, 1])], other: [("foo", [1, 2])]})
+    assert heartbeat(ctx, "C", 0).error == "UNKNOWN_SERVER_ERROR"
+    assert ctx.runtime.consumer_group is None and ctx.state == "Stable"
+
+
 def test_a_converted_group_reloads_and_round_trips_through_encoding():
     ctx = context()
     leader, _ = stable_classic_group(ctx)
