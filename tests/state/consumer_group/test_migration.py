@@ -33,16 +33,17 @@ def context(**config) -> GroupContext:
     return ctx
 
 
-def stable_classic_group(ctx: GroupContext) -> tuple[str, str]:
-    """Two classic members, Stable at generation 1: the leader holds foo 0-1, the other foo 2-3."""
-    ids = [ctx.join_new_dynamic() for _ in range(2)]
+def stable_classic_group(ctx: GroupContext, names=("range",), others=(2, 3)) -> tuple[str, str]:
+    """Two classic members offering the protocols `names`, Stable at generation 1: the leader holds foo 0-1,
+    the other the partitions `others` of foo."""
+    ids = [ctx.join_new_dynamic(names=names) for _ in range(2)]
     for member_id in ids:
-        ctx.join(member_id)
+        ctx.join(member_id, names=names)
     while ctx.state == "PreparingRebalance":
         ctx.sleep(ctx.config.group_initial_rebalance_delay_ms)
     leader, other = ctx.group.leader_id, next(m for m in ids if m != ctx.group.leader_id)
     ctx.sync(other, 1)
-    ctx.sync(leader, 1, assignments={leader: [("foo", [0, 1])], other: [("foo", [2, 3])]})
+    ctx.sync(leader, 1, assignments={leader: [("foo", [0, 1])], other: [("foo", list(others))]})
     assert ctx.state == "Stable"
     return leader, other
 
@@ -161,14 +162,8 @@ def test_a_member_without_the_groups_protocol_fails_the_conversion():
     member that joined a rebalance with other protocols only has none, the IllegalArgumentException is not
     caught, and the heartbeat fails (UNKNOWN_SERVER_ERROR); the group stays classic."""
     ctx = context()
-    ids = [ctx.join_new_dynamic(names=("range", "roundrobin")) for _ in range(2)]
-    for member_id in ids:
-        ctx.join(member_id, names=("range", "roundrobin"))
-    while ctx.state == "PreparingRebalance":
-        ctx.sleep(ctx.config.group_initial_rebalance_delay_ms)
-    for member_id in ids:
-        ctx.sync(member_id, 1)
-    assert ctx.state == "Stable" and ctx.group.protocol_name == "range"
+    stable_classic_group(ctx, names=("range", "roundrobin"))
+    assert ctx.group.protocol_name == "range"
     newcomer = ctx.join_new_dynamic(names=("roundrobin",))
     parked = ctx.join(newcomer, names=("roundrobin",))
     assert not parked.done and ctx.group.protocol_name == "range"
@@ -181,14 +176,7 @@ def test_two_classic_members_holding_one_partition_fail_the_conversion():
     fromClassicGroup's addPartitionEpochs throws IllegalStateException, not caught, and the heartbeat fails
     (UNKNOWN_SERVER_ERROR); the group stays classic."""
     ctx = context()
-    ids = [ctx.join_new_dynamic() for _ in range(2)]
-    for member_id in ids:
-        ctx.join(member_id)
-    while ctx.state == "PreparingRebalance":
-        ctx.sleep(ctx.config.group_initial_rebalance_delay_ms)
-    leader, other = ctx.group.leader_id, next(m for m in ids if m != ctx.group.leader_id)
-    ctx.sync(other, 1)
-    ctx.sync(leader, 1, assignments={leader: [("foo", [0, 1])], other: [("foo", [1, 2])]})
+    stable_classic_group(ctx, others=(1, 2))  # foo-1 twice
     assert heartbeat(ctx, "C", 0).error == "UNKNOWN_SERVER_ERROR"
     assert ctx.runtime.consumer_group is None and ctx.state == "Stable"
 
