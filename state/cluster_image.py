@@ -71,7 +71,7 @@ class ClusterImage:
         for topic, _ in event.topics:
             rate = event.records_per_second.get(topic)
             if rate is not None:
-                self.production[topic] = (now, rate, self.log_end_offset((topic, 0), now))
+                self.production[topic] = (now, rate, self._produced(topic, now))
                 log_end.append({"ts": now, "topic": topic, "records_per_second": rate,
                                 "base_offset": self.production[topic][2]})
         return changed, log_end
@@ -79,10 +79,13 @@ class ClusterImage:
     def log_end_offset(self, tp, at: int) -> int:
         """Records produced to a partition by time `at`, under the current rates: each partition of a topic gets
         the topic's per-partition rate (TOPIC_METADATA records_per_second), from the moment it was declared."""
-        since, rate, base = self.production.get(tp[0], (at, 0.0, 0))
+        return self._produced(tp[0], at)
+
+    def _produced(self, topic: str, at: int) -> int:
+        since, rate, base = self.production.get(topic, (at, 0.0, 0))
         return rule_offset((rate, since, base), at)
 
     def reported_log_end_offset(self, tp, at: int) -> int | None:
         """The log-end offset a broker would report for the partition at `at`, or None when the run has no
         production model for its topic (no TOPIC_METADATA rate, as in a replay of captured requests)."""
-        return self.log_end_offset(tp, at) if tp[0] in self.production else None
+        return self._produced(tp[0], at) if tp[0] in self.production else None
